@@ -1,0 +1,114 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Settings shared by every target: Swift 6 language mode is the default for tools 6.x;
+// the upcoming features below keep imports explicit and existentials visible.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+// MARK: - Dependencies by product
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
+let postgres: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
+let jwt: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+
+// MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
+struct ServiceSpec {
+    let folder: String       // Services/<folder>
+    let executable: String   // product / binary name
+    let extra: [Target.Dependency]
+}
+let services: [ServiceSpec] = [
+    .init(folder: "Gateway", executable: "gateway", extra: []),
+    .init(folder: "Auth", executable: "auth", extra: []),
+    .init(folder: "Workspace", executable: "workspace", extra: []),
+    .init(folder: "Chat", executable: "chat", extra: []),
+    .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
+    .init(folder: "Presence", executable: "presence", extra: []),
+    .init(folder: "Payment", executable: "payment", extra: []),
+]
+
+let platform: [Target.Dependency] = ["Kafka", "Events", "Database", "ServiceKit", hummingbird, logging]
+
+var targets: [Target] = [
+    .systemLibrary(
+        name: "CRdKafka",
+        path: "Shared/CRdKafka",
+        pkgConfig: "rdkafka",
+        providers: [.apt(["librdkafka-dev"])]
+    ),
+    .target(name: "Kafka", dependencies: ["CRdKafka", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
+    .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
+    .target(
+        name: "Database",
+        dependencies: ["Kafka", "Events", postgres, logging, metrics, lifecycle],
+        path: "Shared/Database",
+        swiftSettings: swiftSettings
+    ),
+    .target(
+        name: "ServiceKit",
+        dependencies: ["Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt],
+        path: "Shared/ServiceKit",
+        swiftSettings: swiftSettings
+    ),
+    .target(
+        name: "TestSupport",
+        dependencies: ["Kafka", "Events", "Database", "ServiceKit", postgres, logging],
+        path: "Shared/TestSupport",
+        swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+        name: "ChatSuiteCLI",
+        dependencies: ["Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient]
+            + services.map { .target(name: "\($0.folder)App") },
+        path: "Services/ChatSuite",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "KafkaTests", dependencies: ["Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
+    .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
+    .testTarget(name: "DatabaseTests", dependencies: ["Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "ServiceKitTests",
+        dependencies: ["ServiceKit", "TestSupport", hummingbird, hummingbirdTesting, jwt],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "IntegrationTests",
+        dependencies: ["TestSupport", "Kafka", "Events", httpClient],
+        swiftSettings: swiftSettings
+    ),
+]
+var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
+for s in services {
+    targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
+    targets.append(.executableTarget(name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit"], path: "Services/\(s.folder)/Server", swiftSettings: swiftSettings))
+    products.append(.executable(name: s.executable, targets: ["\(s.folder)Server"]))
+}
+
+let package = Package(
+    name: "chatsuite",
+    platforms: [.macOS(.v15)],
+    products: products,
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+    ],
+    targets: targets
+)

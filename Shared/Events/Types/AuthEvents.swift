@@ -1,0 +1,52 @@
+import Foundation
+
+/// `auth.user.v1`, keyed by user id. Consumers keep projections of member profiles from these.
+public enum AuthEvents {
+    public struct UserRegistered: EventPayload {
+        public static let eventType = "auth.user.registered"
+        public static let topic = Topic.authUser
+        public var userId: UUID
+        public var email: String
+        public var nickname: String
+        public var profileImage: String?
+        public var provider: String?
+        public var createdAt: Date
+        public var subject: String { userId.lowercased }
+
+        public init(userId: UUID, email: String, nickname: String, profileImage: String?, provider: String?, createdAt: Date) {
+            self.userId = userId
+            self.email = email
+            self.nickname = nickname
+            self.profileImage = profileImage
+            self.provider = provider
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+
+    /// The profile as it is after the change (nickname, phone or image).
+    public struct UserProfileUpdated: EventPayload {
+        public static let eventType = "auth.user.profile-updated"
+        public static let topic = Topic.authUser
+        public var userId: UUID
+        public var email: String
+        public var nickname: String
+        public var profileImage: String?
+        public var subject: String { userId.lowercased }
+
+        public init(userId: UUID, email: String, nickname: String, profileImage: String?) {
+            self.userId = userId
+            self.email = email
+            self.nickname = nickname
+            self.profileImage = profileImage
+        }
+    }
+
+    public struct UserDeleted: EventPayload {
+        public static let eventType = "auth.user.deleted"
+        public static let topic = Topic.authUser
+        public var userId: UUID
+        public var subject: String { userId.lowercased }
+
+        public init(userId: UUID) { self.userId = userId }
+    }
+}

@@ -1,0 +1,145 @@
+/// librdkafka properties shared by every client kind, plus typed accessors for the ones the
+/// suite sets. Any librdkafka property can be set through `properties`.
+public struct KafkaClientConfiguration: Sendable {
+    /// Comma-separated `host:port` list.
+    public var bootstrapServers: String
+    public var clientId: String
+    /// Any further librdkafka property (see librdkafka's CONFIGURATION.md); applied last.
+    public var properties: [String: String] = [:]
+
+    public init(bootstrapServers: String, clientId: String = "chatsuite") {
+        self.bootstrapServers = bootstrapServers
+        self.clientId = clientId
+    }
+
+    var baseProperties: [String: String] {
+        [
+            "bootstrap.servers": bootstrapServers,
+            "client.id": clientId,
+            // Surface "all brokers down" and resolve failures quickly instead of silently retrying.
+            "socket.connection.setup.timeout.ms": "10000",
+            "reconnect.backoff.ms": "50",
+            "reconnect.backoff.max.ms": "1000",
+            "log.connection.close": "false",
+        ]
+    }
+}
+
+public struct KafkaProducerConfiguration: Sendable {
+    public var client: KafkaClientConfiguration
+    /// How long the producer waits to fill a batch. The default favours latency (≤ 1 ms);
+    /// raise it (5–20 ms) to trade latency for throughput.
+    public var lingerMilliseconds: Double = 0.5
+    /// How long a record may stay undelivered (including retries while brokers are down)
+    /// before its delivery report fails with a retriable error.
+    public var messageTimeoutMilliseconds: Int = 30_000
+    /// Upper bound of records buffered in the client before `send` waits.
+    public var maxBufferedMessages: Int = 1_000_000
+    public var compression: String = "lz4"
+    public var properties: [String: String] = [:]
+
+    public init(client: KafkaClientConfiguration) {
+        self.client = client
+    }
+
+    var librdkafkaProperties: [String: String] {
+        var p = client.baseProperties
+        p["enable.idempotence"] = "true"
+        p["acks"] = "all"
+        p["max.in.flight.requests.per.connection"] = "5"
+        p["linger.ms"] = String(lingerMilliseconds)
+        p["message.timeout.ms"] = String(messageTimeoutMilliseconds)
+        p["queue.buffering.max.messages"] = String(maxBufferedMessages)
+        p["compression.codec"] = compression
+        p["partitioner"] = "murmur2_random"  // Java-client compatible: same key → same partition
+        for (k, v) in client.properties { p[k] = v }
+        for (k, v) in properties { p[k] = v }
+        return p
+    }
+}
+
+public struct KafkaConsumerConfiguration: Sendable {
+    public enum Mode: Sendable, Equatable {
+        /// Join a consumer group and subscribe to topics; partitions are balanced among members.
+        case group(id: String, topics: [String])
+        /// Read fixed partitions (e.g. a whole compacted topic) without a group.
+        case assignment([TopicPartitionOffset])
+    }
+
+    public enum OffsetReset: String, Sendable {
+        case earliest, latest
+    }
+
+    public var client: KafkaClientConfiguration
+    public var mode: Mode
+    public var autoOffsetReset: OffsetReset = .earliest
+    public var sessionTimeoutMilliseconds: Int = 10_000
+    public var heartbeatIntervalMilliseconds: Int = 1_000
+    /// Maximum time a fetch waits at the broker for data; lower favours latency on idle topics.
+    public var fetchWaitMaxMilliseconds: Int = 100
+    /// How often stored offsets are committed in the background (also committed on rebalance and close).
+    public var autoCommitIntervalMilliseconds: Int = 1_000
+    /// Emit `.endOfPartition` events when the consumer reaches the end of a partition.
+    public var reportEndOfPartition: Bool = false
+    /// Most messages handed out per poll batch.
+    public var maxBatchSize: Int = 500
+    public var properties: [String: String] = [:]
+
+    public init(client: KafkaClientConfiguration, mode: Mode) {
+        self.client = client
+        self.mode = mode
+    }
+
+    var librdkafkaProperties: [String: String] {
+        var p = client.baseProperties
+        switch mode {
+        case .group(let id, _):
+            p["group.id"] = id
+        case .assignment:
+            // librdkafka requires a group.id even for manual assignment when committing;
+            // assignment readers never commit, so a fixed dummy is fine.
+            p["group.id"] = "chatsuite-assignment-\(client.clientId)"
+            p["enable.auto.commit"] = "false"
+        }
+        p["enable.auto.offset.store"] = "false"  // at-least-once: store after processing
+        if p["enable.auto.commit"] == nil { p["enable.auto.commit"] = "true" }
+        p["auto.commit.interval.ms"] = String(autoCommitIntervalMilliseconds)
+        p["auto.offset.reset"] = autoOffsetReset.rawValue
+        p["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
+        p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
+        p["fetch.wait.max.ms"] = String(fetchWaitMaxMilliseconds)
+        p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
+        p["allow.auto.create.topics"] = "false"
+        for (k, v) in client.properties { p[k] = v }
+        for (k, v) in properties { p[k] = v }
+        return p
+    }
+}
+
+public struct TopicPartitionOffset: Sendable, Hashable {
+    public enum Offset: Sendable, Hashable {
+        case beginning
+        case end
+        case stored
+        case exact(Int64)
+
+        var rawValue: Int64 {
+            switch self {
+            case .beginning: return -2  // RD_KAFKA_OFFSET_BEGINNING
+            case .end: return -1  // RD_KAFKA_OFFSET_END
+            case .stored: return -1000  // RD_KAFKA_OFFSET_STORED
+            case .exact(let o): return o
+            }
+        }
+    }
+
+    public var topic: String
+    public var partition: Int32
+    public var offset: Offset
+
+    public init(topic: String, partition: Int32, offset: Offset = .beginning) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
+}

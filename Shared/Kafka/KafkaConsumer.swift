@@ -1,0 +1,188 @@
+import CRdKafka
+import Dispatch
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Consumer as a `Service`: a consumer group member (subscribe) or a fixed-assignment reader.
+///
+/// Messages are pulled through `events`/`messages` (an `AsyncSequence`); each pull hops to this
+/// consumer's own serial Dispatch queue for the blocking `rd_kafka_consumer_poll`, so polling
+/// never blocks the cooperative pool, and poll and close never run at the same time.
+/// At-least-once: offsets are stored only by `storeOffset(_:)` after processing and committed in
+/// the background, on rebalance and on close.
+public final class KafkaConsumer: Service, Sendable {
+    let client: RdKafkaClient
+    private let queue: DispatchQueue
+    private let logger: Logger
+    private let closed = Atomic<Bool>(false)
+    public let configuration: KafkaConsumerConfiguration
+
+    public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.client = try RdKafkaClient(kind: .consumer, properties: configuration.librdkafkaProperties, logger: logger)
+        self.queue = DispatchQueue(label: "kafka-consumer-\(configuration.client.clientId)")
+        rd_kafka_poll_set_consumer(client.pointer)
+        switch configuration.mode {
+        case .group(_, let topics):
+            let list = rd_kafka_topic_partition_list_new(Int32(topics.count))
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            for topic in topics {
+                rd_kafka_topic_partition_list_add(list, topic, -1)  // RD_KAFKA_PARTITION_UA
+            }
+            let err = rd_kafka_subscribe(client.pointer, list)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "subscribe to \(topics) failed") }
+        case .assignment(let partitions):
+            let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            for p in partitions {
+                let elem = rd_kafka_topic_partition_list_add(list, p.topic, p.partition)
+                elem?.pointee.offset = p.offset.rawValue
+            }
+            let err = rd_kafka_assign(client.pointer, list)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "assign failed") }
+            client.context.assignment.withLock { $0 = Set(partitions.map { TopicPartition(topic: $0.topic, partition: $0.partition) }) }
+        }
+    }
+
+    /// Messages and end-of-partition markers, in partition order. One iterator at a time.
+    public var events: KafkaConsumerEvents { KafkaConsumerEvents(consumer: self) }
+
+    /// Only the messages of `events`.
+    public var messages: some AsyncSequence<KafkaConsumerMessage, any Error> & Sendable {
+        events.compactMap { event -> KafkaConsumerMessage? in
+            if case .message(let m) = event { return m }
+            return nil
+        }
+    }
+
+    /// Marks `message` as processed; its offset + 1 is committed with the next commit.
+    public func storeOffset(_ message: KafkaConsumerMessage) throws {
+        let list = rd_kafka_topic_partition_list_new(1)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let elem = rd_kafka_topic_partition_list_add(list, message.topic, message.partition)
+        elem?.pointee.offset = message.offset + 1
+        let err = rd_kafka_offsets_store(client.pointer, list)
+        if err == RD_KAFKA_RESP_ERR__STATE || err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION {
+            // The partition was revoked meanwhile; its new owner re-reads from the last commit.
+            logger.debug("offset not stored for revoked partition", metadata: ["kafka.partition": "\(message.topic)[\(message.partition)]"])
+            return
+        }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "offset store failed") }
+    }
+
+    /// Commits stored offsets now and waits for the coordinator's answer.
+    public func commit() async throws {
+        let client = self.client
+        try await runBlocking {
+            let err = rd_kafka_commit(client.pointer, nil, 0)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET else {
+                throw KafkaError(err, "commit failed")
+            }
+        }
+    }
+
+    /// Partitions currently assigned to this member.
+    public var assignment: Set<TopicPartition> { client.context.assignment.withLock { $0 } }
+
+    /// Rebalance callbacks served so far (assign and revoke each count once).
+    public var rebalanceCount: Int { client.context.rebalances.load(ordering: .relaxed) }
+
+    public var isClosed: Bool { closed.load(ordering: .relaxed) }
+
+    /// Low and high watermarks of a partition as the broker reports them.
+    public func watermarks(topic: String, partition: Int32, timeout: Duration = .seconds(5)) async throws -> (low: Int64, high: Int64) {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        return try await runBlocking {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            let err = rd_kafka_query_watermark_offsets(client.pointer, topic, partition, &low, &high, ms)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "watermark query failed") }
+            return (low, high)
+        }
+    }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+
+    /// Leaves the group (committing stored offsets through the final revoke) and ends `events`.
+    public func close() async {
+        guard !closed.load(ordering: .relaxed) else { return }
+        let client = self.client
+        let logger = self.logger
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                if !self.closed.load(ordering: .relaxed) {
+                    if case .group = self.configuration.mode {
+                        let err = rd_kafka_commit(client.pointer, nil, 0)
+                        if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                            logger.warning("Kafka commit on close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+                        }
+                    }
+                    let err = rd_kafka_consumer_close(client.pointer)
+                    if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                        logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+                    }
+                    self.closed.store(true, ordering: .relaxed)
+                }
+                continuation.resume()
+            }
+        }
+    }
+
+    /// One blocking poll on the consumer queue: up to `maxBatchSize` events, or none after 100 ms.
+    func pollBatch() async throws -> [KafkaConsumerEvent] {
+        let client = self.client
+        let logger = self.logger
+        let maxBatch = configuration.maxBatchSize
+        return try await runBlocking(on: queue) {
+            guard !self.closed.load(ordering: .relaxed) else { return [] }
+            if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
+            var batch: [KafkaConsumerEvent] = []
+            var timeout: Int32 = 100
+            while batch.count < maxBatch, let raw = rd_kafka_consumer_poll(client.pointer, timeout) {
+                timeout = 0
+                defer { rd_kafka_message_destroy(raw) }
+                let err = raw.pointee.err
+                if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    batch.append(.message(KafkaConsumerMessage(raw)))
+                } else if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                    let topic = raw.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+                    batch.append(.endOfPartition(TopicPartition(topic: topic, partition: raw.pointee.partition), offset: raw.pointee.offset))
+                } else {
+                    let error = KafkaError(err, "consume")
+                    if error.isFatal { throw error }
+                    logger.warning("Kafka consume error", metadata: ["kafka.error": "\(error)"])
+                }
+            }
+            return batch
+        }
+    }
+}
+
+public struct KafkaConsumerEvents: AsyncSequence, Sendable {
+    public typealias Element = KafkaConsumerEvent
+    let consumer: KafkaConsumer
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let consumer: KafkaConsumer
+        var buffer: [KafkaConsumerEvent] = []
+        var index = 0
+
+        public mutating func next() async throws -> KafkaConsumerEvent? {
+            while index >= buffer.count {
+                if Task.isCancelled || consumer.isClosed { return nil }
+                buffer = try await consumer.pollBatch()
+                index = 0
+            }
+            defer { index += 1 }
+            return buffer[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+}

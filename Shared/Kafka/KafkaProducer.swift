@@ -1,0 +1,201 @@
+import CRdKafka
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Idempotent producer (acks=all) as a `Service`.
+///
+/// Delivery reports are served by a dedicated poll thread, so a `sendAndAwait` resumes as soon as
+/// the broker acknowledges, and no librdkafka call ever blocks the cooperative thread pool.
+/// `run()` keeps the producer alive until graceful shutdown, then flushes what is buffered.
+public final class KafkaProducer: Service, Sendable {
+    let client: RdKafkaClient
+    private let poller: PollThread
+    private let logger: Logger
+    public let configuration: KafkaProducerConfiguration
+
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.client = try RdKafkaClient(kind: .producer, properties: configuration.librdkafkaProperties, logger: logger)
+        self.poller = PollThread(client: client, name: "kafka-producer-poll")
+    }
+
+    deinit {
+        poller.requestStop()
+    }
+
+    /// Enqueues a record without waiting for the broker; failures are logged and counted.
+    /// Waits (asynchronously) only while the client's buffer is full.
+    public func send(_ message: KafkaProducerMessage) async throws {
+        try await produce(message, opaqueId: 0)
+    }
+
+    /// Enqueues a record and waits for its delivery report (the broker's acknowledgement).
+    public func sendAndAwait(_ message: KafkaProducerMessage) async throws -> KafkaDeliveryReport {
+        let ctx = client.context
+        let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
+        return try await withCheckedThrowingContinuation { continuation in
+            ctx.deliveries.withLock { $0[id] = continuation }
+            Task {
+                do {
+                    try await self.produce(message, opaqueId: id)
+                } catch {
+                    let pending = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+                    pending?.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Enqueues records in order and waits for all of their delivery reports. Order within a
+    /// partition is kept (idempotent producer), and the result lists one outcome per record.
+    public func sendAllAndAwait(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {
+        let ctx = client.context
+        var waits: [(UInt64, Task<KafkaDeliveryReport, any Error>)] = []
+        waits.reserveCapacity(messages.count)
+        var results = [Result<KafkaDeliveryReport, any Error>?](repeating: nil, count: messages.count)
+        for (index, message) in messages.enumerated() {
+            let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
+            let registered = Task<KafkaDeliveryReport, any Error> {
+                try await withCheckedThrowingContinuation { continuation in
+                    ctx.deliveries.withLock { $0[id] = continuation }
+                }
+            }
+            // Wait for registration before producing so the report always finds its continuation.
+            while !ctx.deliveries.withLock({ $0[id] != nil }) { await Task.yield() }
+            do {
+                try await produce(message, opaqueId: id)
+                waits.append((UInt64(index), registered))
+            } catch {
+                ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.resume(throwing: error)
+                results[index] = .failure(error)
+                _ = await registered.result
+            }
+        }
+        for (index, task) in waits {
+            results[Int(index)] = await task.result
+        }
+        return results.map { $0 ?? .failure(KafkaError.closed) }
+    }
+
+    /// Waits until every buffered record has a delivery report or `timeout` passes.
+    public func flush(timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while rd_kafka_outq_len(client.pointer) > 0 {
+            if ContinuousClock.now >= deadline {
+                throw KafkaError.timedOut("flush timed out with \(rd_kafka_outq_len(client.pointer)) records undelivered")
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// Topics and partition counts the cluster reports; fails when no broker answers in time.
+    public func metadata(timeout: Duration = .seconds(5)) async throws -> [String: Int] {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return try await runBlocking { try client.metadata(timeoutMilliseconds: ms) }
+    }
+
+    /// Records enqueued but not yet acknowledged.
+    public var outstanding: Int { Int(rd_kafka_outq_len(client.pointer)) }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        do {
+            try await flush()
+        } catch {
+            logger.error("Kafka producer shut down with undelivered records", metadata: ["kafka.error": "\(error)"])
+        }
+        poller.requestStop()
+        await poller.join()
+    }
+
+    private func produce(_ message: KafkaProducerMessage, opaqueId: UInt64) async throws {
+        if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
+        let deadline = ContinuousClock.now + .milliseconds(configuration.messageTimeoutMilliseconds)
+        while true {
+            let err = enqueue(message, opaqueId: opaqueId)
+            if err == RD_KAFKA_RESP_ERR_NO_ERROR { return }
+            if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+                continue
+            }
+            throw KafkaError(err, "produce to \(message.topic) failed")
+        }
+    }
+
+    private func enqueue(_ message: KafkaProducerMessage, opaqueId: UInt64) -> rd_kafka_resp_err_t {
+        var headers: OpaquePointer?
+        if !message.headers.isEmpty {
+            headers = rd_kafka_headers_new(message.headers.count)
+            for h in message.headers {
+                if let value = h.value {
+                    value.withUnsafeBytes { _ = rd_kafka_header_add(headers, h.key, -1, $0.baseAddress, $0.count) }
+                } else {
+                    _ = rd_kafka_header_add(headers, h.key, -1, nil, 0)
+                }
+            }
+        }
+        let opaque = UnsafeMutableRawPointer(bitPattern: UInt(opaqueId))
+        let partition = message.partition ?? -1  // RD_KAFKA_PARTITION_UA
+        let err = withOptionalBytes(message.key) { keyPtr, keyLen in
+            withOptionalBytes(message.value) { valuePtr, valueLen in
+                chatsuite_produce(client.pointer, message.topic, partition, keyPtr, keyLen, valuePtr, valueLen, headers, opaque)
+            }
+        }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
+            rd_kafka_headers_destroy(headers)
+        }
+        return err
+    }
+}
+
+private func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawPointer?, Int) -> R) -> R {
+    guard let bytes else { return body(nil, 0) }
+    if bytes.isEmpty {
+        // A non-NULL pointer with length 0 is an empty (not null) key/value.
+        var zero: UInt8 = 0
+        return withUnsafePointer(to: &zero) { body(UnsafeRawPointer($0), 0) }
+    }
+    return bytes.withUnsafeBytes { body($0.baseAddress, $0.count) }
+}
+
+/// A dedicated thread serving a client's callbacks (`rd_kafka_poll`) until asked to stop.
+final class PollThread: Sendable {
+    private let stop = Atomic<Bool>(false)
+    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(client: RdKafkaClient, name: String) {
+        let thread = Thread { [self] in
+            while !self.stop.load(ordering: .relaxed) {
+                rd_kafka_poll(client.pointer, 50)
+            }
+            rd_kafka_poll(client.pointer, 0)
+            let waiters = self.finished.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    func requestStop() {
+        stop.store(true, ordering: .relaxed)
+    }
+
+    func join() async {
+        await withCheckedContinuation { continuation in
+            let done = finished.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+/// Receives librdkafka's callbacks for one client instance. Kept alive (retained) by the
+/// `RdKafkaClient` that installed it as the configuration opaque.
+final class KafkaCallbackContext: Sendable {
+    let logger: Logger
+    /// Delivery continuations keyed by the id passed as per-message opaque.
+    let deliveries = Mutex<[UInt64: CheckedContinuation<KafkaDeliveryReport, any Error>]>([:])
+    let nextDeliveryId = Atomic<UInt64>(1)
+    let failedFireAndForget = Atomic<Int>(0)
+    let fatalError = Mutex<KafkaError?>(nil)
+    let rebalances = Atomic<Int>(0)
+    let assignment = Mutex<Set<TopicPartition>>([])
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+}
+
+public struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
+    public var topic: String
+    public var partition: Int32
+    public init(topic: String, partition: Int32) {
+        self.topic = topic
+        self.partition = partition
+    }
+    public var description: String { "\(topic)[\(partition)]" }
+}
+
+/// Owns one `rd_kafka_t`.
+///
+/// `@unchecked Sendable` is safe because librdkafka documents `rd_kafka_t` as thread-safe for every
+/// call made through this box (produce, poll, flush, metadata, offsets_store, commit, query
+/// watermarks), and the pointer itself is immutable. `rd_kafka_destroy` runs exactly once, in
+/// `deinit`, when no other reference (hence no concurrent call) can exist. Consumer calls that are
+/// not thread-safe against each other (poll vs. close) are serialised by `KafkaConsumer`'s queue.
+final class RdKafkaClient: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let context: KafkaCallbackContext
+    private let contextRetain: Unmanaged<KafkaCallbackContext>
+
+    enum Kind {
+        case producer, consumer
+    }
+
+    init(kind: Kind, properties: [String: String], logger: Logger) throws {
+        guard let conf = rd_kafka_conf_new() else { throw KafkaError.configuration("rd_kafka_conf_new failed") }
+        var errstr = [CChar](repeating: 0, count: 512)
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+            let result = rd_kafka_conf_set(conf, key, value, &errstr, errstr.count)
+            if result != RD_KAFKA_CONF_OK {
+                rd_kafka_conf_destroy(conf)
+                throw KafkaError.configuration("invalid Kafka setting \(key): \(String(errorBuffer: errstr))")
+            }
+        }
+        let context = KafkaCallbackContext(logger: logger)
+        let retained = Unmanaged.passRetained(context)
+        rd_kafka_conf_set_opaque(conf, retained.toOpaque())
+        rd_kafka_conf_set_log_cb(conf, kafkaLogCallback)
+        rd_kafka_conf_set_error_cb(conf, kafkaErrorCallback)
+        switch kind {
+        case .producer:
+            rd_kafka_conf_set_dr_msg_cb(conf, kafkaDeliveryCallback)
+        case .consumer:
+            rd_kafka_conf_set_rebalance_cb(conf, kafkaRebalanceCallback)
+        }
+        // rd_kafka_new takes ownership of conf on success only.
+        guard let handle = rd_kafka_new(kind == .producer ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER, conf, &errstr, errstr.count) else {
+            rd_kafka_conf_destroy(conf)
+            retained.release()
+            throw KafkaError.configuration("cannot create Kafka client: \(String(errorBuffer: errstr))")
+        }
+        self.pointer = handle
+        self.context = context
+        self.contextRetain = retained
+    }
+
+    deinit {
+        rd_kafka_destroy(pointer)
+        contextRetain.release()
+    }
+
+    /// Cluster metadata (blocking up to `timeoutMilliseconds`): topics and their partition counts.
+    func metadata(timeoutMilliseconds: Int32) throws -> [String: Int] {
+        var md: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(pointer, 1, nil, &md, timeoutMilliseconds)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let md else { throw KafkaError(err, "metadata request failed") }
+        defer { rd_kafka_metadata_destroy(md) }
+        var topics: [String: Int] = [:]
+        for i in 0..<Int(md.pointee.topic_cnt) {
+            let t = md.pointee.topics[i]
+            if t.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                topics[String(cString: t.topic)] = Int(t.partition_cnt)
+            }
+        }
+        return topics
+    }
+}
+
+// MARK: - C callbacks (no captures: context comes from the opaque pointer)
+
+private func context(from opaque: UnsafeMutableRawPointer?) -> KafkaCallbackContext? {
+    guard let opaque else { return nil }
+    return Unmanaged<KafkaCallbackContext>.fromOpaque(opaque).takeUnretainedValue()
+}
+
+private let kafkaLogCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void = { rk, level, facility, message in
+    guard let rk, let ctx = context(from: rd_kafka_opaque(rk)) else { return }
+    let swiftLevel: Logger.Level
+    switch level {
+    case 0...2: swiftLevel = .critical
+    case 3: swiftLevel = .error
+    case 4: swiftLevel = .warning
+    case 5: swiftLevel = .notice
+    case 6: swiftLevel = .info
+    default: swiftLevel = .debug
+    }
+    ctx.logger.log(
+        level: swiftLevel,
+        "\(message.map { String(cString: $0) } ?? "")",
+        metadata: ["kafka.facility": .string(facility.map { String(cString: $0) } ?? "")]
+    )
+}
+
+private let kafkaErrorCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void = { rk, code, reason, opaque in
+    guard let ctx = context(from: opaque) else { return }
+    let err = rd_kafka_resp_err_t(rawValue: code)
+    let text = reason.map { String(cString: $0) } ?? ""
+    if err == RD_KAFKA_RESP_ERR__FATAL, let rk {
+        var buf = [CChar](repeating: 0, count: 512)
+        let original = rd_kafka_fatal_error(rk, &buf, buf.count)
+        let fatal = KafkaError(code: original.rawValue, message: "fatal Kafka error: \(String(errorBuffer: buf))", isFatal: true)
+        ctx.fatalError.withLock { $0 = fatal }
+        ctx.logger.critical("Kafka client failed fatally", metadata: ["kafka.error": "\(fatal.message)"])
+    } else if err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE {
+        // Retried internally by librdkafka; visible at warning level, not as an error.
+        ctx.logger.warning("Kafka broker connection problem", metadata: ["kafka.error": "\(text)"])
+    } else {
+        ctx.logger.error("Kafka client error", metadata: ["kafka.error": "\(text)", "kafka.code": "\(code)"])
+    }
+}
+
+private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = { _, message, opaque in
+    guard let message, let ctx = context(from: opaque) else { return }
+    let m = message.pointee
+    let id = UInt64(UInt(bitPattern: m._private))
+    let result: Result<KafkaDeliveryReport, any Error>
+    if m.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+        let topic = m.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+        result = .success(KafkaDeliveryReport(topic: topic, partition: m.partition, offset: m.offset))
+    } else {
+        result = .failure(KafkaError(m.err, "delivery failed"))
+    }
+    if id == 0 {
+        if case .failure(let error) = result {
+            _ = ctx.failedFireAndForget.add(1, ordering: .relaxed)
+            ctx.logger.error("Kafka delivery failed", metadata: ["kafka.error": "\(error)"])
+        }
+        return
+    }
+    let continuation = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+    continuation?.resume(with: result)
+}
+
+private let kafkaRebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = { rk, err, partitions, opaque in
+    guard let rk, let ctx = context(from: opaque) else { return }
+    let list = partitions.map(topicPartitions(from:)) ?? []
+    let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+    _ = ctx.rebalances.add(1, ordering: .relaxed)
+    switch err {
+    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+        ctx.logger.info("Kafka partitions assigned", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
+        if cooperative {
+            if let error = rd_kafka_incremental_assign(rk, partitions) { _ = KafkaError(error: error) }
+            ctx.assignment.withLock { $0.formUnion(list) }
+        } else {
+            rd_kafka_assign(rk, partitions)
+            ctx.assignment.withLock { $0 = Set(list) }
+        }
+    case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+        ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
+        // Commit what was processed so the next owner resumes right after it.
+        let commitErr = rd_kafka_commit(rk, nil, 0)
+        if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
+        }
+        if cooperative {
+            if let error = rd_kafka_incremental_unassign(rk, partitions) { _ = KafkaError(error: error) }
+            ctx.assignment.withLock { $0.subtract(list) }
+        } else {
+            rd_kafka_assign(rk, nil)
+            ctx.assignment.withLock { $0 = [] }
+        }
+    default:
+        ctx.logger.error("Kafka rebalance failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+        rd_kafka_assign(rk, nil)
+        ctx.assignment.withLock { $0 = [] }
+    }
+}
+
+func topicPartitions(from list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartition] {
+    let l = list.pointee
+    return (0..<Int(l.cnt)).map { i in
+        TopicPartition(topic: String(cString: l.elems[i].topic), partition: l.elems[i].partition)
+    }
+}
