@@ -37,7 +37,7 @@ let services: [ServiceSpec] = [
     .init(folder: "Payment", executable: "payment", extra: []),
 ]
 
-let platform: [Target.Dependency] = ["Kafka", "Events", "Database", "ServiceKit", hummingbird, logging]
+let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging]
 
 var targets: [Target] = [
     .systemLibrary(
@@ -46,36 +46,37 @@ var targets: [Target] = [
         pkgConfig: "rdkafka",
         providers: [.apt(["librdkafka-dev"])]
     ),
-    .target(name: "Kafka", dependencies: ["CRdKafka", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
+    .target(name: "Common", dependencies: [], path: "Shared/Common", swiftSettings: swiftSettings),
+    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
-        dependencies: ["Kafka", "Events", postgres, logging, metrics, lifecycle],
+        dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle],
         path: "Shared/Database",
         swiftSettings: swiftSettings
     ),
     .target(
         name: "ServiceKit",
-        dependencies: ["Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt],
+        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
     .target(
         name: "TestSupport",
-        dependencies: ["Kafka", "Events", "Database", "ServiceKit", postgres, logging],
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging],
         path: "Shared/TestSupport",
         swiftSettings: swiftSettings
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
         swiftSettings: swiftSettings
     ),
-    .testTarget(name: "KafkaTests", dependencies: ["Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
+    .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
-    .testTarget(name: "DatabaseTests", dependencies: ["Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
+    .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
         dependencies: ["ServiceKit", "TestSupport", hummingbird, hummingbirdTesting, jwt],
@@ -83,7 +84,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["TestSupport", "Kafka", "Events", httpClient],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient],
         swiftSettings: swiftSettings
     ),
 ]

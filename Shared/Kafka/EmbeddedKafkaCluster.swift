@@ -16,7 +16,7 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
     public let brokerCount: Int
 
     public init(brokers: Int = 3, logger: Logger = Logger(label: "embedded-kafka")) throws {
-        host = try RdKafkaClient(kind: .producer, properties: ["client.id": "embedded-kafka-host"], logger: logger)
+        host = try RdKafkaClient(kind: .producer, properties: ["client.id": "embedded-kafka-host", "log_level": "3"], logger: logger)
         guard let cluster = rd_kafka_mock_cluster_new(host.pointer, Int32(brokers)) else {
             throw KafkaError.configuration("cannot start the embedded Kafka cluster")
         }

@@ -78,7 +78,7 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// Maximum time a fetch waits at the broker for data; lower favours latency on idle topics.
     public var fetchWaitMaxMilliseconds: Int = 100
     /// How often stored offsets are committed in the background (also committed on rebalance and close).
-    public var autoCommitIntervalMilliseconds: Int = 1_000
+    public var autoCommitIntervalMilliseconds: Int = 500
     /// Emit `.endOfPartition` events when the consumer reaches the end of a partition.
     public var reportEndOfPartition: Bool = false
     /// Most messages handed out per poll batch.
@@ -109,7 +109,6 @@ public struct KafkaConsumerConfiguration: Sendable {
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
         p["fetch.wait.max.ms"] = String(fetchWaitMaxMilliseconds)
         p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
-        p["allow.auto.create.topics"] = "false"
         for (k, v) in client.properties { p[k] = v }
         for (k, v) in properties { p[k] = v }
         return p

@@ -1,0 +1,43 @@
+import Common
+import Foundation
+import Kafka
+import Logging
+
+/// Helpers for tests that talk real Kafka protocol to an in-process embedded cluster.
+public enum TestKafka {
+    public static let logger: Logger = {
+        var l = Logger(label: "test.kafka")
+        l.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        return l
+    }()
+
+    /// A fresh 3-broker embedded cluster.
+    public static func cluster(brokers: Int = 3) throws -> EmbeddedKafkaCluster {
+        try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+    }
+
+    /// A unique topic name so tests sharing a cluster never see each other's records.
+    public static func uniqueTopic(_ prefix: String = "test") -> String {
+        "\(prefix).\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    public static func producer(_ cluster: EmbeddedKafkaCluster, configure: (inout KafkaProducerConfiguration) -> Void = { _ in }) throws -> KafkaProducer {
+        var config = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-producer"))
+        configure(&config)
+        return try KafkaProducer(configuration: config, logger: logger)
+    }
+
+    public static func groupConsumer(
+        _ cluster: EmbeddedKafkaCluster, group: String, topics: [String], clientId: String = "test-consumer",
+        configure: (inout KafkaConsumerConfiguration) -> Void = { _ in }
+    ) throws -> KafkaConsumer {
+        var config = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: clientId),
+            mode: .group(id: group, topics: topics)
+        )
+        config.sessionTimeoutMilliseconds = 6_000
+        configure(&config)
+        return try KafkaConsumer(configuration: config, logger: logger)
+    }
+}
+
