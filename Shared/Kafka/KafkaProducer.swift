@@ -37,47 +37,33 @@ public final class KafkaProducer: Service, Sendable {
         let ctx = client.context
         let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
         return try await withCheckedThrowingContinuation { continuation in
-            ctx.deliveries.withLock { $0[id] = continuation }
+            ctx.deliveries.withLock { $0[id] = .single(continuation) }
             Task {
                 do {
                     try await self.produce(message, opaqueId: id)
                 } catch {
-                    let pending = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
-                    pending?.resume(throwing: error)
+                    ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.complete(.failure(error))
                 }
             }
         }
     }
 
-    /// Enqueues records in order and waits for all of their delivery reports. Order within a
-    /// partition is kept (idempotent producer), and the result lists one outcome per record.
+    /// Enqueues records in order and waits for all of their delivery reports, returning one
+    /// outcome per record. Order within a partition is kept (idempotent producer).
     public func sendAllAndAwait(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {
+        guard !messages.isEmpty else { return [] }
         let ctx = client.context
-        var waits: [(UInt64, Task<KafkaDeliveryReport, any Error>)] = []
-        waits.reserveCapacity(messages.count)
-        var results = [Result<KafkaDeliveryReport, any Error>?](repeating: nil, count: messages.count)
+        let batch = DeliveryBatch(count: messages.count)
         for (index, message) in messages.enumerated() {
             let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-            let registered = Task<KafkaDeliveryReport, any Error> {
-                try await withCheckedThrowingContinuation { continuation in
-                    ctx.deliveries.withLock { $0[id] = continuation }
-                }
-            }
-            // Wait for registration before producing so the report always finds its continuation.
-            while !ctx.deliveries.withLock({ $0[id] != nil }) { await Task.yield() }
+            ctx.deliveries.withLock { $0[id] = .batch(batch, index: index) }
             do {
                 try await produce(message, opaqueId: id)
-                waits.append((UInt64(index), registered))
             } catch {
-                ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.resume(throwing: error)
-                results[index] = .failure(error)
-                _ = await registered.result
+                ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.complete(.failure(error))
             }
         }
-        for (index, task) in waits {
-            results[Int(index)] = await task.result
-        }
-        return results.map { $0 ?? .failure(KafkaError.closed) }
+        return await batch.wait()
     }
 
     /// Waits until every buffered record has a delivery report or `timeout` passes.

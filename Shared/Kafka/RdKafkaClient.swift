@@ -6,8 +6,8 @@ import Synchronization
 /// `RdKafkaClient` that installed it as the configuration opaque.
 final class KafkaCallbackContext: Sendable {
     let logger: Logger
-    /// Delivery continuations keyed by the id passed as per-message opaque.
-    let deliveries = Mutex<[UInt64: CheckedContinuation<KafkaDeliveryReport, any Error>]>([:])
+    /// Who waits for a delivery report, keyed by the id passed as per-message opaque.
+    let deliveries = Mutex<[UInt64: DeliveryWaiter]>([:])
     let nextDeliveryId = Atomic<UInt64>(1)
     let failedFireAndForget = Atomic<Int>(0)
     let fatalError = Mutex<KafkaError?>(nil)
@@ -16,6 +16,55 @@ final class KafkaCallbackContext: Sendable {
 
     init(logger: Logger) {
         self.logger = logger
+    }
+}
+
+enum DeliveryWaiter: Sendable {
+    case single(CheckedContinuation<KafkaDeliveryReport, any Error>)
+    case batch(DeliveryBatch, index: Int)
+
+    func complete(_ result: Result<KafkaDeliveryReport, any Error>) {
+        switch self {
+        case .single(let continuation): continuation.resume(with: result)
+        case .batch(let batch, let index): batch.complete(index, result)
+        }
+    }
+}
+
+/// Collects the delivery reports of a batch and resumes one continuation when all are in.
+final class DeliveryBatch: Sendable {
+    private struct State {
+        var results: [Result<KafkaDeliveryReport, any Error>?]
+        var remaining: Int
+        var continuation: CheckedContinuation<[Result<KafkaDeliveryReport, any Error>], Never>?
+    }
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: nil))
+    }
+
+    func complete(_ index: Int, _ result: Result<KafkaDeliveryReport, any Error>) {
+        let finished = state.withLock { s -> (CheckedContinuation<[Result<KafkaDeliveryReport, any Error>], Never>, [Result<KafkaDeliveryReport, any Error>])? in
+            guard s.results[index] == nil else { return nil }
+            s.results[index] = result
+            s.remaining -= 1
+            guard s.remaining == 0, let c = s.continuation else { return nil }
+            s.continuation = nil
+            return (c, s.results.map { $0! })
+        }
+        finished.map { $0.0.resume(returning: $0.1) }
+    }
+
+    func wait() async -> [Result<KafkaDeliveryReport, any Error>] {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { s -> [Result<KafkaDeliveryReport, any Error>]? in
+                if s.remaining == 0 { return s.results.map { $0! } }
+                s.continuation = continuation
+                return nil
+            }
+            ready.map { continuation.resume(returning: $0) }
+        }
     }
 }
 
@@ -117,11 +166,10 @@ private let kafkaLogCallback: @convention(c) (OpaquePointer?, Int32, UnsafePoint
     case 6: swiftLevel = .info
     default: swiftLevel = .debug
     }
-    ctx.logger.log(
-        level: swiftLevel,
-        "\(message.map { String(cString: $0) } ?? "")",
-        metadata: ["kafka.facility": .string(facility.map { String(cString: $0) } ?? "")]
-    )
+    let facilityName = facility.map { String(cString: $0) } ?? ""
+    // Connection failures also reach the error callback (logged there at warning level).
+    let level = facilityName == "FAIL" ? Logger.Level.debug : swiftLevel
+    ctx.logger.log(level: level, "\(message.map { String(cString: $0) } ?? "")", metadata: ["kafka.facility": .string(facilityName)])
 }
 
 private let kafkaErrorCallback: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void = { rk, code, reason, opaque in
@@ -160,8 +208,8 @@ private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer
         }
         return
     }
-    let continuation = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
-    continuation?.resume(with: result)
+    let waiter = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+    waiter?.complete(result)
 }
 
 private let kafkaRebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = { rk, err, partitions, opaque in

@@ -1,0 +1,117 @@
+import Events
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import PostgresNIO
+import ServiceLifecycle
+
+/// What a handler gets for one event: the open transaction and the event's envelope attributes.
+public struct EventContext: Sendable {
+    public let connection: PostgresConnection
+    public let header: CloudEventHeader
+    public let message: KafkaConsumerMessage
+    public let logger: Logger
+
+    /// Decodes the typed event from the record.
+    public func decode<P: EventPayload>(_ type: P.Type) throws -> CloudEvent<P> {
+        try EventCoding.decode(type, from: message.value ?? [])
+    }
+}
+
+/// Routes events by CloudEvents `type` to typed handlers. Unknown types are skipped (a newer
+/// producer may publish types this consumer does not know yet).
+public struct EventRouter: Sendable {
+    public typealias Handler = @Sendable (EventContext) async throws -> Void
+    private var handlers: [String: Handler] = [:]
+
+    public init() {}
+
+    public mutating func on<P: EventPayload>(_ type: P.Type, _ handle: @escaping @Sendable (CloudEvent<P>, EventContext) async throws -> Void) {
+        handlers[P.eventType] = { context in
+            try await handle(try context.decode(P.self), context)
+        }
+    }
+
+    public func handler(for type: String) -> Handler? { handlers[type] }
+    public var eventTypes: [String] { handlers.keys.sorted() }
+}
+
+/// Runs a Kafka consumer whose every event is handled exactly once in effect: for each record,
+/// one transaction claims the event id in the inbox and applies the handler; the offset is
+/// stored only after that transaction committed. A failing handler is retried with backoff (the
+/// partition waits; nothing is skipped). A record that is not a CloudEvent is logged and skipped.
+public final class InboxEventConsumer: Service, Sendable {
+    private let name: String
+    private let consumer: KafkaConsumer
+    private let postgres: PostgresClient
+    private let router: EventRouter
+    private let logger: Logger
+    private let processed: Counter
+    private let failures: Counter
+    private let skipped: Counter
+
+    /// - Parameter name: the inbox's consumer name (stable; usually the consumer group id).
+    public init(name: String, consumer: KafkaConsumer, postgres: PostgresClient, router: EventRouter, logger: Logger) {
+        self.name = name
+        self.consumer = consumer
+        self.postgres = postgres
+        self.router = router
+        self.logger = logger
+        self.processed = Counter(label: "events_processed_total", dimensions: [("consumer", name)])
+        self.failures = Counter(label: "event_handler_failures_total", dimensions: [("consumer", name)])
+        self.skipped = Counter(label: "events_skipped_total", dimensions: [("consumer", name)])
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            for try await message in self.consumer.messages {
+                try await self.process(message)
+            }
+        }
+        await consumer.close()
+    }
+
+    func process(_ message: KafkaConsumerMessage) async throws {
+        guard let value = message.value else {
+            try consumer.storeOffset(message)  // tombstone: nothing to apply
+            return
+        }
+        let header: CloudEventHeader
+        do {
+            header = try EventCoding.header(from: value)
+        } catch {
+            skipped.increment()
+            logger.error("skipping a record that is not a CloudEvent", metadata: [
+                "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+            ])
+            try consumer.storeOffset(message)
+            return
+        }
+        guard let handler = router.handler(for: header.type) else {
+            try consumer.storeOffset(message)
+            return
+        }
+        var eventLogger = logger
+        eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
+        eventLogger[metadataKey: "event.type"] = "\(header.type)"
+        var backoff = Duration.milliseconds(50)
+        while true {
+            do {
+                try await postgres.withTransaction(logger: eventLogger) { connection in
+                    guard try await Inbox.claim(consumer: self.name, eventId: header.id, on: connection, logger: eventLogger) else { return }
+                    try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
+                }
+                break
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                failures.increment()
+                eventLogger.error("event handler failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(10))
+            }
+        }
+        processed.increment()
+        try consumer.storeOffset(message)
+    }
+}

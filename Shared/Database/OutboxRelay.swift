@@ -1,0 +1,193 @@
+import Events
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Publishes the outbox to Kafka in id order (hence in per-key order) and marks rows published.
+///
+/// - One active relay per database: the relay holding a session advisory lock is the leader;
+///   replicas stand by and take over when the leader's connection drops.
+/// - Woken by `NOTIFY` at commit (any replica's write) or `wake()`; a slow fallback poll covers a
+///   lost notification.
+/// - While the broker is down, delivery fails and the relay retries with capped exponential backoff;
+///   rows are marked only after the broker acknowledged them, so a crash republishes (consumers'
+///   inboxes drop the duplicates) but never loses.
+public final class OutboxRelay: Service, Sendable {
+    public struct Configuration: Sendable {
+        public var batchSize: Int = 500
+        public var fallbackPollInterval: Duration = .seconds(5)
+        public var standbyRetryInterval: Duration = .seconds(2)
+        public var maxBackoff: Duration = .seconds(5)
+        /// Published rows older than this are deleted.
+        public var retention: Duration = .seconds(3600)
+        public init() {}
+    }
+
+    static let leaderLockId: Int64 = 0x6368_6174_6f75_7462  // "chatoutb"
+
+    private let postgres: PostgresClient
+    private let producer: KafkaProducer
+    private let logger: Logger
+    private let configuration: Configuration
+    private let wakeStream: AsyncStream<Void>
+    private let wakeContinuation: AsyncStream<Void>.Continuation
+    private let publishedCounter = Counter(label: "outbox_published_total")
+    private let failedCounter = Counter(label: "outbox_publish_failures_total")
+    private let leading = Atomic<Bool>(false)
+
+    public init(postgres: PostgresClient, producer: KafkaProducer, logger: Logger, configuration: Configuration = .init()) {
+        self.postgres = postgres
+        self.producer = producer
+        self.logger = logger
+        self.configuration = configuration
+        (wakeStream, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks the relay to look at the outbox now (in-process; other processes use NOTIFY).
+    public func wake() {
+        wakeContinuation.yield()
+    }
+
+    /// Whether this instance currently holds the relay leadership.
+    public var isLeader: Bool { leading.load(ordering: .relaxed) }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await self.leadOrStandBy()
+                } catch is CancellationError {
+                    return
+                } catch {
+                    if Task.isCancelled { return }
+                    self.logger.error("outbox relay failed; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try? await Task.sleep(for: self.configuration.standbyRetryInterval)
+            }
+        }
+    }
+
+    private func leadOrStandBy() async throws {
+        try await postgres.withConnection { connection in
+            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaderLockId))", logger: logger)
+            var acquired = false
+            for try await value in rows.decode(Bool.self) { acquired = value }
+            guard acquired else { return }  // another replica leads; stand by
+            leading.store(true, ordering: .relaxed)
+            defer { leading.store(false, ordering: .relaxed) }
+            logger.info("outbox relay is the leader")
+            do {
+                try await connection.listen(on: Outbox.channel) { notifications in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await _ in notifications { self.wake() }
+                        }
+                        group.addTask { try await self.publishLoop(connection) }
+                        try await group.next()
+                        group.cancelAll()
+                    }
+                }
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaderLockId))", logger: logger)
+                throw error
+            }
+            _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaderLockId))", logger: logger)
+        }
+    }
+
+    private func publishLoop(_ connection: PostgresConnection) async throws {
+        var backoff = Duration.milliseconds(100)
+        var lastCleanup = ContinuousClock.now
+        while !Task.isCancelled {
+            let outcome = try await drain(connection)
+            if outcome.failed > 0 {
+                logger.warning("outbox publish failed; backing off", metadata: [
+                    "outbox.failed": "\(outcome.failed)", "outbox.backoff_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                ])
+                try await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, configuration.maxBackoff)
+                continue
+            }
+            backoff = .milliseconds(100)
+            if ContinuousClock.now - lastCleanup > .seconds(60) {
+                lastCleanup = ContinuousClock.now
+                let cutoff = Date().addingTimeInterval(-Double(configuration.retention.components.seconds))
+                _ = try await connection.query("DELETE FROM outbox WHERE published_at < \(cutoff)", logger: logger)
+            }
+            await waitForWork()
+        }
+    }
+
+    private func waitForWork() async {
+        let interval = configuration.fallbackPollInterval
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var iterator = self.wakeStream.makeAsyncIterator()
+                _ = await iterator.next()
+            }
+            group.addTask { try? await Task.sleep(for: interval) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    struct DrainOutcome {
+        var published = 0
+        var failed = 0
+    }
+
+    /// Publishes unpublished rows batch by batch until none are left or a delivery fails.
+    private func drain(_ connection: PostgresConnection) async throws -> DrainOutcome {
+        var outcome = DrainOutcome()
+        while !Task.isCancelled {
+            var ids: [Int64] = []
+            var messages: [KafkaProducerMessage] = []
+            let rows = try await connection.query("""
+                SELECT id, event_id, topic, event_key, event_type, payload FROM outbox
+                WHERE published_at IS NULL ORDER BY id LIMIT \(configuration.batchSize)
+                """, logger: logger)
+            for try await (id, eventId, topic, key, type, payload) in rows.decode((Int64, UUID, String, String, String, ByteBuffer?).self) {
+                ids.append(id)
+                var headers = [
+                    KafkaHeader(key: CloudEventKafkaHeader.id, string: eventId.lowercased),
+                    KafkaHeader(key: CloudEventKafkaHeader.type, string: type),
+                ]
+                if payload != nil {
+                    headers.append(KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue))
+                }
+                messages.append(KafkaProducerMessage(
+                    topic: topic, key: key, value: payload.map { Array($0.readableBytesView) }, headers: headers
+                ))
+            }
+            if ids.isEmpty { return outcome }
+            let results = await producer.sendAllAndAwait(messages)
+            var delivered: [Int64] = []
+            for (id, result) in zip(ids, results) {
+                switch result {
+                case .success: delivered.append(id)
+                case .failure(let error):
+                    outcome.failed += 1
+                    if outcome.failed == 1 {
+                        logger.warning("outbox record not delivered", metadata: ["outbox.id": "\(id)", "kafka.error": "\(error)"])
+                    }
+                }
+            }
+            if !delivered.isEmpty {
+                _ = try await connection.query(
+                    "UPDATE outbox SET published_at = now() WHERE id = ANY(\(delivered))", logger: logger
+                )
+            }
+            outcome.published += delivered.count
+            publishedCounter.increment(by: delivered.count)
+            if outcome.failed > 0 {
+                failedCounter.increment(by: outcome.failed)
+                return outcome
+            }
+        }
+        return outcome
+    }
+}

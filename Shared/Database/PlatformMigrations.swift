@@ -1,0 +1,29 @@
+/// Tables every service with a database has: the outbox (events to publish) and the inbox
+/// (events already processed). Services list these first, then their own migrations from 100 on.
+public enum PlatformMigrations {
+    public static let all: [Migration] = [
+        Migration(1, "outbox", """
+            CREATE TABLE outbox (
+                id bigserial PRIMARY KEY,
+                event_id uuid NOT NULL UNIQUE,
+                topic text NOT NULL,
+                event_key text NOT NULL,
+                event_type text NOT NULL,
+                payload bytea,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                published_at timestamptz
+            );
+            CREATE INDEX outbox_unpublished ON outbox (id) WHERE published_at IS NULL;
+            CREATE INDEX outbox_published_at ON outbox (published_at) WHERE published_at IS NOT NULL;
+            """),
+        Migration(2, "inbox", """
+            CREATE TABLE inbox (
+                consumer text NOT NULL,
+                event_id uuid NOT NULL,
+                processed_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (consumer, event_id)
+            );
+            CREATE INDEX inbox_processed_at ON inbox (processed_at);
+            """),
+    ]
+}

@@ -1,0 +1,253 @@
+import Common
+import Database
+import Events
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import Testing
+import TestSupport
+
+struct OutboxTestEvent: EventPayload {
+    static let eventType = "test.outbox.event"
+    static let topic = Topic(name: "test.outbox.v1", partitions: 3, key: "key")
+    var key: String
+    var seq: Int
+    var subject: String { key }
+}
+
+/// Writes `count` events in transactions of `perTransaction`, keys `k0…k(keys-1)` with a per-key
+/// sequence, to `topic`.
+func writeEvents(_ client: PostgresClient, topic: String, count: Int, keys: Int = 20, perTransaction: Int = 10, startSeq: Int = 0) async throws {
+    let logger = TestDatabase.logger
+    for start in stride(from: 0, to: count, by: perTransaction) {
+        try await client.withTransaction(logger: logger) { connection in
+            for i in start..<min(count, start + perTransaction) {
+                let n = startSeq + i
+                let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "k\(n % keys)", seq: n / keys))
+                try await Outbox.appendRaw(
+                    eventId: event.id, topic: topic, key: event.subject, type: OutboxTestEvent.eventType,
+                    payload: try EventCoding.encode(event), on: connection, logger: logger
+                )
+            }
+        }
+    }
+}
+
+/// Collects decoded test events from `topic` until `stop` says so or `timeout` passes.
+func collect(
+    _ cluster: EmbeddedKafkaCluster, topic: String, group: String, timeout: Duration = .seconds(60),
+    until stop: @escaping @Sendable ([CloudEvent<OutboxTestEvent>]) -> Bool
+) async throws -> [CloudEvent<OutboxTestEvent>] {
+    let consumer = try TestKafka.groupConsumer(cluster, group: group, topics: [topic])
+    let received = Locked<[CloudEvent<OutboxTestEvent>]>([])
+    do {
+        try await withTimeout(timeout, "collecting from \(topic)") {
+            for try await message in consumer.messages {
+                let event = try EventCoding.decode(OutboxTestEvent.self, from: message.value ?? [])
+                let done = received.withLock { $0.append(event); return stop($0) }
+                if done { break }
+            }
+        }
+    } catch {
+        await consumer.close()
+        throw error
+    }
+    await consumer.close()
+    return received.value
+}
+
+func distinctCount(_ events: [CloudEvent<OutboxTestEvent>]) -> Int { Set(events.map(\.id)).count }
+
+func expectPerKeyOrder(_ events: [CloudEvent<OutboxTestEvent>], sourceLocation: SourceLocation = #_sourceLocation) {
+    var firstSeen: [String: [Int]] = [:]
+    var seen = Set<UUID>()
+    for e in events where seen.insert(e.id).inserted {
+        firstSeen[e.data.key, default: []].append(e.data.seq)
+    }
+    for (key, seqs) in firstSeen {
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "per-key order for \(key)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("Transactional outbox and relay", .serialized)
+struct OutboxTests {
+    @Test("1 000 events: published exactly once, per-key order kept, one leader among two relays")
+    func exactlyOnceInOrder() async throws {
+        let db = try await TestDatabase.create()
+        let cluster = try TestKafka.cluster()
+        let topic = TestKafka.uniqueTopic("outbox")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try TestKafka.producer(cluster)
+
+        try await db.withClient { client in
+            try await Migrator(PlatformMigrations.all).migrate(client: client, logger: TestDatabase.logger)
+            var config = OutboxRelay.Configuration()
+            config.batchSize = 100
+            let relayA = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: config)
+            let relayB = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: config)
+            let tasks = [Task { try await relayA.run() }, Task { try await relayB.run() }]
+            defer { tasks.forEach { $0.cancel() } }
+
+            try await writeEvents(client, topic: topic, count: 1_000)
+            let events = try await collect(cluster, topic: topic, group: "g-\(topic)") { $0.count >= 1_000 }
+            #expect(relayA.isLeader != relayB.isLeader, "exactly one relay leads")
+            // Anything published twice would arrive after the first 1 000; give it time to show.
+            try await Task.sleep(for: .seconds(1))
+            var unpublished = -1
+            for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self) { unpublished = n }
+            #expect(unpublished == 0)
+            let again = try await collect(cluster, topic: topic, group: "g2-\(topic)", timeout: .seconds(30)) { $0.count >= 1_000 }
+            #expect(again.count == 1_000)
+            #expect(distinctCount(again) == 1_000, "each event published exactly once")
+            #expect(events.count == 1_000)
+            expectPerKeyOrder(again)
+        }
+        try await db.drop()
+    }
+
+    @Test("relay killed mid-stream and restarted: none lost; duplicates dropped by the inbox")
+    func killedRelayLosesNothing() async throws {
+        let db = try await TestDatabase.create()
+        let cluster = try TestKafka.cluster()
+        let topic = TestKafka.uniqueTopic("outbox")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try TestKafka.producer(cluster)
+
+        try await db.withClient { client in
+            try await Migrator(PlatformMigrations.all + [Migration(100, "effects", "CREATE TABLE effects (event_id uuid NOT NULL, key text, seq int)")])
+                .migrate(client: client, logger: TestDatabase.logger)
+            try await writeEvents(client, topic: topic, count: 1_000)
+            var config = OutboxRelay.Configuration()
+            config.batchSize = 50
+            let first = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: config)
+            let firstTask = Task { try await first.run() }
+            // Kill it once part of the outbox is out.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while true {
+                var published = 0
+                for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NOT NULL").decode(Int.self) { published = n }
+                if published >= 300 { break }
+                guard ContinuousClock.now < deadline else { throw TimeoutError(what: "first relay publishing") }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            firstTask.cancel()
+            _ = await firstTask.result
+            // A crash between the broker's acknowledgement and the UPDATE: the last batch is
+            // published but still unmarked.
+            _ = try await client.query("""
+                UPDATE outbox SET published_at = NULL
+                WHERE id IN (SELECT id FROM outbox WHERE published_at IS NOT NULL ORDER BY id DESC LIMIT 50)
+                """)
+
+            let second = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: config)
+            let secondTask = Task { try await second.run() }
+            defer { secondTask.cancel() }
+
+            let raw = try await collect(cluster, topic: topic, group: "raw-\(topic)") { distinctCount($0) >= 1_000 }
+            #expect(distinctCount(raw) == 1_000, "none lost")
+            #expect(raw.count > 1_000, "the unmarked batch was republished")
+            expectPerKeyOrder(raw)
+
+            // The same stream through an inbox consumer: one effect per event.
+            var router = EventRouter()
+            router.on(OutboxTestEvent.self) { event, ctx in
+                _ = try await ctx.connection.query(
+                    "INSERT INTO effects (event_id, key, seq) VALUES (\(event.id), \(event.data.key), \(event.data.seq))", logger: ctx.logger
+                )
+            }
+            let kafkaConsumer = try TestKafka.groupConsumer(cluster, group: "inbox-\(topic)", topics: [topic])
+            let inbox = InboxEventConsumer(name: "test", consumer: kafkaConsumer, postgres: client, router: router, logger: TestDatabase.logger)
+            let inboxTask = Task { try await inbox.run() }
+            defer { inboxTask.cancel() }
+            var effects = 0
+            let effectDeadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < effectDeadline {
+                for try await n in try await client.query("SELECT count(*)::int FROM effects").decode(Int.self) { effects = n }
+                if effects >= 1_000 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try await Task.sleep(for: .milliseconds(500))  // let any duplicate land, if it would
+            var distinct = 0
+            for try await (n, d) in try await client.query("SELECT count(*)::int, count(DISTINCT event_id)::int FROM effects").decode((Int, Int).self) {
+                effects = n
+                distinct = d
+            }
+            #expect(effects == 1_000)
+            #expect(distinct == 1_000)
+        }
+        try await db.drop()
+    }
+
+    @Test("broker down for 5 s: events written meanwhile are published after it returns")
+    func brokerOutage() async throws {
+        let db = try await TestDatabase.create()
+        let cluster = try TestKafka.cluster()
+        let topic = TestKafka.uniqueTopic("outbox")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try TestKafka.producer(cluster)
+
+        try await db.withClient { client in
+            try await Migrator(PlatformMigrations.all).migrate(client: client, logger: TestDatabase.logger)
+            let relay = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger)
+            let task = Task { try await relay.run() }
+            defer { task.cancel() }
+            try await writeEvents(client, topic: topic, count: 10)
+            _ = try await collect(cluster, topic: topic, group: "warm-\(topic)") { $0.count >= 10 }
+
+            cluster.setAllBrokersDown()
+            try await writeEvents(client, topic: topic, count: 100, startSeq: 10)
+            try await Task.sleep(for: .seconds(5))
+            var unpublished = 0
+            for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self) { unpublished = n }
+            #expect(unpublished == 100, "nothing can be acknowledged while the broker is down")
+            cluster.setAllBrokersUp()
+
+            let events = try await collect(cluster, topic: topic, group: "after-\(topic)", timeout: .seconds(60)) { distinctCount($0) >= 110 }
+            #expect(distinctCount(events) == 110)
+            expectPerKeyOrder(events)
+        }
+        try await db.drop()
+    }
+}
+
+@Suite("Inbox")
+struct InboxTests {
+    @Test("the same event delivered twice has one effect")
+    func duplicateDelivery() async throws {
+        let db = try await TestDatabase.create()
+        let cluster = try TestKafka.cluster()
+        let topic = TestKafka.uniqueTopic("inbox")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try TestKafka.producer(cluster)
+
+        let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 1))
+        let marker = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 2))
+        for e in [event, event, marker] {
+            _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "a", value: try EventCoding.encode(e)))
+        }
+        try await db.withClient { client in
+            try await Migrator(PlatformMigrations.all + [Migration(100, "counter", "CREATE TABLE counter (seq int PRIMARY KEY, n int NOT NULL)")])
+                .migrate(client: client, logger: TestDatabase.logger)
+            var router = EventRouter()
+            router.on(OutboxTestEvent.self) { event, ctx in
+                _ = try await ctx.connection.query("""
+                    INSERT INTO counter (seq, n) VALUES (\(event.data.seq), 1)
+                    ON CONFLICT (seq) DO UPDATE SET n = counter.n + 1
+                    """, logger: ctx.logger)
+            }
+            let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
+            let inbox = InboxEventConsumer(name: "counter", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger)
+            let task = Task { try await inbox.run() }
+            defer { task.cancel() }
+            var counts: [Int: Int] = [:]
+            let deadline = ContinuousClock.now + .seconds(30)
+            while counts[2] == nil, ContinuousClock.now < deadline {
+                for try await (seq, n) in try await client.query("SELECT seq, n FROM counter").decode((Int, Int).self) { counts[seq] = n }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(counts == [1: 1, 2: 1])
+        }
+        try await db.drop()
+    }
+}
