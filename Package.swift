@@ -20,6 +20,7 @@ let configuration: Target.Dependency = .product(name: "Configuration", package: 
 let jwt: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
 struct ServiceSpec {
@@ -37,7 +38,7 @@ let services: [ServiceSpec] = [
     .init(folder: "Payment", executable: "payment", extra: []),
 ]
 
-let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging]
+let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
 
 var targets: [Target] = [
     .systemLibrary(
@@ -69,7 +70,7 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
         swiftSettings: swiftSettings
@@ -84,14 +85,14 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient, nioHTTP1],
         swiftSettings: swiftSettings
     ),
 ]
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
 for s in services {
     targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
-    targets.append(.executableTarget(name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit"], path: "Services/\(s.folder)/Server", swiftSettings: swiftSettings))
+    targets.append(.executableTarget(name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit", configuration], path: "Services/\(s.folder)/Server", swiftSettings: swiftSettings))
     products.append(.executable(name: s.executable, targets: ["\(s.folder)Server"]))
 }
 
@@ -110,6 +111,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: targets
 )

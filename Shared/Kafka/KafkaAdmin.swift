@@ -100,3 +100,12 @@ public enum KafkaAdmin {
         return nil
     }
 }
+
+extension KafkaAdmin {
+    /// Topics and their partition counts, as the cluster reports them.
+    public static func partitionCounts(client configuration: KafkaClientConfiguration, timeout: Duration = .seconds(10), logger: Logger) async throws -> [String: Int] {
+        let client = try RdKafkaClient(kind: .producer, properties: configuration.baseProperties, logger: logger)
+        let ms = Int32(timeout.components.seconds * 1000)
+        return try await runBlocking { try client.metadata(timeoutMilliseconds: ms) }
+    }
+}

@@ -1,1 +1,6 @@
-print(1)
+import AuthApp
+import ServiceKit
+
+await ServiceMain.run(service: AuthService.name, defaults: AuthService.defaults) { settings, logger in
+    try await buildApplication(settings: settings, logger: logger)
+}

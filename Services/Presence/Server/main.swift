@@ -1,1 +1,6 @@
-print(1)
+import PresenceApp
+import ServiceKit
+
+await ServiceMain.run(service: PresenceService.name, defaults: PresenceService.defaults) { settings, logger in
+    try await buildApplication(settings: settings, logger: logger)
+}

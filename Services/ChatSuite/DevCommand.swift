@@ -1,0 +1,205 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Database
+import Events
+import Foundation
+import Kafka
+import Logging
+import NIOHTTP1
+import PostgresNIO
+import ServiceKit
+
+/// `chatsuite dev`: the whole suite on this machine — PostgreSQL (created under the data folder
+/// when none is given), the embedded Kafka cluster (3 brokers, real protocol), one database per
+/// service, all seven executables; waits until every one is ready; Ctrl-C stops everything.
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "dev", abstract: "Run the whole suite locally on the embedded defaults.")
+
+    @Option(help: "Folder for the local PostgreSQL cluster and its password (ignored by git).")
+    var dataDir: String = ".devdata"
+
+    @Option(help: "Admin URL of an existing PostgreSQL server to use instead of a local one (secret).")
+    var databaseUrl: String?
+
+    @Option(help: "Port of the local PostgreSQL server the launcher creates.")
+    var postgresPort: Int = 54329
+
+    @Option(help: "Gateway port; the services use the next six ports.")
+    var port: Int = 8080
+
+    @Option(help: "Brokers in the embedded Kafka cluster.")
+    var brokers: Int = 3
+
+    @Option(help: "Client app key the gateway accepts (SesacKey header).")
+    var sesacKey: String = "dev-key"
+
+    @Option(help: "Log level of the services (trace, debug, info, notice, warning, error).")
+    var logLevel: String = "info"
+
+    @Option(help: "Seconds to wait for every service to report ready.")
+    var readyTimeout: Int = 120
+
+    static let services: [(name: String, database: String?)] = [
+        ("gateway", nil), ("auth", "chatsuite_auth"), ("workspace", "chatsuite_workspace"), ("chat", "chatsuite_chat"),
+        ("chat-fanout", nil), ("presence", nil), ("payment", "chatsuite_payment"),
+    ]
+
+    func run() async throws {
+        let started = ContinuousClock.now
+        var logger = Logger(label: "chatsuite.dev")
+        logger.logLevel = .info
+        let console = ConsoleWriter()
+        let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for (name, _) in Self.services where !FileManager.default.isExecutableFile(atPath: binDir.appendingPathComponent(name).path) {
+            throw DevError("\(binDir.path)/\(name) is missing: build the suite first (swift build)")
+        }
+
+        // 1. PostgreSQL
+        var localPostgres: DevPostgres?
+        let adminURL: String
+        if let databaseUrl = databaseUrl ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
+            adminURL = databaseUrl
+        } else {
+            let root = URL(fileURLWithPath: dataDir, isDirectory: true).standardizedFileURL
+            var pg = try DevPostgres.prepare(root: root, preferredPort: postgresPort, logger: logger)
+            try pg.start(logger: logger)
+            localPostgres = pg
+            adminURL = pg.url
+        }
+        defer { localPostgres?.stop() }
+        let admin = try DatabaseConfiguration(url: adminURL)
+        try await createDatabases(admin: admin, logger: logger)
+
+        // 2. Kafka
+        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+        try cluster.createTopics(Topic.catalog.map(\.specification))
+        console.write("embedded Kafka: \(cluster.bootstrapServers)  postgres: \(admin.with(database: "postgres"))")
+
+        // 3. Services
+        let events = AsyncStream<String>.makeStream()
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { events.continuation.yield("signal \($0)") }
+        var children: [ChildProcess] = []
+        let colors = [36, 32, 33, 35, 34, 96, 92]
+        let gatewayURLs = Dictionary(uniqueKeysWithValues: Self.services.enumerated().map { ($0.element.name, "http://127.0.0.1:\(port + $0.offset)") })
+        for (index, service) in Self.services.enumerated() {
+            var env = ProcessInfo.processInfo.environment
+            env["HTTP_HOST"] = "127.0.0.1"
+            env["HTTP_PORT"] = String(port + index)
+            env["KAFKA_BROKERS"] = cluster.bootstrapServers
+            env["LOG_LEVEL"] = logLevel
+            env["INSTANCE_ID"] = "\(service.name)-dev"
+            env["CHATSUITE_PARENT_PID"] = String(getpid())
+            env.removeValue(forKey: "DATABASE_URL")
+            if let db = service.database { env["DATABASE_URL"] = admin.with(database: db).url }
+            if service.name == "gateway" {
+                env["SESAC_KEYS"] = sesacKey
+                for (name, url) in gatewayURLs where name != "gateway" {
+                    env["\(name.uppercased().replacingOccurrences(of: "-", with: "_"))_URL"] = url
+                }
+            }
+            children.append(try ChildProcess(
+                name: service.name, executable: binDir.appendingPathComponent(service.name), port: port + index,
+                environment: env, color: colors[index % colors.count], output: console
+            ) { name, status in events.continuation.yield("exit \(name) \(status)") })
+        }
+        console.write("started: " + children.map { "\($0.name) (pid \($0.pid))" }.joined(separator: ", "))
+
+        // 4. Wait until ready (or a failure / Ctrl-C)
+        let readiness = Task { try await waitUntilReady(children) }
+        let ready = Task {
+            do {
+                try await readiness.value
+                events.continuation.yield("ready")
+            } catch {
+                events.continuation.yield("not ready: \(error)")
+            }
+        }
+        var failure: String?
+        for await event in events.stream {
+            if event == "ready" {
+                let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
+                console.write(String(format: "\u{1B}[1mchatsuite is ready in %.1f s — gateway: http://127.0.0.1:%d  SesacKey: %@\u{1B}[0m (Ctrl-C stops everything)", seconds, port, sesacKey))
+                continue
+            }
+            if event.hasPrefix("not ready") { failure = event; break }
+            if event.hasPrefix("exit") { failure = "\(event.dropFirst(5)) stopped unexpectedly"; break }
+            if event.hasPrefix("signal") {
+                console.write("received \(event)")
+                break
+            }
+        }
+        readiness.cancel()
+        ready.cancel()
+        signals.cancel()
+
+        // 5. Stop everything: SIGTERM, grace period, then SIGKILL.
+        console.write("stopping…")
+        for child in children.reversed() { child.signal(SIGTERM) }
+        let deadline = ContinuousClock.now + .seconds(15)
+        while children.contains(where: \.isRunning), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        for child in children where child.isRunning {
+            console.write("\(child.name) did not stop in time; killing it")
+            child.signal(SIGKILL)
+        }
+        withExtendedLifetime(cluster) {}
+        if let failure {
+            throw DevError(failure)
+        }
+        console.write("stopped")
+    }
+
+    private func createDatabases(admin: DatabaseConfiguration, logger: Logger) async throws {
+        let client = admin.with(database: "postgres").makeClient(logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            for case let (_, db?) in Self.services {
+                var exists = false
+                for try await _ in try await client.query("SELECT 1 FROM pg_database WHERE datname = \(db)") { exists = true }
+                if !exists {
+                    // The names are the constants above, never input.
+                    _ = try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(db)"))
+                }
+            }
+        }
+    }
+
+    private func waitUntilReady(_ children: [ChildProcess]) async throws {
+        let deadline = ContinuousClock.now + .seconds(readyTimeout)
+        var pending = Set(children.map(\.name))
+        while !pending.isEmpty {
+            guard ContinuousClock.now < deadline else {
+                throw DevError("not ready after \(readyTimeout) s: \(pending.sorted().joined(separator: ", "))")
+            }
+            for child in children where pending.contains(child.name) {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(child.port)/health/ready")
+                request.method = .GET
+                if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {
+                    pending.remove(child.name)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+/// Delivers SIGINT/SIGTERM to a handler instead of terminating the process.
+final class SignalWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
+        sources = signals.map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { handler(sig) }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        sources.forEach { $0.cancel() }
+    }
+}

@@ -1,0 +1,19 @@
+import Configuration
+import Database
+import Hummingbird
+import Logging
+import ServiceKit
+
+/// `presence`: Online state from `gateway.session.v1`; produces `presence.v1`.
+public enum PresenceService {
+    public static let name = "presence"
+    /// Defaults below environment variables and command-line flags (docs/configuration.md).
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8085]
+}
+
+/// Builds the `presence` application: platform services, routes, and the startup step.
+public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
+    let platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
+    let router = platform.makeRouter()
+    return platform.makeApplication(responder: router.buildResponder())
+}

@@ -1,0 +1,83 @@
+import Foundation
+import JWTKit
+
+/// Claims of the suite's access tokens (issued by `auth`, verified at the gateway).
+public struct AccessTokenClaims: JWTPayload, Equatable {
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var iss: IssuerClaim
+    public var exp: ExpirationClaim
+    public var nbf: NotBeforeClaim
+    public var iat: IssuedAtClaim
+    public var jti: IDClaim
+
+    public init(userId: String, audience: String, issuer: String, issuedAt: Date, ttl: TimeInterval, tokenId: String = UUID().uuidString) {
+        sub = SubjectClaim(value: userId)
+        aud = AudienceClaim(value: [audience])
+        iss = IssuerClaim(value: issuer)
+        iat = IssuedAtClaim(value: issuedAt)
+        nbf = NotBeforeClaim(value: issuedAt)
+        exp = ExpirationClaim(value: issuedAt.addingTimeInterval(ttl))
+        jti = IDClaim(value: tokenId)
+    }
+
+    public var userId: String { sub.value }
+
+    /// Claim checks happen in `AccessTokenVerifier` (which knows the expected audience and the
+    /// clock); the signature was already verified when this runs.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+public enum AccessTokenError: Error, Equatable, Sendable {
+    /// Authentic but past `exp` → the client should refresh (E05).
+    case expired
+    /// Anything else: bad signature, wrong algorithm, wrong audience or issuer, not yet valid,
+    /// malformed (E02).
+    case invalid(String)
+}
+
+/// Verifies access tokens against the auth service's public key (EdDSA/Ed25519 or ES256 PEM).
+/// Only the configured key's algorithm is accepted: `alg: none`, HMAC-with-public-key and other
+/// algorithm confusions fail signature verification.
+public struct AccessTokenVerifier: Sendable {
+    public enum Key: Sendable {
+        case ed25519PEM(String)
+        case es256PEM(String)
+    }
+
+    private let keys: JWTKeyCollection
+    public let audience: String
+    public let issuer: String
+    /// Tolerated clock skew for `nbf` and `exp`.
+    public let leeway: TimeInterval
+
+    public init(publicKey: Key, audience: String, issuer: String, leeway: TimeInterval = 5) async throws {
+        let keys = JWTKeyCollection()
+        switch publicKey {
+        case .ed25519PEM(let pem):
+            await keys.add(eddsa: try EdDSA.PublicKey(pem: pem))
+        case .es256PEM(let pem):
+            await keys.add(ecdsa: try ES256PublicKey(pem: pem))
+        }
+        self.keys = keys
+        self.audience = audience
+        self.issuer = issuer
+        self.leeway = leeway
+    }
+
+    /// - Parameter allowExpired: accept an authentic token past `exp` (the refresh endpoint
+    ///   reads the expired token's subject).
+    public func verify(_ token: String, now: Date = Date(), allowExpired: Bool = false) async throws -> AccessTokenClaims {
+        let claims: AccessTokenClaims
+        do {
+            claims = try await keys.verify(token, as: AccessTokenClaims.self)
+        } catch {
+            throw AccessTokenError.invalid("\(error)")
+        }
+        guard claims.aud.value.contains(audience) else { throw AccessTokenError.invalid("wrong audience") }
+        guard claims.iss.value == issuer else { throw AccessTokenError.invalid("wrong issuer") }
+        guard claims.nbf.value.timeIntervalSince(now) <= leeway else { throw AccessTokenError.invalid("not yet valid") }
+        if !allowExpired, now.timeIntervalSince(claims.exp.value) > leeway { throw AccessTokenError.expired }
+        return claims
+    }
+}

@@ -1,0 +1,26 @@
+import Configuration
+import Foundation
+import Hummingbird
+import Logging
+
+/// The body of every executable's `@main`: settings, logging and metrics, build, run, and on
+/// failure one clear line on stderr and exit status 1.
+public enum ServiceMain {
+    public static func run<App: ApplicationProtocol>(
+        service: String,
+        defaults: [AbsoluteConfigKey: ConfigValue],
+        build: (ServiceSettings, Logger) async throws -> App
+    ) async -> Never {
+        Observability.bootstrap()
+        let settings = ServiceSettings(serviceName: service, defaults: defaults)
+        let logger = Observability.logger(service: service, level: settings.logLevel)
+        do {
+            let app = try await build(settings, logger)
+            try await app.runService()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("\(service): error: \(describe(error))\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -1,0 +1,205 @@
+import Common
+import Database
+import Events
+import Foundation
+import Hummingbird
+import Kafka
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The pieces every executable shares, built in one place: Kafka (topics checked at start,
+/// idempotent producer), optionally PostgreSQL (migrations, outbox relay), consumers that start
+/// once the service is ready, health and metrics routes.
+///
+/// Start order (ServiceGroup): Postgres → producer → relay → consumers → HTTP. Shutdown runs in
+/// reverse: HTTP drains, consumers stop (committing), the relay stops, the producer flushes,
+/// Postgres closes.
+public struct ServicePlatform: Sendable {
+    public let settings: ServiceSettings
+    public let logger: Logger
+    public let startup = StartupGate()
+    public let kafkaClient: KafkaClientConfiguration
+    public let producer: KafkaProducer
+    public let postgres: PostgresClient?
+    public let relay: OutboxRelay?
+    private let migrations: [Migration]
+    private let database: DatabaseConfiguration?
+    private var consumers: [any Service] = []
+    private var extraChecks: [(name: String, check: HealthChecks.Check)] = []
+
+    /// - Parameter migrations: the service's own migrations (versions ≥ 100); pass nil for a
+    ///   service without a database. The platform's outbox and inbox tables come first.
+    public static func make(settings: ServiceSettings, migrations: [Migration]?, logger: Logger) async throws -> ServicePlatform {
+        let kafkaClient = KafkaClientConfiguration(bootstrapServers: settings.kafkaBrokers, clientId: settings.instanceId)
+        do {
+            try await KafkaAdmin.ensureTopics(
+                Topic.catalog.map(\.specification), client: kafkaClient, timeout: settings.kafkaStartupTimeout, logger: logger
+            )
+        } catch {
+            throw StartupError("Kafka at \(settings.kafkaBrokers) is not usable: \(error)")
+        }
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: kafkaClient), logger: logger)
+        var database: DatabaseConfiguration?
+        var postgres: PostgresClient?
+        var relay: OutboxRelay?
+        if migrations != nil {
+            let config = try settings.requiredDatabase()
+            let client = config.makeClient(logger: logger)
+            database = config
+            postgres = client
+            relay = OutboxRelay(postgres: client, producer: producer, logger: logger)
+        }
+        return ServicePlatform(
+            settings: settings, logger: logger, kafkaClient: kafkaClient, producer: producer, postgres: postgres,
+            relay: relay, migrations: migrations.map { PlatformMigrations.all + $0 } ?? [], database: database
+        )
+    }
+
+    private init(
+        settings: ServiceSettings, logger: Logger, kafkaClient: KafkaClientConfiguration, producer: KafkaProducer,
+        postgres: PostgresClient?, relay: OutboxRelay?, migrations: [Migration], database: DatabaseConfiguration?
+    ) {
+        self.settings = settings
+        self.logger = logger
+        self.kafkaClient = kafkaClient
+        self.producer = producer
+        self.postgres = postgres
+        self.relay = relay
+        self.migrations = migrations
+        self.database = database
+    }
+
+    /// Adds a consumer-group consumer whose events are applied through the inbox (needs the
+    /// database). It joins the group only once the service is ready.
+    public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter) throws {
+        guard let postgres else { throw StartupError("an inbox consumer needs DATABASE_URL") }
+        var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
+        config.client.clientId = "\(settings.instanceId)-\(group)"
+        let logger = self.logger
+        let consumerConfig = config
+        consumers.append(GatedService(gate: startup) {
+            let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
+            return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
+        })
+    }
+
+    /// Adds any service that should start only once the service is ready.
+    public mutating func addGatedService(_ make: @escaping @Sendable () throws -> any Service) {
+        consumers.append(GatedService(gate: startup, make: make))
+    }
+
+    public mutating func addReadinessCheck(_ name: String, _ check: @escaping HealthChecks.Check) {
+        extraChecks.append((name, check))
+    }
+
+    /// A router with the suite's middleware (error mapping, metrics) and the health routes.
+    public func makeRouter() -> Router<SuiteRequestContext> {
+        let router = Router(context: SuiteRequestContext.self)
+        router.middlewares.add(MetricsMiddleware())
+        router.middlewares.add(ErrorMiddleware())
+        health.addRoutes(to: router)
+        return router
+    }
+
+    public var health: HealthChecks {
+        var checks: [(name: String, check: HealthChecks.Check)] = []
+        let producer = self.producer
+        checks.append(("kafka", { _ = try await producer.metadata(timeout: .seconds(2)) }))
+        if let postgres {
+            checks.append(("database", { _ = try await postgres.query("SELECT 1") }))
+        }
+        return HealthChecks(startup: startup, checks: checks + extraChecks)
+    }
+
+    /// Everything to run beside the HTTP server, in start order.
+    public var services: [any Service] {
+        var list: [any Service] = []
+        if let postgres { list.append(postgres) }
+        list.append(producer)
+        if let relay { list.append(GatedService(gate: startup) { relay }) }
+        list.append(ParentWatchdog())
+        list.append(contentsOf: consumers)
+        return list
+    }
+
+    /// Runs before the server accepts requests: waits for the database (bounded), migrates,
+    /// then opens the startup gate (consumers start, readiness turns green).
+    public func prepare() async throws {
+        if let postgres, let database {
+            let logger = self.logger
+            do {
+                try await withTimeout(settings.databaseStartupTimeout, "connecting to \(database)") {
+                    _ = try await postgres.query("SELECT 1", logger: logger)
+                }
+            } catch {
+                throw StartupError("database \(database) is not reachable: \(describe(error))")
+            }
+            let applied = try await Migrator(migrations).migrate(client: postgres, logger: logger)
+            if !applied.isEmpty { logger.info("migrations applied", metadata: ["db.versions": "\(applied)"]) }
+        }
+        startup.open()
+    }
+
+    /// The Hummingbird application with the platform's services and startup step.
+    public func makeApplication<Responder: HTTPResponder>(responder: Responder) -> Application<Responder>
+    where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+        var app = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(settings.httpHost, port: settings.httpPort), serverName: nil),
+            services: services,
+            logger: logger
+        )
+        app.beforeServerStarts { try await self.prepare() }
+        return app
+    }
+}
+
+/// A service built and run only after the startup gate opens; gives up quietly on shutdown.
+struct GatedService: Service {
+    let gate: StartupGate
+    let make: @Sendable () throws -> any Service
+
+    func run() async throws {
+        let ready: Bool = await cancelWhenGracefulShutdown {
+            while !gate.isOpen {
+                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
+            }
+            return true
+        }
+        guard ready, !Task.isCancelled else { return }
+        try await make().run()
+    }
+}
+
+/// Exits the process (gracefully, via SIGTERM to itself) when the launcher that started it is
+/// gone, so a crashed or killed `chatsuite dev` never leaves services behind.
+struct ParentWatchdog: Service {
+    func run() async throws {
+        guard let value = ProcessInfo.processInfo.environment["CHATSUITE_PARENT_PID"], let parent = Int32(value) else {
+            try? await gracefulShutdown()
+            return
+        }
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                if getppid() != parent {
+                    kill(getpid(), SIGTERM)
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+}
+
+/// One line describing an error for operators (PostgresNIO hides details from `description`).
+public func describe(_ error: any Error) -> String {
+    let text: String
+    switch error {
+    case let error as PSQLError:
+        if let underlying = error.underlying { text = "\(underlying)" } else { text = "\(error.code)" }
+    case let error as StartupError: text = error.description
+    default: text = "\(error)"
+    }
+    return text.split(whereSeparator: \.isNewline).joined(separator: " ")
+}
