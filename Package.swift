@@ -21,6 +21,7 @@ let jwt: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
 struct ServiceSpec {
@@ -70,7 +71,7 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
         swiftSettings: swiftSettings
@@ -80,12 +81,12 @@ var targets: [Target] = [
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
-        dependencies: ["ServiceKit", "TestSupport", hummingbird, hummingbirdTesting, jwt],
+        dependencies: ["Common", "ServiceKit", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient, nioHTTP1],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
     ),
 ]

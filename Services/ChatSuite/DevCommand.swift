@@ -57,7 +57,7 @@ struct DevCommand: AsyncParsableCommand {
         // 1. PostgreSQL
         var localPostgres: DevPostgres?
         let adminURL: String
-        if let databaseUrl = databaseUrl ?? ProcessInfo.processInfo.environment["DATABASE_URL"] {
+        if let databaseUrl = databaseUrl ?? ProcessInfo.processInfo.environment["DATABASE_URL"], !databaseUrl.isEmpty {
             adminURL = databaseUrl
         } else {
             let root = URL(fileURLWithPath: dataDir, isDirectory: true).standardizedFileURL

@@ -11,10 +11,13 @@ import Foundation
 /// Hand-written rather than `ISO8601DateFormatter`: it is thread-safe, allocation-light and never
 /// drops the milliseconds (Foundation's `.iso8601` strategy does).
 public enum Timestamp {
-    /// Milliseconds since 1970, rounded toward negative infinity.
+    /// Milliseconds since 1970, rounded toward negative infinity. The value is first rounded to
+    /// the microsecond so that a date made from whole milliseconds (`1.234` s, which a `Double`
+    /// holds as 1.23399999…) gives back exactly those milliseconds.
     @inlinable
     public static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        return Int64((micros / 1000).rounded(.down))
     }
 
     /// `date` with everything below the millisecond removed (what PostgreSQL and clients keep).
@@ -87,7 +90,9 @@ public enum Timestamp {
                 i += 1
             }
             guard digits > 0, digits <= 9 else { return nil }
-            for _ in digits..<3 where digits < 3 { millis *= 10 }
+            if digits < 3 {
+                for _ in digits..<3 { millis *= 10 }
+            }
         }
         guard i < b.count else { return nil }
         var offsetSeconds = 0

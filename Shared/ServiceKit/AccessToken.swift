@@ -81,3 +81,22 @@ public struct AccessTokenVerifier: Sendable {
         return claims
     }
 }
+
+/// Issues access tokens (used by `auth`; tests use it to make tokens for other services).
+public struct AccessTokenSigner: Sendable {
+    private let keys: JWTKeyCollection
+    public let audience: String
+    public let issuer: String
+
+    public init(ed25519PrivateKeyPEM pem: String, audience: String, issuer: String) async throws {
+        let keys = JWTKeyCollection()
+        await keys.add(eddsa: try EdDSA.PrivateKey(pem: pem))
+        self.keys = keys
+        self.audience = audience
+        self.issuer = issuer
+    }
+
+    public func sign(userId: String, ttl: TimeInterval, now: Date = Date()) async throws -> String {
+        try await keys.sign(AccessTokenClaims(userId: userId, audience: audience, issuer: issuer, issuedAt: now, ttl: ttl))
+    }
+}

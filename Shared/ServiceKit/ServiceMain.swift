@@ -13,8 +13,8 @@ public enum ServiceMain {
     ) async -> Never {
         Observability.bootstrap()
         let settings = ServiceSettings(serviceName: service, defaults: defaults)
-        let logger = Observability.logger(service: service, level: settings.logLevel)
         do {
+            let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)
             try await app.runService()
             exit(0)

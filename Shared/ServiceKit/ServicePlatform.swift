@@ -31,22 +31,24 @@ public struct ServicePlatform: Sendable {
     /// - Parameter migrations: the service's own migrations (versions ≥ 100); pass nil for a
     ///   service without a database. The platform's outbox and inbox tables come first.
     public static func make(settings: ServiceSettings, migrations: [Migration]?, logger: Logger) async throws -> ServicePlatform {
-        let kafkaClient = KafkaClientConfiguration(bootstrapServers: settings.kafkaBrokers, clientId: settings.instanceId)
+        // Settings first: a malformed value is reported before any slow network check.
+        let database = migrations == nil ? nil : try settings.requiredDatabase()
+        let brokers = try settings.kafkaBrokers
+        let kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
         do {
             try await KafkaAdmin.ensureTopics(
-                Topic.catalog.map(\.specification), client: kafkaClient, timeout: settings.kafkaStartupTimeout, logger: logger
+                Topic.catalog.map(\.specification), client: kafkaClient, timeout: try settings.kafkaStartupTimeout, logger: logger
             )
+        } catch let error as StartupError {
+            throw error
         } catch {
-            throw StartupError("Kafka at \(settings.kafkaBrokers) is not usable: \(error)")
+            throw StartupError("Kafka at \(brokers) is not usable: \(error)")
         }
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: kafkaClient), logger: logger)
-        var database: DatabaseConfiguration?
         var postgres: PostgresClient?
         var relay: OutboxRelay?
-        if migrations != nil {
-            let config = try settings.requiredDatabase()
-            let client = config.makeClient(logger: logger)
-            database = config
+        if let database {
+            let client = database.makeClient(logger: logger)
             postgres = client
             relay = OutboxRelay(postgres: client, producer: producer, logger: logger)
         }
@@ -129,7 +131,7 @@ public struct ServicePlatform: Sendable {
         if let postgres, let database {
             let logger = self.logger
             do {
-                try await withTimeout(settings.databaseStartupTimeout, "connecting to \(database)") {
+                try await withTimeout(try settings.databaseStartupTimeout, "connecting to \(database)") {
                     _ = try await postgres.query("SELECT 1", logger: logger)
                 }
             } catch {
@@ -142,11 +144,12 @@ public struct ServicePlatform: Sendable {
     }
 
     /// The Hummingbird application with the platform's services and startup step.
-    public func makeApplication<Responder: HTTPResponder>(responder: Responder) -> Application<Responder>
+    public func makeApplication<Responder: HTTPResponder>(responder: Responder) throws -> Application<Responder>
     where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+        let configuration = ApplicationConfiguration(address: .hostname(try settings.httpHost, port: try settings.httpPort), serverName: nil)
         var app = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(settings.httpHost, port: settings.httpPort), serverName: nil),
+            configuration: configuration,
             services: services,
             logger: logger
         )

@@ -29,7 +29,7 @@ public struct ServiceSettings: Sendable {
             "http.host": "127.0.0.1",
             "http.port": 8080,
             "log.level": "info",
-            "kafka.brokers": "127.0.0.1:9092",
+            "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
             "kafka.startup-timeout-seconds": 10,
             "database.startup-timeout-seconds": 10,
             "database.max-connections": 20,
@@ -42,24 +42,56 @@ public struct ServiceSettings: Sendable {
         ])
     }
 
-    public var httpHost: String { reader.string(forKey: "http.host", default: "127.0.0.1") }
-    public var httpPort: Int { reader.int(forKey: "http.port", default: 8080) }
+    // Typed settings throw on a value that cannot be read (HTTP_PORT=abc) instead of silently
+    // falling back to a default; the error names the key, the variable and the flag.
+
+    public var httpHost: String { get throws { try string("http.host") } }
+    public var httpPort: Int { get throws { try int("http.port") } }
     public var logLevel: Logger.Level {
-        Logger.Level(rawValue: reader.string(forKey: "log.level", default: "info").lowercased()) ?? .info
+        get throws {
+            let text = try string("log.level").lowercased()
+            guard let level = Logger.Level(rawValue: text) else {
+                throw StartupError("invalid log.level (LOG_LEVEL, --log-level) '\(text)': use trace, debug, info, notice, warning, error or critical")
+            }
+            return level
+        }
     }
-    public var kafkaBrokers: String { reader.string(forKey: "kafka.brokers", default: "127.0.0.1:9092") }
-    public var kafkaStartupTimeout: Duration { .seconds(reader.int(forKey: "kafka.startup-timeout-seconds", default: 10)) }
-    public var databaseStartupTimeout: Duration { .seconds(reader.int(forKey: "database.startup-timeout-seconds", default: 10)) }
+    /// Comma-separated in the environment (`KAFKA_BROKERS=a:9092,b:9092`) or on the command line.
+    public var kafkaBrokers: String {
+        get throws {
+            do {
+                return try reader.requiredStringArray(forKey: "kafka.brokers").joined(separator: ",")
+            } catch {
+                throw Self.invalid("kafka.brokers", error)
+            }
+        }
+    }
+    public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
+    public var databaseStartupTimeout: Duration { get throws { .seconds(try int("database.startup-timeout-seconds")) } }
     /// A stable id for this replica (consumer client ids, gateway ids); defaults to host + pid.
     public var instanceId: String {
         reader.string(forKey: "instance.id") ?? "\(serviceName)-\(ProcessInfo.processInfo.hostName)-\(getpid())"
+    }
+
+    public func string(_ key: String, isSecret: Bool = false) throws -> String {
+        do { return try reader.requiredString(forKey: ConfigKey(key), isSecret: isSecret) } catch { throw Self.invalid(key, error) }
+    }
+
+    public func int(_ key: String) throws -> Int {
+        do { return try reader.requiredInt(forKey: ConfigKey(key)) } catch { throw Self.invalid(key, error) }
+    }
+
+    static func invalid(_ key: String, _ error: any Error) -> StartupError {
+        let env = key.uppercased().replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "-", with: "_")
+        let flag = "--" + key.replacingOccurrences(of: ".", with: "-")
+        return StartupError("invalid or missing setting \(key) (\(env), \(flag)): \(error)")
     }
 
     /// The service's database, or nil when `DATABASE_URL` is not set.
     public func database() throws -> DatabaseConfiguration? {
         guard let url = reader.string(forKey: "database.url", isSecret: true), !url.isEmpty else { return nil }
         var config = try DatabaseConfiguration(url: url)
-        config.maximumConnections = reader.int(forKey: "database.max-connections", default: 20)
+        config.maximumConnections = try int("database.max-connections")
         return config
     }
 

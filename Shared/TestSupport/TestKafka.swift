@@ -1,4 +1,6 @@
 import Common
+import Events
+import ServiceKit
 import Foundation
 import Kafka
 import Logging
@@ -14,6 +16,13 @@ public enum TestKafka {
     /// A fresh 3-broker embedded cluster.
     public static func cluster(brokers: Int = 3) throws -> EmbeddedKafkaCluster {
         try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+    }
+
+    /// A fresh cluster holding the suite's topic catalog, as `chatsuite dev` hosts it.
+    public static func catalogCluster() throws -> EmbeddedKafkaCluster {
+        let cluster = try self.cluster()
+        try cluster.createTopics(Topic.catalog.map(\.specification))
+        return cluster
     }
 
     /// A unique topic name so tests sharing a cluster never see each other's records.

@@ -17,5 +17,5 @@ public enum AuthService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
     let router = platform.makeRouter()
-    return platform.makeApplication(responder: router.buildResponder())
+    return try platform.makeApplication(responder: router.buildResponder())
 }

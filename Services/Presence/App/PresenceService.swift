@@ -15,5 +15,5 @@ public enum PresenceService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
     let router = platform.makeRouter()
-    return platform.makeApplication(responder: router.buildResponder())
+    return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -5,15 +5,15 @@ public enum AuthEvents {
     public struct UserRegistered: EventPayload {
         public static let eventType = "auth.user.registered"
         public static let topic = Topic.authUser
-        public var userId: UUID
+        public var userId: UserID
         public var email: String
         public var nickname: String
         public var profileImage: String?
         public var provider: String?
         public var createdAt: Date
-        public var subject: String { userId.lowercased }
+        public var subject: String { userId.description }
 
-        public init(userId: UUID, email: String, nickname: String, profileImage: String?, provider: String?, createdAt: Date) {
+        public init(userId: UserID, email: String, nickname: String, profileImage: String?, provider: String?, createdAt: Date) {
             self.userId = userId
             self.email = email
             self.nickname = nickname
@@ -27,13 +27,13 @@ public enum AuthEvents {
     public struct UserProfileUpdated: EventPayload {
         public static let eventType = "auth.user.profile-updated"
         public static let topic = Topic.authUser
-        public var userId: UUID
+        public var userId: UserID
         public var email: String
         public var nickname: String
         public var profileImage: String?
-        public var subject: String { userId.lowercased }
+        public var subject: String { userId.description }
 
-        public init(userId: UUID, email: String, nickname: String, profileImage: String?) {
+        public init(userId: UserID, email: String, nickname: String, profileImage: String?) {
             self.userId = userId
             self.email = email
             self.nickname = nickname
@@ -44,9 +44,9 @@ public enum AuthEvents {
     public struct UserDeleted: EventPayload {
         public static let eventType = "auth.user.deleted"
         public static let topic = Topic.authUser
-        public var userId: UUID
-        public var subject: String { userId.lowercased }
+        public var userId: UserID
+        public var subject: String { userId.description }
 
-        public init(userId: UUID) { self.userId = userId }
+        public init(userId: UserID) { self.userId = userId }
     }
 }

@@ -13,12 +13,12 @@ public enum GatewayEvents {
         public static let topic = Topic.gatewaySession
         public var sessionId: String
         public var gatewayId: String
-        public var userId: UUID?
+        public var userId: UserID?
         public var clientProtocol: ClientProtocol
         public var openedAt: Date
         public var subject: String { sessionId }
 
-        public init(sessionId: String, gatewayId: String, userId: UUID?, clientProtocol: ClientProtocol, openedAt: Date) {
+        public init(sessionId: String, gatewayId: String, userId: UserID?, clientProtocol: ClientProtocol, openedAt: Date) {
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId
@@ -32,11 +32,11 @@ public enum GatewayEvents {
         public static let topic = Topic.gatewaySession
         public var sessionId: String
         public var gatewayId: String
-        public var userId: UUID?
+        public var userId: UserID?
         public var closedAt: Date
         public var subject: String { sessionId }
 
-        public init(sessionId: String, gatewayId: String, userId: UUID?, closedAt: Date) {
+        public init(sessionId: String, gatewayId: String, userId: UserID?, closedAt: Date) {
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId

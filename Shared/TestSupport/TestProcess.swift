@@ -1,0 +1,120 @@
+import Foundation
+
+/// A child process for integration tests: spawned with posix_spawn, output captured in a file
+/// (no pipes to fill up or keep open), exit observed with `waitpid`.
+public final class TestProcess: @unchecked Sendable {
+    // @unchecked Sendable: `pid` and `outputPath` are immutable; `status` is only written by
+    // `reap()`, which tests call from one task at a time (documented on the methods).
+    public let pid: pid_t
+    public let outputPath: String
+    private var status: Int32?
+
+    /// The folder holding the suite's executables: `CHATSUITE_BIN_DIR`, else `.build/debug` of
+    /// this package.
+    public static var binDirectory: URL {
+        if let dir = ProcessInfo.processInfo.environment["CHATSUITE_BIN_DIR"] { return URL(fileURLWithPath: dir) }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug")
+    }
+
+    public struct NotBuilt: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(executable name: String, arguments: [String] = [], environment: [String: String] = [:], inheritEnvironment: Bool = true) throws {
+        let path = Self.binDirectory.appendingPathComponent(name).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw NotBuilt(description: "\(path) is missing: run `swift build` before the integration tests")
+        }
+        outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(name)-\(UUID().uuidString).log").path
+        var env = inheritEnvironment ? ProcessInfo.processInfo.environment : [:]
+        for (k, v) in environment { env[k] = v }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, nil, &argv, &envp)
+        guard result == 0 else { throw NotBuilt(description: "cannot start \(path): errno \(result)") }
+        self.pid = pid
+    }
+
+    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Non-blocking: the exit status once the process ended (reaps it), else nil.
+    public func reap() -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        let r = waitpid(pid, &raw, WNOHANG)
+        if r == pid {
+            let exited = (raw & 0x7f) == 0
+            status = exited ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        }
+        return status
+    }
+
+    /// Waits (polling) for exit; nil if still running after `timeout`.
+    public func waitForExit(timeout: Duration) async throws -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = reap() { return status }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return reap()
+    }
+
+    /// Waits until the output contains `text`; throws if the process exits or time runs out.
+    public func waitForOutput(_ text: String, timeout: Duration) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let out = output
+            if out.contains(text) { return out }
+            if let status = reap() {
+                throw NotBuilt(description: "process exited (\(status)) before printing '\(text)':\n\(out.suffix(4000))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw NotBuilt(description: "timed out waiting for '\(text)':\n\(output.suffix(4000))")
+    }
+
+    public func signal(_ sig: Int32) {
+        if reap() == nil { kill(pid, sig) }
+    }
+
+    /// Whether a live process with this pid exists (a zombie waiting to be reaped counts as gone).
+    public static func exists(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 || errno != ESRCH else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: close)...].split(separator: " ").first
+        return state != "Z" && state != "X"
+    }
+
+    /// Waits up to `timeout` for `pid` to disappear; true when it did.
+    public static func waitUntilGone(_ pid: pid_t, timeout: Duration = .seconds(10)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while exists(pid) {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
+    deinit {
+        if reap() == nil {
+            kill(pid, SIGKILL)
+            var raw: Int32 = 0
+            waitpid(pid, &raw, 0)
+        }
+        unlink(outputPath)
+    }
+}

@@ -1,0 +1,52 @@
+import AsyncHTTPClient
+import Common
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+
+@Suite("chatsuite dev: the whole suite on the embedded defaults", .serialized)
+struct DevStackTests {
+    @Test("from an empty data folder all seven executables report ready, and SIGINT leaves no process behind")
+    func devStackStartsAndStopsCleanly() async throws {
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let basePort = Int.random(in: 20_000..<40_000)
+        let pgPort = basePort + 100
+        var env: [String: String] = [:]
+        env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
+        let launcher = try TestProcess(executable: "chatsuite", arguments: [
+            "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
+        ], environment: env)
+        let started = ContinuousClock.now
+        let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
+        let startup = ContinuousClock.now - started
+        print("dev stack ready in \(startup) (clean data folder, including initdb)")
+        #expect(output.contains("gateway: http://127.0.0.1:\(basePort)"))
+        #expect(output.contains("SesacKey: dev-key"))
+
+        for offset in 0..<7 {
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(basePort + offset)/health/ready"), timeout: .seconds(5))
+            #expect(response.status == .ok, "service on port \(basePort + offset) is ready")
+        }
+
+        // The pids the launcher started.
+        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
+        let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+        #expect(pids.count == 7)
+        let postmasterPid = try String(contentsOf: dataDir.appendingPathComponent("postgres/postmaster.pid"), encoding: .utf8)
+            .split(separator: "\n").first.flatMap { Int32($0) }
+
+        launcher.signal(SIGINT)
+        let status = try await launcher.waitForExit(timeout: .seconds(60))
+        #expect(status == 0, "launcher exits cleanly:\n\(launcher.output.suffix(2000))")
+        for pid in pids {
+            #expect(!TestProcess.exists(pid), "service pid \(pid) is gone")
+        }
+        if let postmasterPid {
+            #expect(try await TestProcess.waitUntilGone(postmasterPid), "the PostgreSQL server the launcher started is stopped")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dataDir.appendingPathComponent("postgres/postmaster.pid").path))
+    }
+}

@@ -1,0 +1,41 @@
+import Configuration
+import Database
+import ServiceKit
+import Testing
+
+@Suite("Service settings: CLI > environment > defaults")
+struct ServiceSettingsTests {
+    @Test func priorityOrder() throws {
+        let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8081]
+        let onlyDefaults = ServiceSettings(serviceName: "auth", defaults: defaults, environment: [:], arguments: ["auth"])
+        #expect(try onlyDefaults.httpPort == 8081)
+        let env = ServiceSettings(serviceName: "auth", defaults: defaults, environment: ["HTTP_PORT": "9001"], arguments: ["auth"])
+        #expect(try env.httpPort == 9001)
+        let cli = ServiceSettings(serviceName: "auth", defaults: defaults, environment: ["HTTP_PORT": "9001"], arguments: ["auth", "--http-port", "9002"])
+        #expect(try cli.httpPort == 9002)
+    }
+
+    @Test func brokerListsFromEnvironmentAndFlags() throws {
+        let env = ServiceSettings(serviceName: "x", environment: ["KAFKA_BROKERS": "a:9092,b:9092"], arguments: ["x"])
+        #expect(try env.kafkaBrokers == "a:9092,b:9092")
+        let cli = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--kafka-brokers", "c:9092,d:9092"])
+        #expect(try cli.kafkaBrokers == "c:9092,d:9092")
+        let none = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
+        #expect(try none.kafkaBrokers == "127.0.0.1:9092")
+    }
+
+    @Test func invalidValuesAreErrorsNotSilentDefaults() {
+        let settings = ServiceSettings(serviceName: "x", environment: ["HTTP_PORT": "abc", "LOG_LEVEL": "loud"], arguments: ["x"])
+        #expect(throws: StartupError.self) { try settings.httpPort }
+        #expect(throws: StartupError.self) { try settings.logLevel }
+    }
+
+    @Test func databaseURLIsOptionalAndItsPasswordNeverPrinted() throws {
+        let none = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
+        #expect(try none.database() == nil)
+        let some = ServiceSettings(serviceName: "x", environment: ["DATABASE_URL": "postgres://u:p%40ss@db:5433/app"], arguments: ["x"])
+        let db = try #require(try some.database())
+        #expect(db.password == "p@ss" && db.host == "db" && db.port == 5433 && db.database == "app")
+        #expect(db.description == "postgres://u@db:5433/app")
+    }
+}
