@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Logging
 
@@ -92,8 +93,15 @@ struct DevPostgres {
         startedHere = true
     }
 
+    /// Stops the server if this launcher started it.
     func stop() {
         guard startedHere else { return }
+        stopServer()
+    }
+
+    /// Stops whatever server runs on this folder.
+    func stopServer() {
+        guard FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("postmaster.pid").path) else { return }
         try? runPostgresTool("pg_ctl", ["-D", dataDirectory.path, "-m", "fast", "-w", "stop"])
     }
 
@@ -121,23 +129,12 @@ enum ProcessRunner {
         let argv = command.hasPrefix("/") ? [command] + arguments : ["env", command] + arguments
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-\(UUID().uuidString).out").path
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawnResult = posix_spawn(&pid, path, &actions, nil, &cArgs, environ)
-        guard spawnResult == 0 else { throw DevError("cannot start \(command): \(String(cString: strerror(spawnResult)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let pid = try spawnProcess(path: path, arguments: Array(argv.dropFirst()), environment: ProcessInfo.processInfo.environment, outputPath: outputPath)
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        let status = exitCode(fromWaitStatus: raw)
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        let exited = (status & 0x7f) == 0
-        let code = (status >> 8) & 0xff
-        guard exited, code == 0 else {
+        guard status == 0 else {
             let last = output.split(separator: "\n").suffix(3).joined(separator: " | ")
             throw DevError("\(command) failed (status \(status)): \(last)")
         }

@@ -1,4 +1,5 @@
 import CRdKafka
+import Common
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -151,7 +152,7 @@ private func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawPointer?,
 /// A dedicated thread serving a client's callbacks (`rd_kafka_poll`) until asked to stop.
 final class PollThread: Sendable {
     private let stop = Atomic<Bool>(false)
-    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let finished = Latch()
 
     init(client: RdKafkaClient, name: String) {
         let thread = Thread { [self] in
@@ -159,12 +160,7 @@ final class PollThread: Sendable {
                 rd_kafka_poll(client.pointer, 50)
             }
             rd_kafka_poll(client.pointer, 0)
-            let waiters = self.finished.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.done = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            waiters.forEach { $0.resume() }
+            self.finished.open()
         }
         thread.name = name
         thread.start()
@@ -175,13 +171,6 @@ final class PollThread: Sendable {
     }
 
     func join() async {
-        await withCheckedContinuation { continuation in
-            let done = finished.withLock { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 }

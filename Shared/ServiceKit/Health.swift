@@ -76,30 +76,4 @@ public final class HealthChecks: Sendable {
 
 /// Opens once, when the service finished starting (migrations applied, topics present).
 /// Consumers wait on it before consuming; readiness reports "starting" until then.
-public final class StartupGate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    public init() {}
-
-    public var isOpen: Bool { state.withLock { $0.open } }
-
-    public func open() {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.open = true
-            defer { s.waiters = [] }
-            return s.waiters
-        }
-        waiters.forEach { $0.resume() }
-    }
-
-    public func wait() async {
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { s -> Bool in
-                if s.open { return true }
-                s.waiters.append(continuation)
-                return false
-            }
-            if open { continuation.resume() }
-        }
-    }
-}
+public typealias StartupGate = Latch

@@ -34,6 +34,7 @@ public struct ServicePlatform: Sendable {
         // Settings first: a malformed value is reported before any slow network check.
         let database = migrations == nil ? nil : try settings.requiredDatabase()
         let brokers = try settings.kafkaBrokers
+        _ = try settings.kafkaLingerMilliseconds
         let kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
         do {
             try await KafkaAdmin.ensureTopics(
@@ -44,7 +45,9 @@ public struct ServicePlatform: Sendable {
         } catch {
             throw StartupError("Kafka at \(brokers) is not usable: \(error)")
         }
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: kafkaClient), logger: logger)
+        var producerConfiguration = KafkaProducerConfiguration(client: kafkaClient)
+        producerConfiguration.lingerMilliseconds = try settings.kafkaLingerMilliseconds
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
         var postgres: PostgresClient?
         var relay: OutboxRelay?
         if let database {

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 
 /// A child process for integration tests: spawned with posix_spawn, output captured in a file
@@ -29,22 +30,7 @@ public final class TestProcess: @unchecked Sendable {
         outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(name)-\(UUID().uuidString).log").path
         var env = inheritEnvironment ? ProcessInfo.processInfo.environment : [:]
         for (k, v) in environment { env[k] = v }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, &argv, &envp)
-        guard result == 0 else { throw NotBuilt(description: "cannot start \(path): errno \(result)") }
-        self.pid = pid
+        pid = try spawnProcess(path: path, arguments: arguments, environment: env, outputPath: outputPath)
     }
 
     public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
@@ -54,10 +40,7 @@ public final class TestProcess: @unchecked Sendable {
         if let status { return status }
         var raw: Int32 = 0
         let r = waitpid(pid, &raw, WNOHANG)
-        if r == pid {
-            let exited = (raw & 0x7f) == 0
-            status = exited ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-        }
+        if r == pid { status = exitCode(fromWaitStatus: raw) }
         return status
     }
 

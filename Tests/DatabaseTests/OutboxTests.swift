@@ -70,18 +70,45 @@ func expectPerKeyOrder(_ events: [CloudEvent<OutboxTestEvent>], sourceLocation: 
     }
 }
 
+
+/// A fresh database (platform tables migrated), embedded cluster, topic and producer per test.
+struct OutboxFixture: Sendable {
+    let db: TestDatabase
+    let cluster: EmbeddedKafkaCluster
+    let topic: String
+    let producer: KafkaProducer
+
+    static func make(prefix: String = "outbox", partitions: Int = 3) async throws -> OutboxFixture {
+        let cluster = try TestKafka.cluster()
+        let topic = TestKafka.uniqueTopic(prefix)
+        try cluster.createTopic(topic, partitions: partitions)
+        return OutboxFixture(db: try await TestDatabase.create(), cluster: cluster, topic: topic, producer: try TestKafka.producer(cluster))
+    }
+
+    /// Migrates (platform tables + `extra`), runs `body` with a running client, drops the database.
+    func run(extra: [Migration] = [], _ body: @escaping @Sendable (PostgresClient) async throws -> Void) async throws {
+        try await db.withClient { client in
+            try await Migrator(PlatformMigrations.all + extra).migrate(client: client, logger: TestDatabase.logger)
+            try await body(client)
+        }
+        try await db.drop()
+    }
+}
+
+/// The single integer a counting query returns.
+func count(_ client: PostgresClient, _ query: PostgresQuery) async throws -> Int {
+    var n = 0
+    for try await value in try await client.query(query).decode(Int.self) { n = value }
+    return n
+}
+
 @Suite("Transactional outbox and relay", .serialized)
 struct OutboxTests {
     @Test("1 000 events: published exactly once, per-key order kept, one leader among two relays")
     func exactlyOnceInOrder() async throws {
-        let db = try await TestDatabase.create()
-        let cluster = try TestKafka.cluster()
-        let topic = TestKafka.uniqueTopic("outbox")
-        try cluster.createTopic(topic, partitions: 3)
-        let producer = try TestKafka.producer(cluster)
-
-        try await db.withClient { client in
-            try await Migrator(PlatformMigrations.all).migrate(client: client, logger: TestDatabase.logger)
+        let f = try await OutboxFixture.make()
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
             var config = OutboxRelay.Configuration()
             config.batchSize = 100
             let relayA = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: config)
@@ -94,29 +121,20 @@ struct OutboxTests {
             #expect(relayA.isLeader != relayB.isLeader, "exactly one relay leads")
             // Anything published twice would arrive after the first 1 000; give it time to show.
             try await Task.sleep(for: .seconds(1))
-            var unpublished = -1
-            for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self) { unpublished = n }
-            #expect(unpublished == 0)
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 0)
             let again = try await collect(cluster, topic: topic, group: "g2-\(topic)", timeout: .seconds(30)) { $0.count >= 1_000 }
             #expect(again.count == 1_000)
             #expect(distinctCount(again) == 1_000, "each event published exactly once")
             #expect(events.count == 1_000)
             expectPerKeyOrder(again)
         }
-        try await db.drop()
     }
 
     @Test("relay killed mid-stream and restarted: none lost; duplicates dropped by the inbox")
     func killedRelayLosesNothing() async throws {
-        let db = try await TestDatabase.create()
-        let cluster = try TestKafka.cluster()
-        let topic = TestKafka.uniqueTopic("outbox")
-        try cluster.createTopic(topic, partitions: 3)
-        let producer = try TestKafka.producer(cluster)
-
-        try await db.withClient { client in
-            try await Migrator(PlatformMigrations.all + [Migration(100, "effects", "CREATE TABLE effects (event_id uuid NOT NULL, key text, seq int)")])
-                .migrate(client: client, logger: TestDatabase.logger)
+        let f = try await OutboxFixture.make()
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run(extra: [Migration(100, "effects", "CREATE TABLE effects (event_id uuid NOT NULL, key text, seq int)")]) { client in
             try await writeEvents(client, topic: topic, count: 1_000)
             var config = OutboxRelay.Configuration()
             config.batchSize = 50
@@ -125,9 +143,7 @@ struct OutboxTests {
             // Kill it once part of the outbox is out.
             let deadline = ContinuousClock.now + .seconds(30)
             while true {
-                var published = 0
-                for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NOT NULL").decode(Int.self) { published = n }
-                if published >= 300 { break }
+                if try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NOT NULL") >= 300 { break }
                 guard ContinuousClock.now < deadline else { throw TimeoutError(what: "first relay publishing") }
                 try await Task.sleep(for: .milliseconds(5))
             }
@@ -163,7 +179,7 @@ struct OutboxTests {
             var effects = 0
             let effectDeadline = ContinuousClock.now + .seconds(60)
             while ContinuousClock.now < effectDeadline {
-                for try await n in try await client.query("SELECT count(*)::int FROM effects").decode(Int.self) { effects = n }
+                effects = try await count(client, "SELECT count(*)::int FROM effects")
                 if effects >= 1_000 { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -176,19 +192,13 @@ struct OutboxTests {
             #expect(effects == 1_000)
             #expect(distinct == 1_000)
         }
-        try await db.drop()
     }
 
     @Test("broker down for 5 s: events written meanwhile are published after it returns")
     func brokerOutage() async throws {
-        let db = try await TestDatabase.create()
-        let cluster = try TestKafka.cluster()
-        let topic = TestKafka.uniqueTopic("outbox")
-        try cluster.createTopic(topic, partitions: 3)
-        let producer = try TestKafka.producer(cluster)
-
-        try await db.withClient { client in
-            try await Migrator(PlatformMigrations.all).migrate(client: client, logger: TestDatabase.logger)
+        let f = try await OutboxFixture.make()
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
             let relay = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger)
             let task = Task { try await relay.run() }
             defer { task.cancel() }
@@ -198,16 +208,14 @@ struct OutboxTests {
             cluster.setAllBrokersDown()
             try await writeEvents(client, topic: topic, count: 100, startSeq: 10)
             try await Task.sleep(for: .seconds(5))
-            var unpublished = 0
-            for try await n in try await client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self) { unpublished = n }
-            #expect(unpublished == 100, "nothing can be acknowledged while the broker is down")
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 100,
+                    "nothing can be acknowledged while the broker is down")
             cluster.setAllBrokersUp()
 
             let events = try await collect(cluster, topic: topic, group: "after-\(topic)", timeout: .seconds(60)) { distinctCount($0) >= 110 }
             #expect(distinctCount(events) == 110)
             expectPerKeyOrder(events)
         }
-        try await db.drop()
     }
 }
 
@@ -215,20 +223,15 @@ struct OutboxTests {
 struct InboxTests {
     @Test("the same event delivered twice has one effect")
     func duplicateDelivery() async throws {
-        let db = try await TestDatabase.create()
-        let cluster = try TestKafka.cluster()
-        let topic = TestKafka.uniqueTopic("inbox")
-        try cluster.createTopic(topic, partitions: 1)
-        let producer = try TestKafka.producer(cluster)
+        let f = try await OutboxFixture.make(prefix: "inbox", partitions: 1)
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
 
         let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 1))
         let marker = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 2))
         for e in [event, event, marker] {
             _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "a", value: try EventCoding.encode(e)))
         }
-        try await db.withClient { client in
-            try await Migrator(PlatformMigrations.all + [Migration(100, "counter", "CREATE TABLE counter (seq int PRIMARY KEY, n int NOT NULL)")])
-                .migrate(client: client, logger: TestDatabase.logger)
+        try await f.run(extra: [Migration(100, "counter", "CREATE TABLE counter (seq int PRIMARY KEY, n int NOT NULL)")]) { client in
             var router = EventRouter()
             router.on(OutboxTestEvent.self) { event, ctx in
                 _ = try await ctx.connection.query("""
@@ -248,6 +251,5 @@ struct InboxTests {
             }
             #expect(counts == [1: 1, 2: 1])
         }
-        try await db.drop()
     }
 }

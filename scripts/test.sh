@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine and runs every test against real PostgreSQL and the embedded
+# Kafka cluster (real Kafka protocol). Uses TEST_DATABASE_URL when set; otherwise starts a local
+# PostgreSQL under .devdata/test-postgres for the run and stops it afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-debian.sh
+
+start=$(date +%s)
+swift build --build-tests
+echo "build: $(( $(date +%s) - start )) s"
+
+started_pg=0
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+  line=$(.build/debug/chatsuite postgres start --data-dir .devdata/test-postgres --port "${TEST_POSTGRES_PORT:-54339}")
+  export TEST_DATABASE_URL="${line#DATABASE_URL=}"
+  started_pg=1
+fi
+cleanup() {
+  if [ "$started_pg" = 1 ]; then
+    .build/debug/chatsuite postgres stop --data-dir .devdata/test-postgres --port "${TEST_POSTGRES_PORT:-54339}" || true
+  fi
+}
+trap cleanup EXIT
+
+export CHATSUITE_BIN_DIR="$PWD/.build/debug"
+tstart=$(date +%s)
+swift test --skip-build "$@"
+echo "tests: $(( $(date +%s) - tstart )) s"
