@@ -31,6 +31,12 @@ struct KafkaBench: AsyncParsableCommand {
     @Option(help: "Producer linger.ms (the suite's default is 0.5).")
     var lingerMs: Double = 0.5
 
+    @Option(help: "Consumer fetch.wait.max.ms (services default to 100; the dev launcher uses 5 on the embedded broker, which always waits this long).")
+    var fetchWaitMs: Int = 5
+
+    @Option(help: "Extra librdkafka consumer properties, key=value (repeatable).")
+    var consumerProperty: [String] = []
+
     func run() async throws {
         var logger = Logger(label: "chatsuite.bench")
         logger.logLevel = .error
@@ -53,7 +59,7 @@ struct KafkaBench: AsyncParsableCommand {
             let client = KafkaClientConfiguration(bootstrapServers: bootstrap, clientId: "bench-admin")
             try await KafkaAdmin.ensureTopics([.init(name: throughputTopic, partitions: 6), .init(name: latencyTopic, partitions: 6)], client: client, logger: logger)
         }
-        print("broker: \(cluster == nil ? bootstrap : "embedded (librdkafka mock, 3 brokers)")  payload: \(payload) B  linger.ms: \(lingerMs)")
+        print("broker: \(cluster == nil ? bootstrap : "embedded (librdkafka mock, 3 brokers)")  payload: \(payload) B  linger.ms: \(lingerMs)  fetch.wait.max.ms: \(fetchWaitMs)")
 
         var producerConfig = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: bootstrap, clientId: "bench-producer"))
         producerConfig.lingerMilliseconds = lingerMs
@@ -79,7 +85,12 @@ struct KafkaBench: AsyncParsableCommand {
             mode: .group(id: "bench-\(runId)", topics: [latencyTopic])
         )
         consumerConfig.autoOffsetReset = .latest
-        consumerConfig.fetchWaitMaxMilliseconds = 100
+        consumerConfig.fetchWaitMaxMilliseconds = fetchWaitMs
+        for pair in consumerProperty {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--consumer-property expects key=value") }
+            consumerConfig.properties[parts[0]] = parts[1]
+        }
         let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
         let deadline = ContinuousClock.now + .seconds(30)
         let readiness = Task {
@@ -91,27 +102,41 @@ struct KafkaBench: AsyncParsableCommand {
         guard !consumer.assignment.isEmpty else { throw ValidationError("the latency consumer got no partitions") }
         try await Task.sleep(for: .milliseconds(500))
 
+        // Warm-up: traffic until every partition has delivered at least once (offset lookups and
+        // first fetches are start-up cost, not steady-state latency); the measured run follows.
         let total = latencyMessages
+        let warmupMarker: UInt8 = 0x77
         let collector = Task { () -> [Double] in
             var latencies: [Double] = []
             latencies.reserveCapacity(total)
             for try await message in consumer.messages {
                 let now = monotonicNanos()
-                guard let value = message.value, value.count >= 8 else { continue }
+                try consumer.storeOffset(message)
+                guard let value = message.value, value.count >= 9, value[8] != warmupMarker else { continue }
                 let sent = value.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
                 latencies.append(Double(now - sent) / 1_000_000)
-                try consumer.storeOffset(message)
                 if latencies.count >= total { break }
             }
             return latencies
         }
         let interval = Duration.nanoseconds(1_000_000_000 / rate)
-        var next = ContinuousClock.now
-        for i in 0..<total {
-            var value = [UInt8](repeating: 0x61, count: max(payload, 8))
+        func send(_ i: Int, warmup: Bool) async throws {
+            var value = [UInt8](repeating: 0x61, count: max(payload, 9))
             let now = monotonicNanos()
             for b in 0..<8 { value[b] = UInt8(truncatingIfNeeded: now >> (8 * UInt64(7 - b))) }
+            if warmup { value[8] = warmupMarker }
             try await producer.send(KafkaProducerMessage(topic: latencyTopic, key: keys[i % keys.count], value: value))
+        }
+        var next = ContinuousClock.now
+        for i in 0..<max(rate, 200) {  // one second of warm-up traffic, every key
+            try await send(i, warmup: true)
+            next += interval
+            try await Task.sleep(until: next)
+        }
+        try await Task.sleep(for: .seconds(1))
+        next = ContinuousClock.now
+        for i in 0..<total {
+            try await send(i, warmup: false)
             next += interval
             try await Task.sleep(until: next)
         }

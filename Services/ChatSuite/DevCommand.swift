@@ -86,6 +86,9 @@ struct DevCommand: AsyncParsableCommand {
             env["HTTP_HOST"] = "127.0.0.1"
             env["HTTP_PORT"] = String(port + index)
             env["KAFKA_BROKERS"] = cluster.bootstrapServers
+            // The mock broker holds every fetch for the full wait even when data is there
+            // (real Kafka answers at once), so a short wait is what bounds latency here.
+            if env["KAFKA_FETCH_WAIT_MS"] == nil { env["KAFKA_FETCH_WAIT_MS"] = "5" }
             env["LOG_LEVEL"] = logLevel
             env["INSTANCE_ID"] = "\(service.name)-dev"
             env["CHATSUITE_PARENT_PID"] = String(getpid())

@@ -35,6 +35,7 @@ public struct ServicePlatform: Sendable {
         let database = migrations == nil ? nil : try settings.requiredDatabase()
         let brokers = try settings.kafkaBrokers
         _ = try settings.kafkaLingerMilliseconds
+        _ = try settings.kafkaFetchWaitMilliseconds
         let kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
         do {
             try await KafkaAdmin.ensureTopics(
@@ -81,6 +82,7 @@ public struct ServicePlatform: Sendable {
         guard let postgres else { throw StartupError("an inbox consumer needs DATABASE_URL") }
         var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
         config.client.clientId = "\(settings.instanceId)-\(group)"
+        config.fetchWaitMaxMilliseconds = try settings.kafkaFetchWaitMilliseconds
         let logger = self.logger
         let consumerConfig = config
         consumers.append(GatedService(gate: startup) {

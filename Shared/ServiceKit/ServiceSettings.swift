@@ -32,6 +32,7 @@ public struct ServiceSettings: Sendable {
             "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
             "kafka.startup-timeout-seconds": 10,
             "kafka.linger-ms": 0.5,
+            "kafka.fetch-wait-ms": 100,
             "database.startup-timeout-seconds": 10,
             "database.max-connections": 20,
         ]
@@ -73,6 +74,10 @@ public struct ServiceSettings: Sendable {
             do { return try reader.requiredDouble(forKey: "kafka.linger-ms") } catch { throw Self.invalid("kafka.linger-ms", error) }
         }
     }
+    /// Longest a consumer fetch waits at the broker. Real Kafka answers as soon as data arrives,
+    /// so this only bounds idle polling; librdkafka's mock cluster (the embedded broker) always
+    /// waits the full time, so there it bounds latency and the dev launcher lowers it.
+    public var kafkaFetchWaitMilliseconds: Int { get throws { try int("kafka.fetch-wait-ms") } }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
     public var databaseStartupTimeout: Duration { get throws { .seconds(try int("database.startup-timeout-seconds")) } }
     /// A stable id for this replica (consumer client ids, gateway ids); defaults to host + pid.
