@@ -17,6 +17,7 @@ let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metri
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
 let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
 let jwt: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
@@ -30,8 +31,8 @@ struct ServiceSpec {
     let extra: [Target.Dependency]
 }
 let services: [ServiceSpec] = [
-    .init(folder: "Gateway", executable: "gateway", extra: []),
-    .init(folder: "Auth", executable: "auth", extra: []),
+    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle]),
+    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
     .init(folder: "Chat", executable: "chat", extra: []),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
@@ -42,6 +43,7 @@ let services: [ServiceSpec] = [
 let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
 
 var targets: [Target] = [
+    .systemLibrary(name: "CCrypt", path: "Shared/CCrypt", providers: [.apt(["libcrypt-dev"])]),
     .systemLibrary(
         name: "CRdKafka",
         path: "Shared/CRdKafka",
@@ -59,7 +61,8 @@ var targets: [Target] = [
     ),
     .target(
         name: "ServiceKit",
-        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt],
+        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
@@ -85,8 +88,14 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "AccountsTests",
+        dependencies: ["AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", httpClient, nioHTTP1, nioCore],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
     ),
 ]
@@ -113,6 +122,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: targets
 )

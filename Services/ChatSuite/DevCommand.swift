@@ -70,6 +70,9 @@ struct DevCommand: AsyncParsableCommand {
         let admin = try DatabaseConfiguration(url: adminURL)
         try await createDatabases(admin: admin, logger: logger)
 
+        // Token keys: auth signs, the gateway verifies (one pair per data folder).
+        let keys = try JWTKeyFiles.ensure(in: URL(fileURLWithPath: dataDir, isDirectory: true).standardizedFileURL)
+
         // 2. Kafka
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
         try cluster.createTopics(Topic.catalog.map(\.specification))
@@ -94,7 +97,9 @@ struct DevCommand: AsyncParsableCommand {
             env["CHATSUITE_PARENT_PID"] = String(getpid())
             env.removeValue(forKey: "DATABASE_URL")
             if let db = service.database { env["DATABASE_URL"] = admin.with(database: db).url }
+            if service.name == "auth" { env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path }
             if service.name == "gateway" {
+                env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path
                 env["SESAC_KEYS"] = sesacKey
                 for (name, url) in gatewayURLs where name != "gateway" {
                     env["\(name.uppercased().replacingOccurrences(of: "-", with: "_"))_URL"] = url

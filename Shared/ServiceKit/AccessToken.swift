@@ -100,3 +100,24 @@ public struct AccessTokenSigner: Sendable {
         try await keys.sign(AccessTokenClaims(userId: userId, audience: audience, issuer: issuer, issuedAt: now, ttl: ttl))
     }
 }
+
+/// PEM helpers for the suite's Ed25519 token keys.
+public enum JWTKeyPEM {
+    public static func publicKey(fromEd25519PrivateKeyPEM pem: String) throws -> String {
+        try EdDSA.PrivateKey(pem: pem).publicKey.pemRepresentation
+    }
+
+    /// A new Ed25519 key pair as PEM (the dev launcher and tests make one per data folder/run).
+    public static func newEd25519() throws -> (privateKey: String, publicKey: String) {
+        let key = try EdDSA.PrivateKey(curve: .ed25519)
+        return (key.pemRepresentation, key.publicKey.pemRepresentation)
+    }
+}
+
+/// The raw `Authorization` header as the contract's clients send it: a bare JWT, possibly with a
+/// leading space (SGS) or a `Bearer ` prefix.
+public func bareToken(fromAuthorizationHeader value: String?) -> String? {
+    guard var token = value?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { return nil }
+    if token.lowercased().hasPrefix("bearer ") { token = String(token.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
+    return token.isEmpty ? nil : token
+}

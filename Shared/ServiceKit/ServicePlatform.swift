@@ -26,6 +26,7 @@ public struct ServicePlatform: Sendable {
     private let migrations: [Migration]
     private let database: DatabaseConfiguration?
     private var consumers: [any Service] = []
+    private var extraServices: [any Service] = []
     private var extraChecks: [(name: String, check: HealthChecks.Check)] = []
 
     /// - Parameter migrations: the service's own migrations (versions ≥ 100); pass nil for a
@@ -91,6 +92,12 @@ public struct ServicePlatform: Sendable {
         })
     }
 
+    /// Adds a service that runs from the start (before HTTP) and stops after HTTP drained,
+    /// e.g. an HTTP client to shut down.
+    public mutating func addService(_ service: any Service) {
+        extraServices.append(service)
+    }
+
     /// Adds any service that should start only once the service is ready.
     public mutating func addGatedService(_ make: @escaping @Sendable () throws -> any Service) {
         consumers.append(GatedService(gate: startup, make: make))
@@ -102,7 +109,11 @@ public struct ServicePlatform: Sendable {
 
     /// A router with the suite's middleware (error mapping, metrics) and the health routes.
     public func makeRouter() -> Router<SuiteRequestContext> {
-        let router = Router(context: SuiteRequestContext.self)
+        makeRouter(context: SuiteRequestContext.self)
+    }
+
+    public func makeRouter<Context: RequestContext>(context: Context.Type) -> Router<Context> {
+        let router = Router(context: Context.self)
         router.middlewares.add(MetricsMiddleware())
         router.middlewares.add(ErrorMiddleware())
         health.addRoutes(to: router)
@@ -125,6 +136,7 @@ public struct ServicePlatform: Sendable {
         if let postgres { list.append(postgres) }
         list.append(producer)
         if let relay { list.append(GatedService(gate: startup) { relay }) }
+        list.append(contentsOf: extraServices)
         list.append(ParentWatchdog())
         list.append(contentsOf: consumers)
         return list

@@ -35,6 +35,8 @@ public struct ServiceSettings: Sendable {
             "kafka.fetch-wait-ms": 100,
             "database.startup-timeout-seconds": 10,
             "database.max-connections": 20,
+            "jwt.audience": "chatsuite",
+            "jwt.issuer": "chatsuite-auth",
         ]
         for (k, v) in defaults { base[k] = v }
         reader = ConfigReader(providers: [
@@ -87,6 +89,20 @@ public struct ServiceSettings: Sendable {
 
     public func string(_ key: String, isSecret: Bool = false) throws -> String {
         do { return try reader.requiredString(forKey: ConfigKey(key), isSecret: isSecret) } catch { throw Self.invalid(key, error) }
+    }
+
+    /// A secret given inline (`JWT_PRIVATE_KEY=…`) or as a file (`JWT_PRIVATE_KEY_FILE=/run/secrets/…`,
+    /// the form container secrets use).
+    public func secretText(_ key: String) throws -> String {
+        if let inline = reader.string(forKey: ConfigKey(key), isSecret: true), !inline.isEmpty { return inline }
+        if let path = reader.string(forKey: ConfigKey(key + "-file")), !path.isEmpty {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty else {
+                throw StartupError("cannot read \(key)-file at \(path)")
+            }
+            return text
+        }
+        let env = key.uppercased().replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "-", with: "_")
+        throw StartupError("\(key) is not set (\(env) or \(env)_FILE)")
     }
 
     public func int(_ key: String) throws -> Int {

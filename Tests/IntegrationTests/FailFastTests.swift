@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import ServiceKit
 import Testing
 import TestSupport
 
@@ -12,6 +13,7 @@ struct FailFastTests {
         let process = try TestProcess(executable: "auth", environment: [
             "KAFKA_BROKERS": cluster.bootstrapServers,
             "DATABASE_URL": "postgres://postgres:secret-pw@127.0.0.1:1/chatsuite_auth",
+            "JWT_PRIVATE_KEY": try JWTKeyPEM.newEd25519().privateKey,
             "DATABASE_STARTUP_TIMEOUT_SECONDS": "3",
             "HTTP_PORT": String(Int.random(in: 40_000..<50_000)),
             "LOG_LEVEL": "critical",
@@ -52,5 +54,26 @@ struct FailFastTests {
         #expect(try await process.waitForExit(timeout: .seconds(30)) == 1)
         #expect(process.output.contains("invalid database URL"))
         withExtendedLifetime(cluster) {}
+    }
+}
+
+@Suite("Missing secrets fail fast")
+struct MissingSecretTests {
+    @Test("auth without a signing key: exit 1 naming the setting")
+    func authWithoutKey() async throws {
+        let process = try TestProcess(executable: "auth", environment: [
+            "KAFKA_BROKERS": "127.0.0.1:1", "DATABASE_URL": "postgres://u:p@127.0.0.1:1/db", "LOG_LEVEL": "critical",
+        ])
+        #expect(try await process.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(process.output.contains("jwt.private-key is not set (JWT_PRIVATE_KEY or JWT_PRIVATE_KEY_FILE)"))
+    }
+
+    @Test("gateway without app keys: exit 1 naming the setting")
+    func gatewayWithoutKeys() async throws {
+        let process = try TestProcess(executable: "gateway", environment: [
+            "KAFKA_BROKERS": "127.0.0.1:1", "JWT_PUBLIC_KEY": try JWTKeyPEM.newEd25519().publicKey, "LOG_LEVEL": "critical",
+        ])
+        #expect(try await process.waitForExit(timeout: .seconds(20)) == 1)
+        #expect(process.output.contains("sesac.keys"))
     }
 }

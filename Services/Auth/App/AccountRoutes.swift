@@ -1,0 +1,138 @@
+import Database
+import Events
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// `/v1/users/...` and `/v1/auth/refresh` (client contract §1.2, §1.10).
+struct AccountRoutes: Sendable {
+    let postgres: PostgresClient
+    let store: UserStore
+    let tokens: Tokens
+    let hasher: PasswordHasher
+    let logger: Logger
+    /// A valid hash to verify against when the email is unknown, so a failed login takes the same
+    /// time whether or not the account exists (no user enumeration by timing).
+    let dummyHash: String
+
+    static let source = "auth"
+
+    func add(to router: Router<SuiteRequestContext>) {
+        router.post("/v1/users/validation/email") { request, context -> HTTPResponse.Status in
+            let body = try await request.decodeBody(as: EmailBody.self, context: context)
+            let email = try Validation.email(body.email)
+            if try await store.emailExists(email) { throw APIError.duplicate("email") }
+            return .ok
+        }
+        router.post("/v1/users/join") { request, context in try await join(request, context) }
+        router.post("/v1/users/login") { request, context in try await login(request, context) }
+        router.get("/v1/auth/refresh") { request, _ in try await refresh(request) }
+        router.get("/v1/users/me") { request, _ -> MyProfile in
+            let id = try userId(request)
+            guard let user = try await store.find(id: id) else { throw APIError.unknownAccount }
+            return MyProfile(user, coins: try await store.coinBalance(id: id))
+        }
+        router.put("/v1/users/me") { request, context in try await editProfile(request, context) }
+        router.get("/v1/users/:userId") { _, context -> MemberSummary in
+            guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
+                throw APIError.unknownAccount
+            }
+            return MemberSummary(user)
+        }
+        for method in [HTTPRequest.Method.put, .post] {
+            router.on("/v1/users/deviceToken", method: method) { request, context -> HTTPResponse.Status in
+                let id = try userId(request)
+                let body = try await request.decodeBody(as: DeviceTokenBody.self, context: context)
+                guard let token = try Validation.deviceToken(body.deviceToken) else { throw APIError.badRequest("deviceToken is required") }
+                try await store.saveDeviceToken(token, for: id)
+                return .ok
+            }
+        }
+        for method in [HTTPRequest.Method.post, .get] {
+            router.on("/v1/users/logout", method: method) { request, _ -> HTTPResponse.Status in
+                let id = try userId(request)
+                try await store.revokeRefreshTokens(for: id)
+                try await store.removeDeviceTokens(for: id)
+                return .ok
+            }
+        }
+    }
+
+    private func userId(_ request: Request) throws -> UserID {
+        guard let id = UserID(try request.authenticatedUser()) else { throw APIError.authenticationFailed }
+        return id
+    }
+
+    private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> AuthResult {
+        let body = try await request.decodeBody(as: JoinBody.self, context: context)
+        let email = try Validation.email(body.email)
+        let password = try Validation.password(body.password)
+        let nickname = try Validation.nickname(body.nickname)
+        let phone = try Validation.phone(body.phone)
+        let deviceToken = try Validation.deviceToken(body.deviceToken)
+        let hash = try await hasher.hash(password)
+        let id = UserID.generate()
+        let user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+            guard let user = try await store.insert(
+                id: id, email: email, passwordHash: hash, nickname: nickname, phone: phone, provider: nil, on: connection
+            ) else { throw APIError.duplicate("email") }
+            let event = AuthEvents.UserRegistered(
+                userId: user.id, email: user.email, nickname: user.nickname, profileImage: nil, provider: nil, createdAt: user.createdAt
+            )
+            try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+            return user
+        }
+        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        return AuthResult(user, token: try await tokens.issuePair(for: user.id))
+    }
+
+    private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> AuthResult {
+        let body = try await request.decodeBody(as: LoginBody.self, context: context)
+        guard let email = body.email?.trimmingCharacters(in: .whitespacesAndNewlines), !email.isEmpty,
+              let password = body.password, !password.isEmpty
+        else { throw APIError.badRequest("email and password are required") }
+        let deviceToken = try Validation.deviceToken(body.deviceToken)
+        let user = try await store.find(email: email)
+        let matches = await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
+        guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
+        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        return AuthResult(user, token: try await tokens.issuePair(for: user.id))
+    }
+
+    /// The old (normally expired) access token names the user; the refresh token must be that
+    /// user's, unrevoked and unexpired. Refresh tokens are not rotated (clients keep theirs).
+    private func refresh(_ request: Request) async throws -> AccessTokenResponse {
+        guard let token = bareToken(fromAuthorizationHeader: request.headers[.authorization]) else { throw APIError.authenticationFailed }
+        let claims: AccessTokenClaims
+        do {
+            claims = try await tokens.verifier.verify(token, allowExpired: true)
+        } catch {
+            throw APIError.authenticationFailed
+        }
+        if (try? await tokens.verifier.verify(token)) != nil { throw APIError.accessTokenStillValid }
+        guard let userId = UserID(claims.userId),
+              let refresh = request.headers[HTTPField.Name("RefreshToken")!]?.trimmingCharacters(in: .whitespaces), !refresh.isEmpty,
+              try await store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
+        else { throw APIError.refreshTokenExpired }
+        return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
+    }
+
+    private func editProfile(_ request: Request, _ context: SuiteRequestContext) async throws -> EditedProfile {
+        let id = try userId(request)
+        let body = try await request.decodeBody(as: ProfileBody.self, context: context)
+        let nickname = try Validation.nickname(body.nickname)
+        let phone = try Validation.phone(body.phone)
+        let user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+            guard let user = try await store.updateProfile(id: id, nickname: nickname, phone: phone, on: connection) else {
+                throw APIError.notFound("user")
+            }
+            let event = AuthEvents.UserProfileUpdated(userId: user.id, email: user.email, nickname: user.nickname, profileImage: user.profileImage)
+            try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+            return user
+        }
+        return EditedProfile(user)
+    }
+}

@@ -1,0 +1,41 @@
+import Database
+
+/// The auth schema. Timestamps are produced by PostgreSQL truncated to milliseconds, the
+/// precision clients keep (see the client contract §4).
+enum AuthMigrations {
+    static let all: [Migration] = [
+        Migration(100, "users, refresh tokens, device tokens", """
+            CREATE TABLE users (
+                id uuid PRIMARY KEY,
+                email text NOT NULL,
+                password_hash text,
+                nickname text NOT NULL,
+                phone text,
+                profile_image text,
+                provider text,
+                user_code text NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                updated_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            CREATE UNIQUE INDEX users_email ON users (lower(email));
+            CREATE TABLE refresh_tokens (
+                token_hash bytea PRIMARY KEY,
+                user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz NOT NULL,
+                revoked_at timestamptz
+            );
+            CREATE INDEX refresh_tokens_user ON refresh_tokens (user_id) WHERE revoked_at IS NULL;
+            CREATE TABLE device_tokens (
+                user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                token text NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (user_id, token)
+            );
+            CREATE TABLE coin_balances (
+                user_id uuid PRIMARY KEY,
+                balance bigint NOT NULL DEFAULT 0
+            );
+            """),
+    ]
+}

@@ -1,0 +1,27 @@
+import Foundation
+import ServiceKit
+
+/// Settings of `auth` beyond the platform's (docs/configuration.md).
+struct AuthSettings: Sendable {
+    /// Ed25519 private key (PEM) signing access tokens. Secret.
+    var jwtPrivateKeyPEM: String
+    var audience: String
+    var issuer: String
+    var accessTokenTTL: TimeInterval
+    var refreshTokenTTL: TimeInterval
+    /// bcrypt work factor, at least 10.
+    var bcryptCost: Int
+
+    init(_ settings: ServiceSettings) throws {
+        jwtPrivateKeyPEM = try settings.secretText("jwt.private-key")
+        audience = try settings.string("jwt.audience")
+        issuer = try settings.string("jwt.issuer")
+        accessTokenTTL = TimeInterval(try settings.int("auth.access-ttl-seconds"))
+        refreshTokenTTL = TimeInterval(try settings.int("auth.refresh-ttl-seconds"))
+        bcryptCost = try settings.int("auth.bcrypt-cost")
+        guard (10...16).contains(bcryptCost) else { throw StartupError("auth.bcrypt-cost must be between 10 and 16 (got \(bcryptCost))") }
+        guard accessTokenTTL >= 10, refreshTokenTTL > accessTokenTTL else {
+            throw StartupError("auth.access-ttl-seconds must be ≥ 10 and shorter than auth.refresh-ttl-seconds")
+        }
+    }
+}

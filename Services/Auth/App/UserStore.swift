@@ -1,0 +1,112 @@
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+
+struct UserRecord: Sendable {
+    var id: UserID
+    var email: String
+    var passwordHash: String?
+    var nickname: String
+    var phone: String?
+    var profileImage: String?
+    var provider: String?
+    var createdAt: Date
+}
+
+/// The users aggregate's SQL (all parameters bound).
+struct UserStore: Sendable {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    private static let columns = "id, email, password_hash, nickname, phone, profile_image, provider, created_at"
+
+    private static func decode(_ rows: PostgresRowSequence) async throws -> UserRecord? {
+        for try await (id, email, hash, nickname, phone, image, provider, createdAt) in rows.decode(
+            (UUID, String, String?, String, String?, String?, String?, Date).self
+        ) {
+            return UserRecord(id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
+                              profileImage: image, provider: provider, createdAt: createdAt)
+        }
+        return nil
+    }
+
+    func emailExists(_ email: String) async throws -> Bool {
+        for try await _ in try await postgres.query("SELECT 1 FROM users WHERE lower(email) = lower(\(email))", logger: logger) { return true }
+        return false
+    }
+
+    func find(email: String) async throws -> UserRecord? {
+        try await Self.decode(postgres.query(
+            "SELECT \(unescaped: Self.columns) FROM users WHERE lower(email) = lower(\(email))", logger: logger
+        ))
+    }
+
+    func find(id: UserID) async throws -> UserRecord? {
+        try await Self.decode(postgres.query("SELECT \(unescaped: Self.columns) FROM users WHERE id = \(id.uuid)", logger: logger))
+    }
+
+    /// Inserts the user; nil when the email is taken (unique index, not a pre-check race).
+    func insert(id: UserID, email: String, passwordHash: String?, nickname: String, phone: String?, provider: String?,
+                on connection: PostgresConnection) async throws -> UserRecord? {
+        let code = String(format: "%04d", Int.random(in: 0...9999))
+        return try await Self.decode(connection.query("""
+            INSERT INTO users (id, email, password_hash, nickname, phone, provider, user_code)
+            VALUES (\(id.uuid), \(email), \(passwordHash), \(nickname), \(phone), \(provider), \(code))
+            ON CONFLICT DO NOTHING
+            RETURNING \(unescaped: Self.columns)
+            """, logger: logger))
+    }
+
+    func updateProfile(id: UserID, nickname: String, phone: String?, on connection: PostgresConnection) async throws -> UserRecord? {
+        try await Self.decode(connection.query("""
+            UPDATE users SET nickname = \(nickname), phone = \(phone), updated_at = date_trunc('milliseconds', clock_timestamp())
+            WHERE id = \(id.uuid)
+            RETURNING \(unescaped: Self.columns)
+            """, logger: logger))
+    }
+
+    func coinBalance(id: UserID) async throws -> Int {
+        for try await balance in try await postgres.query("SELECT balance FROM coin_balances WHERE user_id = \(id.uuid)", logger: logger)
+            .decode(Int64.self)
+        {
+            return Int(balance)
+        }
+        return 0
+    }
+
+    func saveDeviceToken(_ token: String, for id: UserID) async throws {
+        _ = try await postgres.query("""
+            INSERT INTO device_tokens (user_id, token) VALUES (\(id.uuid), \(token))
+            ON CONFLICT (user_id, token) DO UPDATE SET updated_at = now()
+            """, logger: logger)
+    }
+
+    func removeDeviceTokens(for id: UserID) async throws {
+        _ = try await postgres.query("DELETE FROM device_tokens WHERE user_id = \(id.uuid)", logger: logger)
+    }
+
+    // MARK: refresh tokens (stored as SHA-256 hashes)
+
+    func storeRefreshToken(hash: [UInt8], userId: UserID, expiresAt: Date) async throws {
+        _ = try await postgres.query("""
+            INSERT INTO refresh_tokens (token_hash, user_id, expires_at) VALUES (\(ByteBuffer(bytes: hash)), \(userId.uuid), \(expiresAt))
+            """, logger: logger)
+    }
+
+    /// True when the token is this user's, not revoked and not expired.
+    func refreshTokenIsValid(hash: [UInt8], userId: UserID) async throws -> Bool {
+        for try await _ in try await postgres.query("""
+            SELECT 1 FROM refresh_tokens
+            WHERE token_hash = \(ByteBuffer(bytes: hash)) AND user_id = \(userId.uuid) AND revoked_at IS NULL AND expires_at > now()
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
+    }
+
+    func revokeRefreshTokens(for id: UserID) async throws {
+        _ = try await postgres.query("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = \(id.uuid) AND revoked_at IS NULL", logger: logger)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import ServiceKit
+
+/// Settings of the gateway beyond the platform's (docs/configuration.md).
+struct GatewaySettings: Sendable {
+    /// App keys accepted in the `SesacKey` header. Secret.
+    var sesacKeys: Set<String>
+    var jwtPublicKeyPEM: String
+    var audience: String
+    var issuer: String
+    var upstreams: [RouteTable.Upstream: String]
+    var userRatePerSecond: Double
+    var userBurst: Double
+    var addressRatePerSecond: Double
+    var addressBurst: Double
+    var maxBodyBytes: Int
+    var upstreamTimeoutSeconds: Int
+
+    init(_ settings: ServiceSettings) throws {
+        let keys = try settings.string("sesac.keys", isSecret: true).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        sesacKeys = Set(keys.filter { !$0.isEmpty })
+        guard !sesacKeys.isEmpty else { throw StartupError("sesac.keys (SESAC_KEYS) must list at least one app key") }
+        jwtPublicKeyPEM = try settings.secretText("jwt.public-key")
+        audience = try settings.string("jwt.audience")
+        issuer = try settings.string("jwt.issuer")
+        var upstreams: [RouteTable.Upstream: String] = [:]
+        for upstream in RouteTable.Upstream.allCases {
+            let url = try settings.string("\(upstream.rawValue).url")
+            guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
+                throw StartupError("\(upstream.rawValue).url is not an http(s) URL: \(url)")
+            }
+            upstreams[upstream] = url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+        self.upstreams = upstreams
+        userRatePerSecond = Double(try settings.int("gateway.user-rate-per-second"))
+        userBurst = Double(try settings.int("gateway.user-burst"))
+        addressRatePerSecond = Double(try settings.int("gateway.address-rate-per-second"))
+        addressBurst = Double(try settings.int("gateway.address-burst"))
+        maxBodyBytes = try settings.int("gateway.max-body-bytes")
+        upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
+    }
+}

@@ -1,0 +1,54 @@
+import AsyncHTTPClient
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceKit
+
+/// Streams a request to a service and its response back (no whole-body buffering either way).
+struct ReverseProxy: Sendable {
+    let client: HTTPClient
+    let timeout: TimeAmount
+
+    /// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the gateway sets itself.
+    static let dropped: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+        "transfer-encoding", "upgrade", "host", "content-length",
+    ]
+
+    func forward(_ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String) async throws -> Response {
+        var query = ""
+        if let q = request.uri.query, !q.isEmpty { query = "?" + q }
+        var upstream = HTTPClientRequest(url: base + request.uri.path + query)
+        upstream.method = HTTPMethod(rawValue: request.method.rawValue)
+        for field in request.headers {
+            let name = field.name.canonicalName
+            if Self.dropped.contains(name) || GatewayHeader.reserved.contains(field.name) || name == GatewayHeader.requestId.canonicalName { continue }
+            upstream.headers.add(name: field.name.rawName, value: field.value)
+        }
+        if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }
+        upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
+        upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
+        if let length = request.headers[.contentLength].flatMap(Int64.init) {
+            if length > 0 { upstream.body = .stream(request.body, length: .known(length)) }
+        } else if request.headers[.transferEncoding] != nil {
+            upstream.body = .stream(request.body, length: .unknown)
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(upstream, timeout: timeout)
+        } catch {
+            throw APIError("E99", status: .serviceUnavailable, detail: "upstream \(base) failed: \(error)")
+        }
+        var headers = HTTPFields()
+        for (name, value) in response.headers where !Self.dropped.contains(name.lowercased()) || name.lowercased() == "content-length" {
+            if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return Response(
+            status: HTTPResponse.Status(code: Int(response.status.code)),
+            headers: headers,
+            body: ResponseBody(asyncSequence: response.body)
+        )
+    }
+}
