@@ -33,24 +33,28 @@ public final class OutboxRelay: Service, Sendable {
     private let producer: KafkaProducer
     private let logger: Logger
     private let configuration: Configuration
-    private let wakeStream: AsyncStream<Void>
-    private let wakeContinuation: AsyncStream<Void>.Continuation
+    /// Wakes the publish loop of the current leadership term (nil while standing by).
+    private let wakeContinuation = Mutex<AsyncStream<Void>.Continuation?>(nil)
     private let publishedCounter = Counter(label: "outbox_published_total")
     private let failedCounter = Counter(label: "outbox_publish_failures_total")
     private let leading = Atomic<Bool>(false)
+    private let drainPasses = Atomic<Int>(0)
+    private let drainCounter = Counter(label: "outbox_drain_passes_total")
 
     public init(postgres: PostgresClient, producer: KafkaProducer, logger: Logger, configuration: Configuration = .init()) {
         self.postgres = postgres
         self.producer = producer
         self.logger = logger
         self.configuration = configuration
-        (wakeStream, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Asks the relay to look at the outbox now (in-process; other processes use NOTIFY).
     public func wake() {
-        wakeContinuation.yield()
+        _ = wakeContinuation.withLock { $0 }?.yield()
     }
+
+    /// How many times the relay looked at the outbox (an idle relay should barely move this).
+    public var drainPassCount: Int { drainPasses.load(ordering: .relaxed) }
 
     /// Whether this instance currently holds the relay leadership.
     public var isLeader: Bool { leading.load(ordering: .relaxed) }
@@ -78,7 +82,14 @@ public final class OutboxRelay: Service, Sendable {
             for try await value in rows.decode(Bool.self) { acquired = value }
             guard acquired else { return }  // another replica leads; stand by
             leading.store(true, ordering: .relaxed)
-            defer { leading.store(false, ordering: .relaxed) }
+            // A fresh wake stream per leadership term: a cancelled term finishes its stream.
+            let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            wakeContinuation.withLock { $0 = continuation }
+            defer {
+                wakeContinuation.withLock { $0 = nil }
+                continuation.finish()
+                leading.store(false, ordering: .relaxed)
+            }
             logger.info("outbox relay is the leader")
             do {
                 try await connection.listen(on: Outbox.channel) { notifications in
@@ -86,7 +97,15 @@ public final class OutboxRelay: Service, Sendable {
                         group.addTask {
                             for try await _ in notifications { self.wake() }
                         }
-                        group.addTask { try await self.publishLoop(connection) }
+                        // The fallback poll feeds the same wake stream (a lost notification costs
+                        // at most one interval).
+                        group.addTask {
+                            while true {
+                                try await Task.sleep(for: self.configuration.fallbackPollInterval)
+                                self.wake()
+                            }
+                        }
+                        group.addTask { try await self.publishLoop(connection, wakes: wakes) }
                         try await group.next()
                         group.cancelAll()
                     }
@@ -99,7 +118,10 @@ public final class OutboxRelay: Service, Sendable {
         }
     }
 
-    private func publishLoop(_ connection: PostgresConnection) async throws {
+    private func publishLoop(_ connection: PostgresConnection, wakes: AsyncStream<Void>) async throws {
+        // One iterator for the term: cancelling a task that waits on an AsyncStream terminates
+        // the stream, so the wait is never raced against a timer by cancellation.
+        var wakes = wakes.makeAsyncIterator()
         var backoff = Duration.milliseconds(100)
         var lastCleanup = ContinuousClock.now
         while !Task.isCancelled {
@@ -118,20 +140,7 @@ public final class OutboxRelay: Service, Sendable {
                 let cutoff = Date().addingTimeInterval(-Double(configuration.retention.components.seconds))
                 _ = try await connection.query("DELETE FROM outbox WHERE published_at < \(cutoff)", logger: logger)
             }
-            await waitForWork()
-        }
-    }
-
-    private func waitForWork() async {
-        let interval = configuration.fallbackPollInterval
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var iterator = self.wakeStream.makeAsyncIterator()
-                _ = await iterator.next()
-            }
-            group.addTask { try? await Task.sleep(for: interval) }
-            await group.next()
-            group.cancelAll()
+            guard await wakes.next() != nil else { return }
         }
     }
 
@@ -142,6 +151,8 @@ public final class OutboxRelay: Service, Sendable {
 
     /// Publishes unpublished rows batch by batch until none are left or a delivery fails.
     private func drain(_ connection: PostgresConnection) async throws -> DrainOutcome {
+        drainPasses.add(1, ordering: .relaxed)
+        drainCounter.increment()
         var outcome = DrainOutcome()
         while !Task.isCancelled {
             var ids: [Int64] = []
