@@ -30,17 +30,17 @@ struct AccountRoutes: Sendable {
         router.post("/v1/users/join") { request, context in try await join(request, context) }
         router.post("/v1/users/login") { request, context in try await login(request, context) }
         router.get("/v1/auth/refresh") { request, _ in try await refresh(request) }
-        router.get("/v1/users/me") { request, _ -> MyProfile in
+        router.get("/v1/users/me") { request, _ -> UserResponse in
             let id = try userId(request)
             guard let user = try await store.find(id: id) else { throw APIError.unknownAccount }
-            return MyProfile(user, coins: try await store.coinBalance(id: id))
+            return .myProfile(user, coins: try await store.coinBalance(id: id))
         }
         router.put("/v1/users/me") { request, context in try await editProfile(request, context) }
-        router.get("/v1/users/:userId") { _, context -> MemberSummary in
+        router.get("/v1/users/:userId") { _, context -> UserResponse in
             guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
                 throw APIError.unknownAccount
             }
-            return MemberSummary(user)
+            return .member(user)
         }
         for method in [HTTPRequest.Method.put, .post] {
             router.on("/v1/users/deviceToken", method: method) { request, context -> HTTPResponse.Status in
@@ -66,7 +66,7 @@ struct AccountRoutes: Sendable {
         return id
     }
 
-    private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> AuthResult {
+    private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
         let body = try await request.decodeBody(as: JoinBody.self, context: context)
         let email = try Validation.email(body.email)
         let password = try Validation.password(body.password)
@@ -86,10 +86,10 @@ struct AccountRoutes: Sendable {
             return user
         }
         if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
-        return AuthResult(user, token: try await tokens.issuePair(for: user.id))
+        return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }
 
-    private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> AuthResult {
+    private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
         let body = try await request.decodeBody(as: LoginBody.self, context: context)
         guard let email = body.email?.trimmingCharacters(in: .whitespacesAndNewlines), !email.isEmpty,
               let password = body.password, !password.isEmpty
@@ -99,7 +99,7 @@ struct AccountRoutes: Sendable {
         let matches = await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
         if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
-        return AuthResult(user, token: try await tokens.issuePair(for: user.id))
+        return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }
 
     /// The old (normally expired) access token names the user; the refresh token must be that
@@ -120,7 +120,7 @@ struct AccountRoutes: Sendable {
         return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
     }
 
-    private func editProfile(_ request: Request, _ context: SuiteRequestContext) async throws -> EditedProfile {
+    private func editProfile(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
         let id = try userId(request)
         let body = try await request.decodeBody(as: ProfileBody.self, context: context)
         let nickname = try Validation.nickname(body.nickname)
@@ -133,6 +133,6 @@ struct AccountRoutes: Sendable {
             try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
             return user
         }
-        return EditedProfile(user)
+        return .editedProfile(user)
     }
 }

@@ -10,86 +10,50 @@ struct TokenPair: Codable, Sendable {
     var refreshToken: String
 }
 
-/// Join and every login: the user plus a token pair.
-struct AuthResult: ResponseEncodable, Sendable {
+/// Every user-shaped response of the contract from one type; fields left nil are omitted, so each
+/// factory yields exactly its contract shape (and a member summary cannot leak a phone number).
+struct UserResponse: ResponseEncodable, Sendable {
     var user_id: UserID
     var email: String
     var nickname: String
     var profileImage: String?
     var phone: String?
     var provider: String?
-    var createdAt: Date
-    var token: TokenPair
+    var sesacCoin: Int?
+    var createdAt: Date?
+    var token: TokenPair?
 
-    init(_ user: UserRecord, token: TokenPair) {
+    private init(_ user: UserRecord, details: Bool) {
         user_id = user.id
         email = user.email
         nickname = user.nickname
         profileImage = user.profileImage
-        phone = user.phone
-        provider = user.provider
-        createdAt = user.createdAt
-        self.token = token
+        if details {
+            phone = user.phone
+            provider = user.provider
+            createdAt = user.createdAt
+        }
     }
-}
 
-/// `GET /users/me`.
-struct MyProfile: ResponseEncodable, Sendable {
-    var user_id: UserID
-    var email: String
-    var nickname: String
-    var profileImage: String?
-    var phone: String?
-    var provider: String?
-    var sesacCoin: Int
-    var createdAt: Date
-
-    init(_ user: UserRecord, coins: Int) {
-        user_id = user.id
-        email = user.email
-        nickname = user.nickname
-        profileImage = user.profileImage
-        phone = user.phone
-        provider = user.provider
-        sesacCoin = coins
-        createdAt = user.createdAt
+    /// Join and every login: the user plus a token pair.
+    static func authResult(_ user: UserRecord, token: TokenPair) -> Self {
+        var r = Self(user, details: true)
+        r.token = token
+        return r
     }
-}
 
-/// `PUT /users/me` and `PUT /users/me/image`: the profile without `sesacCoin`.
-struct EditedProfile: ResponseEncodable, Sendable {
-    var user_id: UserID
-    var email: String
-    var nickname: String
-    var profileImage: String?
-    var phone: String?
-    var provider: String?
-    var createdAt: Date
-
-    init(_ user: UserRecord) {
-        user_id = user.id
-        email = user.email
-        nickname = user.nickname
-        profileImage = user.profileImage
-        phone = user.phone
-        provider = user.provider
-        createdAt = user.createdAt
+    /// `GET /users/me`.
+    static func myProfile(_ user: UserRecord, coins: Int) -> Self {
+        var r = Self(user, details: true)
+        r.sesacCoin = coins
+        return r
     }
-}
 
-/// `GET /users/{id}`: a member summary.
-struct MemberSummary: ResponseEncodable, Sendable {
-    var user_id: UserID
-    var email: String
-    var nickname: String
-    var profileImage: String?
+    /// `PUT /users/me` (and the image upload): the profile without `sesacCoin`.
+    static func editedProfile(_ user: UserRecord) -> Self { Self(user, details: true) }
 
-    init(_ user: UserRecord) {
-        user_id = user.id
-        email = user.email
-        nickname = user.nickname
-        profileImage = user.profileImage
-    }
+    /// `GET /users/{id}`: `{user_id, email, nickname, profileImage?}`.
+    static func member(_ user: UserRecord) -> Self { Self(user, details: false) }
 }
 
 struct AccessTokenResponse: ResponseEncodable, Sendable {
