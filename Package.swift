@@ -32,7 +32,7 @@ struct ServiceSpec {
 }
 let services: [ServiceSpec] = [
     .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle]),
-    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto]),
+    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, nioCore, nioHTTP1]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
     .init(folder: "Chat", executable: "chat", extra: []),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
@@ -61,7 +61,7 @@ var targets: [Target] = [
     ),
     .target(
         name: "ServiceKit",
-        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt,
+        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt, httpClient,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
@@ -90,6 +90,7 @@ var targets: [Target] = [
     .testTarget(
         name: "AccountsTests",
         dependencies: ["AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+                       .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),

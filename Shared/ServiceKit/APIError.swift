@@ -62,6 +62,10 @@ extension APIError {
     public static let unknownRoute = APIError("E97", status: .notFound)
     /// E98: too many calls.
     public static let tooManyRequests = APIError("E98", status: .tooManyRequests)
+    /// E99 with HTTP 503: a dependency (a service, Apple, Kakao…) did not answer usefully.
+    public static func dependencyUnavailable(_ detail: String) -> APIError { APIError("E99", status: .serviceUnavailable, detail: detail) }
+    /// E03 with a logged reason (login failed, unknown account).
+    public static func loginFailed(_ detail: String) -> APIError { APIError("E03", detail: detail) }
     /// E99: internal server error (the detail is logged, never sent).
     public static let internalError = APIError("E99", status: .internalServerError)
 }

@@ -22,7 +22,10 @@ struct Stack: Sendable {
     let cluster: EmbeddedKafkaCluster
     static let appKey = "test-app-key"
 
-    static func run(gatewayEnvironment: [String: String] = [:], _ body: @escaping @Sendable (Stack) async throws -> Void) async throws {
+    static func run(
+        gatewayEnvironment: [String: String] = [:], authEnvironment: [String: String] = [:],
+        _ body: @escaping @Sendable (Stack) async throws -> Void
+    ) async throws {
         let db = try await TestDatabase.create(prefix: "auth")
         let cluster = try TestKafka.catalogCluster()
         let keys = try JWTKeyPEM.newEd25519()
@@ -30,7 +33,8 @@ struct Stack: Sendable {
         let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]
         let authSettings = ServiceSettings(
             serviceName: "auth", defaults: AuthService.defaults,
-            environment: common.merging(["DATABASE_URL": db.configuration.url, "JWT_PRIVATE_KEY": keys.privateKey]) { $1 },
+            environment: common.merging(["DATABASE_URL": db.configuration.url, "JWT_PRIVATE_KEY": keys.privateKey]) { $1 }
+                .merging(authEnvironment) { $1 },
             arguments: ["auth"]
         )
         let auth = try await AuthApp.buildApplication(settings: authSettings, logger: logger)

@@ -17,6 +17,8 @@ struct AccountRoutes: Sendable {
     /// A valid hash to verify against when the email is unknown, so a failed login takes the same
     /// time whether or not the account exists (no user enumeration by timing).
     let dummyHash: String
+    let apple: AppleSignIn
+    let kakao: KakaoSignIn
 
     static let source = "auth"
 
@@ -29,6 +31,18 @@ struct AccountRoutes: Sendable {
         }
         router.post("/v1/users/join") { request, context in try await join(request, context) }
         router.post("/v1/users/login") { request, context in try await login(request, context) }
+        router.post("/v1/users/login/apple") { request, context -> UserResponse in
+            let body = try await request.decodeBody(as: AppleLoginBody.self, context: context)
+            guard let token = body.idToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("idToken is required") }
+            var identity = try await apple.verify(token)
+            identity.nickname = try body.nickname.flatMap { $0.isEmpty ? nil : try Validation.nickname($0) }
+            return try await socialLogin(identity, deviceToken: try Validation.deviceToken(body.deviceToken))
+        }
+        router.post("/v1/users/login/kakao") { request, context -> UserResponse in
+            let body = try await request.decodeBody(as: KakaoLoginBody.self, context: context)
+            guard let token = body.oauthToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("oauthToken is required") }
+            return try await socialLogin(try await kakao.verify(token), deviceToken: try Validation.deviceToken(body.deviceToken))
+        }
         router.get("/v1/auth/refresh") { request, _ in try await refresh(request) }
         router.get("/v1/users/me") { request, _ -> UserResponse in
             let id = try userId(request)
@@ -98,6 +112,41 @@ struct AccountRoutes: Sendable {
         let user = try await store.find(email: email)
         let matches = await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
+        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        return .authResult(user, token: try await tokens.issuePair(for: user.id))
+    }
+
+    /// Logs in the user linked to a provider identity, creating the account on first login.
+    /// An email already registered by another account is E12 (the contract's "already joined").
+    private func socialLogin(_ identity: SocialIdentity, deviceToken: String?) async throws -> UserResponse {
+        var user = try await store.find(provider: identity.provider, subject: identity.subject)
+        if user == nil {
+            // Providers may withhold the email (Kakao without consent): a unique, undeliverable one.
+            let email = identity.email.flatMap { Validation.isValidEmail($0) ? $0 : nil }
+                ?? "\(identity.provider)-\(identity.subject)@users.\(identity.provider).invalid"
+            let nickname = try Validation.nickname(identity.nickname ?? String(email.prefix { $0 != "@" }).prefix(30).description)
+            do {
+                user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+                    guard let created = try await store.insert(
+                        id: .generate(), email: email, passwordHash: nil, nickname: nickname, phone: nil, provider: identity.provider, on: connection
+                    ) else { throw APIError.duplicate("email already registered") }
+                    guard try await store.link(provider: identity.provider, subject: identity.subject, to: created.id, on: connection) else {
+                        throw APIError.duplicate("identity linked concurrently")
+                    }
+                    let event = AuthEvents.UserRegistered(
+                        userId: created.id, email: created.email, nickname: created.nickname, profileImage: nil,
+                        provider: identity.provider, createdAt: created.createdAt
+                    )
+                    try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+                    return created
+                }
+            } catch {
+                // A concurrent first login of the same identity won the race: log in as that user.
+                guard let existing = try await store.find(provider: identity.provider, subject: identity.subject) else { throw error }
+                user = existing
+            }
+        }
+        guard let user else { throw APIError.unknownAccount }
         if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
         return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }

@@ -84,3 +84,14 @@ struct ProfileBody: Decodable {
 }
 
 struct DeviceTokenBody: Decodable { var deviceToken: String? }
+
+struct AppleLoginBody: Decodable {
+    var idToken: String?
+    var nickname: String?
+    var deviceToken: String?
+}
+
+struct KakaoLoginBody: Decodable {
+    var oauthToken: String?
+    var deviceToken: String?
+}

@@ -37,5 +37,15 @@ enum AuthMigrations {
                 balance bigint NOT NULL DEFAULT 0
             );
             """),
+        Migration(101, "social identities", """
+            CREATE TABLE social_identities (
+                provider text NOT NULL,
+                subject text NOT NULL,
+                user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (provider, subject)
+            );
+            CREATE INDEX social_identities_user ON social_identities (user_id);
+            """),
     ]
 }

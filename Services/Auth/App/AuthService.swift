@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Configuration
 import Database
 import Foundation
@@ -14,6 +15,10 @@ public enum AuthService {
         "auth.access-ttl-seconds": 600,
         "auth.refresh-ttl-seconds": 2_592_000,
         "auth.bcrypt-cost": 10,
+        "apple.jwks-url": "https://appleid.apple.com/auth/keys",
+        "apple.issuer": "https://appleid.apple.com",
+        "apple.audience": "",
+        "kakao.api-url": "https://kapi.kakao.com",
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = AuthMigrations.all
@@ -22,13 +27,17 @@ public enum AuthService {
 /// Builds the `auth` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let authSettings = try AuthSettings(settings)
-    let platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
+    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    platform.addService(HTTPClientService(client: httpClient))
     guard let postgres = platform.postgres else { throw StartupError("auth needs DATABASE_URL") }
     let store = UserStore(postgres: postgres, logger: logger)
     let hasher = PasswordHasher(cost: authSettings.bcryptCost)
     let routes = AccountRoutes(
         postgres: postgres, store: store, tokens: try await Tokens(settings: authSettings, store: store), hasher: hasher,
-        logger: logger, dummyHash: try await hasher.hash(UUID().uuidString)
+        logger: logger, dummyHash: try await hasher.hash(UUID().uuidString),
+        apple: AppleSignIn(jwksURL: authSettings.appleJWKSURL, audience: authSettings.appleAudience, issuer: authSettings.appleIssuer, client: httpClient),
+        kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient)
     )
     let router = platform.makeRouter()
     routes.add(to: router)

@@ -11,6 +11,12 @@ struct AuthSettings: Sendable {
     var refreshTokenTTL: TimeInterval
     /// bcrypt work factor, at least 10.
     var bcryptCost: Int
+    /// Sign in with Apple: where Apple's keys are, and the app's bundle id (empty = disabled).
+    var appleJWKSURL: String
+    var appleAudience: String
+    var appleIssuer: String
+    /// Kakao's API base URL.
+    var kakaoAPIURL: String
 
     init(_ settings: ServiceSettings) throws {
         jwtPrivateKeyPEM = try settings.secretText("jwt.private-key")
@@ -19,6 +25,10 @@ struct AuthSettings: Sendable {
         accessTokenTTL = TimeInterval(try settings.int("auth.access-ttl-seconds"))
         refreshTokenTTL = TimeInterval(try settings.int("auth.refresh-ttl-seconds"))
         bcryptCost = try settings.int("auth.bcrypt-cost")
+        appleJWKSURL = try settings.string("apple.jwks-url")
+        appleAudience = try settings.string("apple.audience")
+        appleIssuer = try settings.string("apple.issuer")
+        kakaoAPIURL = try settings.string("kakao.api-url").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard (10...16).contains(bcryptCost) else { throw StartupError("auth.bcrypt-cost must be between 10 and 16 (got \(bcryptCost))") }
         guard accessTokenTTL >= 10, refreshTokenTTL > accessTokenTTL else {
             throw StartupError("auth.access-ttl-seconds must be ≥ 10 and shorter than auth.refresh-ttl-seconds")

@@ -20,6 +20,7 @@ struct UserStore: Sendable {
     let logger: Logger
 
     private static let columns = "id, email, password_hash, nickname, phone, profile_image, provider, created_at"
+    private static let userColumns = "u.id, u.email, u.password_hash, u.nickname, u.phone, u.profile_image, u.provider, u.created_at"
 
     private static func decode(_ rows: PostgresRowSequence) async throws -> UserRecord? {
         for try await (id, email, hash, nickname, phone, image, provider, createdAt) in rows.decode(
@@ -56,6 +57,25 @@ struct UserStore: Sendable {
             ON CONFLICT DO NOTHING
             RETURNING \(unescaped: Self.columns)
             """, logger: logger))
+    }
+
+    func find(provider: String, subject: String) async throws -> UserRecord? {
+        try await Self.decode(postgres.query("""
+            SELECT \(unescaped: Self.userColumns) FROM users u JOIN social_identities s ON s.user_id = u.id
+            WHERE s.provider = \(provider) AND s.subject = \(subject)
+            """, logger: logger))
+    }
+
+    /// Links a provider identity to a user; false when the identity is already linked.
+    func link(provider: String, subject: String, to id: UserID, on connection: PostgresConnection) async throws -> Bool {
+        for try await _ in try await connection.query("""
+            INSERT INTO social_identities (provider, subject, user_id) VALUES (\(provider), \(subject), \(id.uuid))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
     }
 
     func updateProfile(id: UserID, nickname: String, phone: String?, on connection: PostgresConnection) async throws -> UserRecord? {

@@ -53,13 +53,3 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     }
     return try platform.makeApplication(responder: router.buildResponder())
 }
-
-/// Shuts the proxy's HTTP client down after the server drained.
-struct HTTPClientService: Service {
-    let client: HTTPClient
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        try await client.shutdown()
-    }
-}

@@ -39,7 +39,7 @@ struct ReverseProxy: Sendable {
         do {
             response = try await client.execute(upstream, timeout: timeout)
         } catch {
-            throw APIError("E99", status: .serviceUnavailable, detail: "upstream \(base) failed: \(error)")
+            throw APIError.dependencyUnavailable("upstream \(base) failed: \(error)")
         }
         var headers = HTTPFields()
         for (name, value) in response.headers where !Self.dropped.contains(name.lowercased()) || name.lowercased() == "content-length" {
