@@ -62,7 +62,7 @@ var targets: [Target] = [
     .target(
         name: "ServiceKit",
         dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt, httpClient,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+                       .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "MultipartKit", package: "multipart-kit")],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
@@ -124,6 +124,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: targets
 )

@@ -97,7 +97,10 @@ struct DevCommand: AsyncParsableCommand {
             env["CHATSUITE_PARENT_PID"] = String(getpid())
             env.removeValue(forKey: "DATABASE_URL")
             if let db = service.database { env["DATABASE_URL"] = admin.with(database: db).url }
-            if service.name == "auth" { env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path }
+            if service.name == "auth" {
+                env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path
+                env["AUTH_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/auth").path
+            }
             if service.name == "gateway" {
                 env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path
                 env["SESAC_KEYS"] = sesacKey

@@ -33,7 +33,10 @@ struct Stack: Sendable {
         let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]
         let authSettings = ServiceSettings(
             serviceName: "auth", defaults: AuthService.defaults,
-            environment: common.merging(["DATABASE_URL": db.configuration.url, "JWT_PRIVATE_KEY": keys.privateKey]) { $1 }
+            environment: common.merging([
+                "DATABASE_URL": db.configuration.url, "JWT_PRIVATE_KEY": keys.privateKey,
+                "AUTH_FILES_DIRECTORY": FileManager.default.temporaryDirectory.appendingPathComponent("auth-files-\(db.name)").path,
+            ]) { $1 }
                 .merging(authEnvironment) { $1 },
             arguments: ["auth"]
         )

@@ -19,6 +19,7 @@ struct AccountRoutes: Sendable {
     let dummyHash: String
     let apple: AppleSignIn
     let kakao: KakaoSignIn
+    let images: ProfileImages
 
     static let source = "auth"
 
@@ -50,6 +51,14 @@ struct AccountRoutes: Sendable {
             return .myProfile(user, coins: try await store.coinBalance(id: id))
         }
         router.put("/v1/users/me") { request, context in try await editProfile(request, context) }
+        router.put("/v1/users/me/image") { request, _ in try await editImage(request) }
+        router.get("/v1/static/profiles/:file") { _, context -> Response in
+            let file = try images.file(named: context.parameters.get("file") ?? "")
+            var response = Response(status: .ok, body: try await FileIO().loadFile(path: file.path, context: context))
+            response.headers[.contentType] = file.format.contentType
+            response.headers[.cacheControl] = "private, max-age=86400, immutable"
+            return response
+        }
         router.get("/v1/users/:userId") { _, context -> UserResponse in
             guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
                 throw APIError.unknownAccount
@@ -167,6 +176,27 @@ struct AccountRoutes: Sendable {
               try await store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
         else { throw APIError.refreshTokenExpired }
         return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
+    }
+
+    private func editImage(_ request: Request) async throws -> UserResponse {
+        let id = try userId(request)
+        guard request.isMultipart else { throw APIError.badRequest("multipart/form-data with an 'image' part is required") }
+        let path = try images.store(try await request.multipartParts(limit: ProfileImages.maxBytes + 64 * 1024))
+        let result: (UserRecord, String?)
+        do {
+            result = try await postgres.withTransaction(logger: logger) { connection -> (UserRecord, String?) in
+                guard let updated = try await store.updateImage(id: id, path: path, on: connection) else { throw APIError.notFound("user") }
+                let user = updated.0
+                let event = AuthEvents.UserProfileUpdated(userId: user.id, email: user.email, nickname: user.nickname, profileImage: user.profileImage)
+                try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+                return updated
+            }
+        } catch {
+            images.remove(path)  // nothing refers to it
+            throw error
+        }
+        images.remove(result.1)
+        return .editedProfile(result.0)
     }
 
     private func editProfile(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {

@@ -19,6 +19,7 @@ public enum AuthService {
         "apple.issuer": "https://appleid.apple.com",
         "apple.audience": "",
         "kakao.api-url": "https://kapi.kakao.com",
+        "auth.files-directory": "data/auth-files",
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = AuthMigrations.all
@@ -37,7 +38,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         postgres: postgres, store: store, tokens: try await Tokens(settings: authSettings, store: store), hasher: hasher,
         logger: logger, dummyHash: try await hasher.hash(UUID().uuidString),
         apple: AppleSignIn(jwksURL: authSettings.appleJWKSURL, audience: authSettings.appleAudience, issuer: authSettings.appleIssuer, client: httpClient),
-        kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient)
+        kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient),
+        images: try ProfileImages(directory: try settings.string("auth.files-directory"))
     )
     let router = platform.makeRouter()
     routes.add(to: router)

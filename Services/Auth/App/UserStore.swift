@@ -86,6 +86,21 @@ struct UserStore: Sendable {
             """, logger: logger))
     }
 
+    /// Sets the profile image; returns the updated user and the previous image path.
+    func updateImage(id: UserID, path: String, on connection: PostgresConnection) async throws -> (UserRecord, String?)? {
+        var previous: String?
+        for try await old in try await connection.query("SELECT profile_image FROM users WHERE id = \(id.uuid) FOR UPDATE", logger: logger)
+            .decode(String?.self)
+        {
+            previous = old
+        }
+        guard let user = try await Self.decode(connection.query("""
+            UPDATE users SET profile_image = \(path), updated_at = date_trunc('milliseconds', clock_timestamp())
+            WHERE id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+            """, logger: logger)) else { return nil }
+        return (user, previous)
+    }
+
     func coinBalance(id: UserID) async throws -> Int {
         for try await balance in try await postgres.query("SELECT balance FROM coin_balances WHERE user_id = \(id.uuid)", logger: logger)
             .decode(Int64.self)

@@ -1,0 +1,105 @@
+import Foundation
+import Hummingbird
+import MultipartKit
+import NIOCore
+
+/// One part of a `multipart/form-data` body.
+public struct FormPart: Sendable {
+    public var name: String
+    public var filename: String?
+    public var contentType: String?
+    public var body: ByteBuffer
+
+    /// The part as text (for `text/plain` fields such as `name` or `content`).
+    public var text: String { String(buffer: body) }
+}
+
+extension Request {
+    /// Whether the body is `multipart/form-data`.
+    public var isMultipart: Bool {
+        headers[.contentType]?.lowercased().hasPrefix("multipart/form-data") == true
+    }
+
+    /// Parses a `multipart/form-data` body of at most `limit` bytes. Every malformed input
+    /// (no boundary, truncated body, too large) is E11, never a 500.
+    public func multipartParts(limit: Int) async throws -> [FormPart] {
+        guard let contentType = headers[.contentType], let boundary = Self.boundary(of: contentType) else {
+            throw APIError.badRequest("multipart body without a boundary")
+        }
+        var request = self
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch {
+            throw APIError("E11", status: .contentTooLarge, detail: "multipart body over \(limit) bytes")
+        }
+        final class Collector {
+            var parts: [FormPart] = []
+            var headers: [(String, String)] = []
+            var body = ByteBuffer()
+        }
+        let collector = Collector()
+        let parser = MultipartParser(boundary: boundary)
+        parser.onHeader = { name, value in collector.headers.append((name, value)) }
+        parser.onBody = { chunk in collector.body.writeBuffer(&chunk) }
+        parser.onPartComplete = {
+            let disposition = collector.headers.first { $0.0.lowercased() == "content-disposition" }?.1 ?? ""
+            let type = collector.headers.first { $0.0.lowercased() == "content-type" }?.1
+            if let name = Self.parameter("name", in: disposition) {
+                collector.parts.append(FormPart(name: name, filename: Self.parameter("filename", in: disposition), contentType: type, body: collector.body))
+            }
+            collector.headers = []
+            collector.body = ByteBuffer()
+        }
+        do {
+            try parser.execute(buffer)
+        } catch {
+            throw APIError.badRequest("malformed multipart body: \(error)")
+        }
+        return collector.parts
+    }
+
+    static func boundary(of contentType: String) -> String? {
+        parameter("boundary", in: contentType).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// A `key=value` or `key="value"` parameter of a header value.
+    static func parameter(_ key: String, in header: String) -> String? {
+        for piece in header.split(separator: ";") {
+            let pair = piece.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, pair[0].lowercased() == key else { continue }
+            var value = pair[1]
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            return value
+        }
+        return nil
+    }
+}
+
+/// Image formats accepted for avatars and covers, recognised by their first bytes (a declared
+/// content type such as the non-standard `image/jpg` is not trusted).
+public enum ImageFormat: String, Sendable {
+    case jpeg = "jpg", png, gif, webp
+
+    public init?(sniffing buffer: ByteBuffer) {
+        let b = buffer.getBytes(at: buffer.readerIndex, length: min(12, buffer.readableBytes)) ?? []
+        if b.starts(with: [0xFF, 0xD8, 0xFF]) { self = .jpeg }
+        else if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { self = .png }
+        else if b.starts(with: Array("GIF87a".utf8)) || b.starts(with: Array("GIF89a".utf8)) { self = .gif }
+        else if b.count >= 12, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { self = .webp }
+        else { return nil }
+    }
+
+    public var contentType: String {
+        switch self {
+        case .jpeg: return "image/jpeg"
+        case .png: return "image/png"
+        case .gif: return "image/gif"
+        case .webp: return "image/webp"
+        }
+    }
+
+    public init?(fileExtension: String) {
+        self.init(rawValue: fileExtension.lowercased() == "jpeg" ? "jpg" : fileExtension.lowercased())
+    }
+}
