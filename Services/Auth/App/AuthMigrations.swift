@@ -47,5 +47,20 @@ enum AuthMigrations {
             );
             CREATE INDEX social_identities_user ON social_identities (user_id);
             """),
+        Migration(102, "friendships", """
+            CREATE TABLE friendships (
+                id uuid PRIMARY KEY,
+                requester_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                addressee_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                accepted boolean NOT NULL DEFAULT false,
+                banned_by uuid REFERENCES users (id) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                CHECK (requester_id <> addressee_id)
+            );
+            -- One relationship per pair, whoever asked first.
+            CREATE UNIQUE INDEX friendships_pair ON friendships (LEAST(requester_id, addressee_id), GREATEST(requester_id, addressee_id));
+            CREATE INDEX friendships_addressee ON friendships (addressee_id);
+            CREATE INDEX users_tag ON users (lower(nickname), user_code);
+            """),
     ]
 }

@@ -43,5 +43,6 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     )
     let router = platform.makeRouter()
     routes.add(to: router)
+    FriendRoutes(postgres: postgres, logger: logger).add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -60,6 +60,8 @@ struct RouteTable: Sendable {
         (.get, "/v1/auth/refresh", .auth, true),
         // Authenticated.
         (nil, "/v1/users/**", .auth, false),
+        (nil, "/v1/friends", .auth, false),
+        (nil, "/v1/friends/**", .auth, false),
         (nil, "/v1/workspaces/*/channels/*/chats", .chat, false),
         (nil, "/v1/workspaces/*/channels/*/unreads", .chat, false),
         (nil, "/v1/workspaces/*/dms", .chat, false),

@@ -50,3 +50,27 @@ public enum AuthEvents {
         public init(userId: UserID) { self.userId = userId }
     }
 }
+
+extension AuthEvents {
+    /// A friendship between two users changed; published once per side (keyed by `userId`) so
+    /// each user's events stay in order.
+    public struct FriendshipChanged: EventPayload {
+        public enum State: String, Codable, Sendable {
+            case requested, accepted, banned, removed
+        }
+        public static let eventType = "auth.friendship.changed"
+        public static let topic = Topic.authUser
+        public var userId: UserID
+        public var friendId: UserID
+        public var friendshipId: UUID
+        public var state: State
+        public var subject: String { userId.description }
+
+        public init(userId: UserID, friendId: UserID, friendshipId: UUID, state: State) {
+            self.userId = userId
+            self.friendId = friendId
+            self.friendshipId = friendshipId
+            self.state = state
+        }
+    }
+}

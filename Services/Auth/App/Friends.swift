@@ -1,0 +1,188 @@
+import Database
+import Events
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// A friend as the viewer sees it. `state`: REQUEST = I asked and wait, WAIT = they asked and wait
+/// for me, ACCEPT = friends, BAN = I banned them (Discord-style client, contract §2.1).
+struct FriendResponse: ResponseEncodable, Sendable {
+    var id: UUID
+    var user_id: UserID
+    var name: String
+    var code: String
+    var profileImage: String?
+    var state: String
+}
+
+struct MyTag: ResponseEncodable, Sendable {
+    var user_id: UserID
+    var name: String
+    var code: String
+}
+
+struct FriendRequestBody: Decodable {
+    var name: String?
+    var code: String?
+}
+
+/// `/v1/friends`: request by `name#code`, accept, ban, refuse or delete, list.
+struct FriendRoutes: Sendable {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    private struct Row {
+        var id: UUID
+        var requester: UUID
+        var addressee: UUID
+        var accepted: Bool
+        var bannedBy: UUID?
+    }
+
+    func add(to router: Router<SuiteRequestContext>) {
+        router.get("/v1/friends/me") { request, _ -> MyTag in
+            let me = try viewer(request)
+            for try await (name, code) in try await postgres.query("SELECT nickname, user_code FROM users WHERE id = \(me.uuid)", logger: logger)
+                .decode((String, String).self)
+            {
+                return MyTag(user_id: me, name: name, code: code)
+            }
+            throw APIError.unknownAccount
+        }
+        router.get("/v1/friends") { request, _ -> [FriendResponse] in try await list(for: try viewer(request)) }
+        router.post("/v1/friends") { request, context -> FriendResponse in
+            let me = try viewer(request)
+            let body = try await request.decodeBody(as: FriendRequestBody.self, context: context)
+            guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty,
+                  let code = body.code?.trimmingCharacters(in: .whitespaces), code.count == 4, code.allSatisfy(\.isNumber)
+            else { throw APIError.badRequest("name and a 4-digit code are required") }
+            return try await sendRequest(from: me, name: name, code: code)
+        }
+        router.patch("/v1/friends/:id") { request, context -> FriendResponse in
+            try await change(try friendshipId(context), by: try viewer(request), to: .accepted)
+        }
+        router.patch("/v1/friends/:id/ban") { request, context -> FriendResponse in
+            try await change(try friendshipId(context), by: try viewer(request), to: .banned)
+        }
+        router.delete("/v1/friends/:id") { request, context -> HTTPResponse.Status in
+            _ = try await change(try friendshipId(context), by: try viewer(request), to: .removed)
+            return .ok
+        }
+    }
+
+    private func viewer(_ request: Request) throws -> UserID {
+        guard let id = UserID(try request.authenticatedUser()) else { throw APIError.authenticationFailed }
+        return id
+    }
+
+    private func friendshipId(_ context: SuiteRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else { throw APIError.notFound("friendship") }
+        return id
+    }
+
+    private func sendRequest(from me: UserID, name: String, code: String) async throws -> FriendResponse {
+        let id = try await postgres.withTransaction(logger: logger) { connection -> UUID in
+            var targets: [UUID] = []
+            for try await target in try await connection.query(
+                "SELECT id FROM users WHERE lower(nickname) = lower(\(name)) AND user_code = \(code)", logger: logger
+            ).decode(UUID.self) { targets.append(target) }
+            guard let target = targets.first else { throw APIError.notFound("no user \(name)#\(code)") }
+            guard targets.count == 1 else { throw APIError.duplicate("\(name)#\(code) is ambiguous") }
+            guard target != me.uuid else { throw APIError.badRequest("cannot befriend yourself") }
+            // An existing relationship either way: a pending request from them is accepted;
+            // anything else is a duplicate (or hidden by a ban).
+            if let existing = try await row(between: me.uuid, target, on: connection) {
+                if existing.bannedBy != nil { throw APIError.notFound("no user \(name)#\(code)") }
+                if !existing.accepted, existing.requester == target {
+                    try await setAccepted(existing.id, on: connection)
+                    try await publish(existing.id, me.uuid, target, .accepted, on: connection)
+                    return existing.id
+                }
+                throw APIError.duplicate("already requested or friends")
+            }
+            let id = UUIDv7.generate()
+            _ = try await connection.query(
+                "INSERT INTO friendships (id, requester_id, addressee_id) VALUES (\(id), \(me.uuid), \(target))", logger: logger
+            )
+            try await publish(id, me.uuid, target, .requested, on: connection)
+            return id
+        }
+        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        return response
+    }
+
+    private func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> FriendResponse {
+        let other = try await postgres.withTransaction(logger: logger) { connection -> UUID in
+            var found: Row?
+            for try await (fid, requester, addressee, accepted, bannedBy) in try await connection.query("""
+                SELECT id, requester_id, addressee_id, accepted, banned_by FROM friendships
+                WHERE id = \(id) AND (requester_id = \(me.uuid) OR addressee_id = \(me.uuid)) FOR UPDATE
+                """, logger: logger).decode((UUID, UUID, UUID, Bool, UUID?).self)
+            {
+                found = Row(id: fid, requester: requester, addressee: addressee, accepted: accepted, bannedBy: bannedBy)
+            }
+            guard let row = found, row.bannedBy == nil || row.bannedBy == me.uuid else { throw APIError.notFound("friendship") }
+            let other = row.requester == me.uuid ? row.addressee : row.requester
+            switch state {
+            case .accepted:
+                guard !row.accepted, row.addressee == me.uuid, row.bannedBy == nil else { throw APIError.forbidden("only the invited user accepts a pending request") }
+                try await setAccepted(id, on: connection)
+            case .banned:
+                _ = try await connection.query("UPDATE friendships SET banned_by = \(me.uuid), accepted = false WHERE id = \(id)", logger: logger)
+            case .removed:
+                _ = try await connection.query("DELETE FROM friendships WHERE id = \(id)", logger: logger)
+            case .requested:
+                throw APIError.badRequest("not a transition")
+            }
+            try await publish(id, me.uuid, other, state, on: connection)
+            return other
+        }
+        if state == .removed {
+            return FriendResponse(id: id, user_id: UserID(other), name: "", code: "", profileImage: nil, state: "REMOVED")
+        }
+        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        return response
+    }
+
+    private func list(for me: UserID) async throws -> [FriendResponse] {
+        var out: [FriendResponse] = []
+        let rows = try await postgres.query("""
+            SELECT f.id, u.id, u.nickname, u.user_code, u.profile_image, f.requester_id = \(me.uuid), f.accepted, f.banned_by
+            FROM friendships f JOIN users u ON u.id = CASE WHEN f.requester_id = \(me.uuid) THEN f.addressee_id ELSE f.requester_id END
+            WHERE (f.requester_id = \(me.uuid) OR f.addressee_id = \(me.uuid)) AND (f.banned_by IS NULL OR f.banned_by = \(me.uuid))
+            ORDER BY f.created_at, f.id
+            """, logger: logger)
+        for try await (id, user, name, code, image, iAsked, accepted, bannedBy) in rows.decode((UUID, UUID, String, String, String?, Bool, Bool, UUID?).self) {
+            let state = bannedBy != nil ? "BAN" : accepted ? "ACCEPT" : iAsked ? "REQUEST" : "WAIT"
+            out.append(FriendResponse(id: id, user_id: UserID(user), name: name, code: code, profileImage: image, state: state))
+        }
+        return out
+    }
+
+    private func row(between a: UUID, _ b: UUID, on connection: PostgresConnection) async throws -> Row? {
+        for try await (id, requester, addressee, accepted, bannedBy) in try await connection.query("""
+            SELECT id, requester_id, addressee_id, accepted, banned_by FROM friendships
+            WHERE LEAST(requester_id, addressee_id) = LEAST(\(a), \(b)) AND GREATEST(requester_id, addressee_id) = GREATEST(\(a), \(b))
+            FOR UPDATE
+            """, logger: logger).decode((UUID, UUID, UUID, Bool, UUID?).self)
+        {
+            return Row(id: id, requester: requester, addressee: addressee, accepted: accepted, bannedBy: bannedBy)
+        }
+        return nil
+    }
+
+    private func setAccepted(_ id: UUID, on connection: PostgresConnection) async throws {
+        _ = try await connection.query("UPDATE friendships SET accepted = true WHERE id = \(id)", logger: logger)
+    }
+
+    /// One event per side, keyed by that side's user id.
+    private func publish(_ id: UUID, _ a: UUID, _ b: UUID, _ state: AuthEvents.FriendshipChanged.State, on connection: PostgresConnection) async throws {
+        for (user, friend) in [(a, b), (b, a)] {
+            let event = AuthEvents.FriendshipChanged(userId: UserID(user), friendId: UserID(friend), friendshipId: id, state: state)
+            try await Outbox.append(CloudEvent(source: AccountRoutes.source, data: event), on: connection, logger: logger)
+        }
+    }
+}
