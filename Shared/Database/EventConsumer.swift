@@ -13,10 +13,22 @@ public struct EventContext: Sendable {
     public let message: KafkaConsumerMessage
     public let logger: Logger
 
-    /// Decodes the typed event from the record.
+    /// Decodes the typed event from the record. A record that does not decode can never succeed,
+    /// so the failure is `UndecodableEvent` (skipped and counted), not a retried error.
     public func decode<P: EventPayload>(_ type: P.Type) throws -> CloudEvent<P> {
-        try EventCoding.decode(type, from: message.value ?? [])
+        do {
+            return try EventCoding.decode(type, from: message.value ?? [])
+        } catch {
+            throw UndecodableEvent(type: header.type, reason: "\(error)")
+        }
     }
+}
+
+/// A record whose envelope names a known type but whose `data` does not match it.
+public struct UndecodableEvent: Error, CustomStringConvertible {
+    public let type: String
+    public let reason: String
+    public var description: String { "undecodable \(type): \(reason)" }
 }
 
 /// Routes events by CloudEvents `type` to typed handlers. Unknown types are skipped (a newer
@@ -40,7 +52,9 @@ public struct EventRouter: Sendable {
 /// Runs a Kafka consumer whose every event is handled exactly once in effect: for each record,
 /// one transaction claims the event id in the inbox and applies the handler; the offset is
 /// stored only after that transaction committed. A failing handler is retried with backoff (the
-/// partition waits; nothing is skipped). A record that is not a CloudEvent is logged and skipped.
+/// partition waits; nothing is skipped). A record that is not a CloudEvent, or whose data does not
+/// decode as its declared type, can never succeed: it is logged at error level with its position,
+/// counted in `events_skipped_total`, and skipped so it does not block the partition forever.
 public final class InboxEventConsumer: Service, Sendable {
     private let name: String
     private let consumer: KafkaConsumer
@@ -104,6 +118,16 @@ public final class InboxEventConsumer: Service, Sendable {
                 }
                 break
             } catch {
+                // postgres-nio wraps the closure's error; an undecodable event is permanent.
+                if let poison = (error as? UndecodableEvent) ?? ((error as? PostgresTransactionError)?.closureError as? UndecodableEvent) {
+                    skipped.increment()
+                    eventLogger.error("skipping an undecodable event", metadata: [
+                        "error": "\(poison)", "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)",
+                        "kafka.offset": "\(message.offset)",
+                    ])
+                    try consumer.storeOffset(message)
+                    return
+                }
                 if Task.isCancelled { throw CancellationError() }
                 failures.increment()
                 eventLogger.error("event handler failed; retrying", metadata: ["error": "\(String(reflecting: error))"])

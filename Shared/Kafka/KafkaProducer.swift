@@ -35,18 +35,8 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Enqueues a record and waits for its delivery report (the broker's acknowledgement).
     public func sendAndAwait(_ message: KafkaProducerMessage) async throws -> KafkaDeliveryReport {
-        let ctx = client.context
-        let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-        return try await withCheckedThrowingContinuation { continuation in
-            ctx.deliveries.withLock { $0[id] = .single(continuation) }
-            Task {
-                do {
-                    try await self.produce(message, opaqueId: id)
-                } catch {
-                    ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.complete(.failure(error))
-                }
-            }
-        }
+        guard let result = await sendAllAndAwait([message]).first else { throw KafkaError.closed }
+        return try result.get()
     }
 
     /// Enqueues records in order and waits for all of their delivery reports, returning one
@@ -57,7 +47,7 @@ public final class KafkaProducer: Service, Sendable {
         let batch = DeliveryBatch(count: messages.count)
         for (index, message) in messages.enumerated() {
             let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-            ctx.deliveries.withLock { $0[id] = .batch(batch, index: index) }
+            ctx.deliveries.withLock { $0[id] = DeliveryWaiter(batch: batch, index: index) }
             do {
                 try await produce(message, opaqueId: id)
             } catch {

@@ -19,15 +19,13 @@ final class KafkaCallbackContext: Sendable {
     }
 }
 
-enum DeliveryWaiter: Sendable {
-    case single(CheckedContinuation<KafkaDeliveryReport, any Error>)
-    case batch(DeliveryBatch, index: Int)
+/// The batch (and position in it) waiting for one record's delivery report.
+struct DeliveryWaiter: Sendable {
+    let batch: DeliveryBatch
+    let index: Int
 
     func complete(_ result: Result<KafkaDeliveryReport, any Error>) {
-        switch self {
-        case .single(let continuation): continuation.resume(with: result)
-        case .batch(let batch, let index): batch.complete(index, result)
-        }
+        batch.complete(index, result)
     }
 }
 

@@ -244,6 +244,32 @@ struct OutboxTests {
 
 @Suite("Inbox")
 struct InboxTests {
+    @Test("records that can never be applied (not a CloudEvent, or data not matching its type) are skipped, not retried forever")
+    func poisonRecordsDoNotBlockThePartition() async throws {
+        let f = try await OutboxFixture.make(prefix: "poison", partitions: 1)
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        let good = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 7))
+        let wrongData = #"{"specversion":"1.0","id":"\#(UUIDv7.generate().lowercased)","source":"x","type":"test.outbox.event","time":"2026-01-01T00:00:00.000Z","subject":"a","data":{"key":42}}"#
+        for value in [Array("not json at all".utf8), Array(wrongData.utf8), try EventCoding.encode(good)] {
+            _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "a", value: value))
+        }
+        try await f.run(extra: [Migration(100, "seen", "CREATE TABLE seen (seq int NOT NULL)")]) { client in
+            var router = EventRouter()
+            router.on(OutboxTestEvent.self) { event, ctx in
+                _ = try await ctx.connection.query("INSERT INTO seen (seq) VALUES (\(event.data.seq))", logger: ctx.logger)
+            }
+            let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
+            let inbox = InboxEventConsumer(name: "poison", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger)
+            let task = Task { try await inbox.run() }
+            defer { task.cancel() }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await count(client, "SELECT count(*)::int FROM seen") == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await count(client, "SELECT count(*)::int FROM seen WHERE seq = 7") == 1, "the good event after two poison records is applied")
+        }
+    }
+
     @Test("the same event delivered twice has one effect")
     func duplicateDelivery() async throws {
         let f = try await OutboxFixture.make(prefix: "inbox", partitions: 1)
