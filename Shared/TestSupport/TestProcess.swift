@@ -1,14 +1,13 @@
 import Common
 import Foundation
+import Synchronization
 
 /// A child process for integration tests: spawned with posix_spawn, output captured in a file
 /// (no pipes to fill up or keep open), exit observed with `waitpid`.
-public final class TestProcess: @unchecked Sendable {
-    // @unchecked Sendable: `pid` and `outputPath` are immutable; `status` is only written by
-    // `reap()`, which tests call from one task at a time (documented on the methods).
+public final class TestProcess: Sendable {
     public let pid: pid_t
     public let outputPath: String
-    private var status: Int32?
+    private let status = Mutex<Int32?>(nil)
 
     /// The folder holding the suite's executables: `CHATSUITE_BIN_DIR`, else `.build/debug` of
     /// this package.
@@ -37,11 +36,12 @@ public final class TestProcess: @unchecked Sendable {
 
     /// Non-blocking: the exit status once the process ended (reaps it), else nil.
     public func reap() -> Int32? {
-        if let status { return status }
-        var raw: Int32 = 0
-        let r = waitpid(pid, &raw, WNOHANG)
-        if r == pid { status = exitCode(fromWaitStatus: raw) }
-        return status
+        status.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            if waitpid(pid, &raw, WNOHANG) == pid { status = exitCode(fromWaitStatus: raw) }
+            return status
+        }
     }
 
     /// Waits (polling) for exit; nil if still running after `timeout`.

@@ -41,6 +41,7 @@ struct DevStackTests {
         launcher.signal(SIGINT)
         let status = try await launcher.waitForExit(timeout: .seconds(60))
         #expect(status == 0, "launcher exits cleanly:\n\(launcher.output.suffix(2000))")
+        #expect(!launcher.output.contains("did not stop in time"), "every service shut down gracefully:\n\(launcher.output.suffix(2000))")
         for pid in pids {
             #expect(!TestProcess.exists(pid), "service pid \(pid) is gone")
         }
@@ -48,5 +49,28 @@ struct DevStackTests {
             #expect(try await TestProcess.waitUntilGone(postmasterPid), "the PostgreSQL server the launcher started is stopped")
         }
         #expect(!FileManager.default.fileExists(atPath: dataDir.appendingPathComponent("postgres/postmaster.pid").path))
+    }
+
+    @Test("a launcher killed with SIGKILL (no chance to clean up) still leaves no service behind")
+    func servicesFollowAKilledLauncher() async throws {
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-kill-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let basePort = Int.random(in: 40_000..<50_000)
+        let pgPort = basePort + 100
+        let launcher = try TestProcess(executable: "chatsuite", arguments: [
+            "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
+        ], environment: ["DATABASE_URL": ""])
+        let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
+        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
+        let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+        #expect(pids.count == 7)
+        launcher.signal(SIGKILL)
+        _ = try await launcher.waitForExit(timeout: .seconds(10))
+        for pid in pids {
+            #expect(try await TestProcess.waitUntilGone(pid, timeout: .seconds(15)), "service pid \(pid) exits once its launcher is gone")
+        }
+        // The PostgreSQL server outlives a SIGKILLed launcher by design (it holds data); stop it.
+        let stop = try TestProcess(executable: "chatsuite", arguments: ["postgres", "stop", "--data-dir", dataDir.path, "--port", String(pgPort)])
+        #expect(try await stop.waitForExit(timeout: .seconds(30)) == 0)
     }
 }

@@ -29,7 +29,7 @@ public enum AuthService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let authSettings = try AuthSettings(settings)
     var platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
-    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
     guard let postgres = platform.postgres else { throw StartupError("auth needs DATABASE_URL") }
     let store = UserStore(postgres: postgres, logger: logger)

@@ -46,14 +46,13 @@ actor AppleSignIn {
     /// The identity in `idToken`, or E03 when it is not a valid token for this app.
     func verify(_ idToken: String) async throws -> SocialIdentity {
         guard !audience.isEmpty else { throw APIError.loginFailed("Sign in with Apple is not configured (apple.audience)") }
-        var claims: AppleIdentityClaims?
-        do {
-            claims = try await currentKeys(refresh: false).verify(idToken, as: AppleIdentityClaims.self)
-        } catch {
-            // A rotated key: refresh the JWKS (rate-limited) and try once more.
-            if fetchedAt.map({ ContinuousClock.now - $0 > .seconds(60) }) ?? true {
-                claims = try? await currentKeys(refresh: true).verify(idToken, as: AppleIdentityClaims.self)
-            }
+        // Key-server failures (E99) propagate; only a token the current keys reject is retried,
+        // once, with refreshed keys (Apple rotates them), at most once a minute.
+        let keys = try await currentKeys(refresh: false)
+        var claims = try? await keys.verify(idToken, as: AppleIdentityClaims.self)
+        if claims == nil, fetchedAt.map({ ContinuousClock.now - $0 > .seconds(60) }) ?? true {
+            let refreshed = try await currentKeys(refresh: true)
+            claims = try? await refreshed.verify(idToken, as: AppleIdentityClaims.self)
         }
         guard let claims else { throw APIError.loginFailed("invalid Apple identity token") }
         guard claims.aud.value.contains(audience), claims.iss.value == issuer, claims.exp.value > Date() else {

@@ -1,3 +1,4 @@
+import Foundation
 import ServiceKit
 
 /// Input rules for accounts. Every violation is E11 (the contract's "bad request").
@@ -52,5 +53,3 @@ enum Validation {
         return token
     }
 }
-
-import Foundation

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import NIOCore
 import ServiceKit
@@ -22,5 +23,3 @@ public struct GatewayRequestContext: RequestContext, RemoteAddressRequestContext
         remoteAddress?.ipAddress ?? "unknown"
     }
 }
-
-import Foundation

@@ -37,6 +37,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     var clientConfiguration = HTTPClient.Configuration()
     clientConfiguration.redirectConfiguration = .disallow
     clientConfiguration.decompression = .disabled
+    clientConfiguration.timeout = .init(connect: .seconds(3))
     clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     platform.addService(HTTPClientService(client: httpClient))

@@ -11,11 +11,13 @@ struct ReverseProxy: Sendable {
     let client: HTTPClient
     let timeout: TimeAmount
 
-    /// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the gateway sets itself.
-    static let dropped: Set<String> = [
+    /// Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction.
+    static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-        "transfer-encoding", "upgrade", "host", "content-length",
+        "transfer-encoding", "upgrade",
     ]
+    /// Request headers the proxy sets itself (host from the upstream URL, length from the body).
+    static let replacedOnRequest: Set<String> = ["host", "content-length"]
 
     func forward(_ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String) async throws -> Response {
         var query = ""
@@ -24,7 +26,8 @@ struct ReverseProxy: Sendable {
         upstream.method = HTTPMethod(rawValue: request.method.rawValue)
         for field in request.headers {
             let name = field.name.canonicalName
-            if Self.dropped.contains(name) || GatewayHeader.reserved.contains(field.name) || name == GatewayHeader.requestId.canonicalName { continue }
+            if Self.hopByHop.contains(name) || Self.replacedOnRequest.contains(name) || GatewayHeader.reserved.contains(field.name)
+                || name == GatewayHeader.requestId.canonicalName { continue }
             upstream.headers.add(name: field.name.rawName, value: field.value)
         }
         if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }
@@ -42,7 +45,7 @@ struct ReverseProxy: Sendable {
             throw APIError.dependencyUnavailable("upstream \(base) failed: \(error)")
         }
         var headers = HTTPFields()
-        for (name, value) in response.headers where !Self.dropped.contains(name.lowercased()) || name.lowercased() == "content-length" {
+        for (name, value) in response.headers where !Self.hopByHop.contains(name.lowercased()) {
             if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
         }
         return Response(
