@@ -101,3 +101,25 @@ public final class TestProcess: Sendable {
         unlink(outputPath)
     }
 }
+
+/// A base port whose `count` consecutive ports are free right now, chosen below Linux's ephemeral
+/// range (32768–60999) so outgoing connections and in-process brokers cannot take them meanwhile.
+public func freePortRange(count: Int) -> Int {
+    while true {
+        let base = Int.random(in: 20_000..<(32_000 - count))
+        if (base..<(base + count)).allSatisfy(isPortFree) { return base }
+    }
+}
+
+private func isPortFree(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr = in_addr(s_addr: inet_addr("127.0.0.1"))
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+}

@@ -12,8 +12,8 @@ struct DevStackTests {
     func devStackStartsAndStopsCleanly() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = Int.random(in: 20_000..<40_000)
-        let pgPort = basePort + 100
+        let basePort = freePortRange(count: 8)
+        let pgPort = basePort + 7
         var env: [String: String] = [:]
         env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
         let launcher = try TestProcess(executable: "chatsuite", arguments: [
@@ -55,8 +55,8 @@ struct DevStackTests {
     func servicesFollowAKilledLauncher() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-kill-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = Int.random(in: 40_000..<50_000)
-        let pgPort = basePort + 100
+        let basePort = freePortRange(count: 8)
+        let pgPort = basePort + 7
         let launcher = try TestProcess(executable: "chatsuite", arguments: [
             "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
         ], environment: ["DATABASE_URL": ""])
