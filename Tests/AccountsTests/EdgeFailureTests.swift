@@ -17,14 +17,19 @@ struct EdgeFailureTests {
 
     @Test("per-address limit applies to public requests too (E98), then recovers")
     func addressLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_ADDRESS_BURST": "4", "GATEWAY_ADDRESS_RATE_PER_SECOND": "4"]) { s in
-            var codes: [String?] = []
-            for _ in 0..<6 {
-                codes.append(errorCode(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"a@example.com"}"#)))
+        try await Stack.run(gatewayEnvironment: ["GATEWAY_ADDRESS_BURST": "4", "GATEWAY_ADDRESS_RATE_PER_SECOND": "1"]) { s in
+            // 12 at once: however slow the machine, at most 4 + elapsed seconds × 1 get through.
+            let codes = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<12 {
+                    group.addTask { errorCode(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"a@example.com"}"#)) }
+                }
+                var out: [String?] = []
+                for try await code in group { out.append(code) }
+                return out
             }
-            #expect(codes.prefix(4).allSatisfy { $0 == nil })
-            #expect(codes.last == "E98")
-            try await Task.sleep(for: .milliseconds(1_300))
+            #expect(codes.filter { $0 == "E98" }.count >= 4, "\(codes)")
+            #expect(codes.filter { $0 == nil }.count >= 4)
+            try await Task.sleep(for: .milliseconds(2_500))
             #expect(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"a@example.com"}"#).status == .ok)
         }
     }
