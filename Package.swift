@@ -87,9 +87,23 @@ var targets: [Target] = [
         dependencies: ["Common", "ServiceKit", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
         swiftSettings: swiftSettings
     ),
+    // The whole-path harness (services in-process behind the gateway), shared by service tests.
+    .target(
+        name: "SuiteTesting",
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
+                       hummingbird, hummingbirdTesting, jwt, postgres, nioCore, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        path: "Tests/SuiteTesting",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "WorkspaceTests",
+        dependencies: ["SuiteTesting", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        swiftSettings: swiftSettings
+    ),
     .testTarget(
         name: "AccountsTests",
-        dependencies: ["AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings

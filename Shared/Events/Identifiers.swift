@@ -37,11 +37,13 @@ public struct Identifier<Entity>: Hashable, Sendable, Codable, CustomStringConve
 public enum UserEntity {}
 public enum WorkspaceEntity {}
 public enum ChannelEntity {}
+public enum CategoryEntity {}
 public enum RoomEntity {}
 public enum MessageEntity {}
 
 public typealias UserID = Identifier<UserEntity>
 public typealias WorkspaceID = Identifier<WorkspaceEntity>
 public typealias ChannelID = Identifier<ChannelEntity>
+public typealias CategoryID = Identifier<CategoryEntity>
 public typealias RoomID = Identifier<RoomEntity>
 public typealias MessageID = Identifier<MessageEntity>

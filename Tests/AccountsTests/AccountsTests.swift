@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Kafka
 import NIOCore
 import ServiceKit
+import SuiteTesting
 import Testing
 import TestSupport
 

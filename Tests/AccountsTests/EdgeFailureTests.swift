@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import SuiteTesting
 import Testing
 
 @Suite("Edge and dependency failures", .serialized)

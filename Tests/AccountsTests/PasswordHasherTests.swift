@@ -1,4 +1,5 @@
 @testable import AuthApp
+import SuiteTesting
 import Testing
 
 @Suite("Password hashing (bcrypt via libxcrypt)")

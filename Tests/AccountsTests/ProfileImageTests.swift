@@ -2,24 +2,8 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import SuiteTesting
 import Testing
-
-/// A multipart/form-data body with one file part (and optional text parts).
-func multipart(file: [UInt8], name: String = "image", filename: String = "WorkSpace_1.jpeg", contentType: String = "image/jpeg",
-               fields: [String: String] = [:]) -> (body: ByteBuffer, contentType: String) {
-    let boundary = "Boundary-\(UUID().uuidString)"
-    var buffer = ByteBuffer()
-    for (key, value) in fields {
-        buffer.writeString("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(key)\"\r\nContent-Type: text/plain\r\n\r\n\(value)\r\n")
-    }
-    buffer.writeString("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(filename)\"\r\nContent-Type: \(contentType)\r\n\r\n")
-    buffer.writeBytes(file)
-    buffer.writeString("\r\n--\(boundary)--\r\n")
-    return (buffer, "multipart/form-data; boundary=\(boundary)")
-}
-
-let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0x42, count: 100)
-let jpegBytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: 0x11, count: 200)
 
 @Suite("Profile images", .serialized)
 struct ProfileImageTests {

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import JWTKit
 import NIOCore
+import SuiteTesting
 import Testing
 
 /// The claims Apple puts in an identity token (what the fake Apple signs).

@@ -19,7 +19,7 @@ struct AccountRoutes: Sendable {
     let dummyHash: String
     let apple: AppleSignIn
     let kakao: KakaoSignIn
-    let images: ProfileImages
+    let images: ImageDirectory
 
     static let source = "auth"
 
@@ -53,11 +53,7 @@ struct AccountRoutes: Sendable {
         router.put("/v1/users/me") { request, context in try await editProfile(request, context) }
         router.put("/v1/users/me/image") { request, _ in try await editImage(request) }
         router.get("/v1/static/profiles/:file") { _, context -> Response in
-            let file = try images.file(named: context.parameters.get("file") ?? "")
-            var response = Response(status: .ok, body: try await FileIO().loadFile(path: file.path, context: context))
-            response.headers[.contentType] = file.format.contentType
-            response.headers[.cacheControl] = "private, max-age=86400, immutable"
-            return response
+            try await images.response(named: context.parameters.get("file") ?? "", context: context)
         }
         router.get("/v1/users/:userId") { _, context -> UserResponse in
             guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
@@ -181,7 +177,9 @@ struct AccountRoutes: Sendable {
     private func editImage(_ request: Request) async throws -> UserResponse {
         let id = try userId(request)
         guard request.isMultipart else { throw APIError.badRequest("multipart/form-data with an 'image' part is required") }
-        let path = try images.store(try await request.multipartParts(limit: ProfileImages.maxBytes + 64 * 1024))
+        let parts = try await request.multipartParts(limit: images.multipartLimit)
+        guard let part = parts.first(where: { $0.name == "image" }) else { throw APIError.badRequest("multipart part 'image' is required") }
+        let path = try images.store(part)
         let result: (UserRecord, String?)
         do {
             result = try await postgres.withTransaction(logger: logger) { connection -> (UserRecord, String?) in

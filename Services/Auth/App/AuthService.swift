@@ -39,7 +39,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         logger: logger, dummyHash: try await hasher.hash(UUID().uuidString),
         apple: AppleSignIn(jwksURL: authSettings.appleJWKSURL, audience: authSettings.appleAudience, issuer: authSettings.appleIssuer, client: httpClient),
         kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient),
-        images: try ProfileImages(directory: try settings.string("auth.files-directory"))
+        images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")
     )
     let router = platform.makeRouter()
     routes.add(to: router)

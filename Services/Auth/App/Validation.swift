@@ -3,22 +3,9 @@ import ServiceKit
 
 /// Input rules for accounts. Every violation is E11 (the contract's "bad request").
 enum Validation {
-    static func email(_ raw: String?) throws -> String {
-        guard let email = raw?.trimmingCharacters(in: .whitespacesAndNewlines), isValidEmail(email) else {
-            throw APIError.badRequest("invalid email")
-        }
-        return email
-    }
+    static func email(_ raw: String?) throws -> String { try EmailAddress.validated(raw) }
 
-    static func isValidEmail(_ email: String) -> Bool {
-        guard email.count <= 254, !email.contains(where: { $0.isWhitespace }) else { return false }
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 64 else { return false }
-        let domain = parts[1]
-        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
-        return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }
-            && labels.last.map { $0.count >= 2 } == true
-    }
+    static func isValidEmail(_ email: String) -> Bool { EmailAddress.isValid(email) }
 
     /// 8–64 characters, at least one letter and one digit, no control characters.
     static func password(_ raw: String?) throws -> String {

@@ -68,6 +68,7 @@ struct RouteTable: Sendable {
         (nil, "/v1/workspaces/*/dms/**", .chat, false),
         (nil, "/v1/workspaces", .workspace, false),
         (nil, "/v1/workspaces/**", .workspace, false),
+        (nil, "/v1/invites/*", .workspace, false),
         (nil, "/v1/store/**", .payment, false),
         (nil, "/v1/static/profiles/**", .auth, false),
         (nil, "/v1/static/workspaces/**", .workspace, false),

@@ -1,21 +1,41 @@
 import Configuration
 import Database
+import Events
 import Hummingbird
 import Logging
 import ServiceKit
 
-/// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`.
+/// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
+/// consumes `auth.user.v1` (member profiles) and `payment.v1` (coin saga replies).
 public enum WorkspaceService {
     public static let name = "workspace"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8082]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": 8082,
+        "workspace.creation-cost": 0,
+        "workspace.saga-timeout-ms": 10_000,
+        "workspace.files-directory": "data/workspace-files",
+    ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
-    public static let migrations: [Migration] = []
+    public static let migrations: [Migration] = WorkspaceMigrations.all
 }
 
-/// Builds the `workspace` application: platform services, routes, and the startup step.
+/// Builds the `workspace` application: platform services, consumers, routes.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let platform = try await ServicePlatform.make(settings: settings, migrations: WorkspaceService.migrations, logger: logger)
+    let workspaceSettings = try WorkspaceSettings(settings)
+    let images = try ImageDirectory(directory: workspaceSettings.filesDirectory, setting: "workspace.files-directory", urlPrefix: CoverImages.urlPrefix)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: WorkspaceService.migrations, logger: logger)
+    guard let postgres = platform.postgres else { throw StartupError("workspace needs DATABASE_URL") }
+    let store = WorkspaceStore(logger: logger)
+    let saga = CreationSaga(postgres: postgres, store: store, logger: logger)
+    let api = WorkspaceAPI(
+        postgres: postgres, workspaces: store, channels: ChannelStore(logger: logger), categories: CategoryStore(logger: logger),
+        invites: InviteStore(logger: logger), images: images, settings: workspaceSettings, saga: saga, logger: logger
+    )
+    platform.addGatedService { saga }
+    try platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
+    try platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
     let router = platform.makeRouter()
+    api.add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

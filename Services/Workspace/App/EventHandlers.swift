@@ -1,0 +1,52 @@
+import Database
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// What the workspace service consumes, each applied through the inbox (once per event).
+extension WorkspaceAPI {
+    /// `auth.user.v1` → the member-profile projection (what member lists show). Events of one
+    /// user arrive in order (keyed by user id), so the latest one simply wins.
+    var profileProjection: EventRouter {
+        var router = EventRouter()
+        let store = workspaces
+        router.on(AuthEvents.UserRegistered.self) { event, context in
+            let user = event.data
+            try await store.upsertProfile(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context.connection)
+        }
+        router.on(AuthEvents.UserProfileUpdated.self) { event, context in
+            let user = event.data
+            try await store.upsertProfile(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context.connection)
+        }
+        router.on(AuthEvents.UserDeleted.self) { event, context in
+            try await store.markProfileDeleted(event.data.userId, context.connection)
+        }
+        return router
+    }
+
+    /// `payment.v1` → the coin saga's replies: activate or discard the pending workspace, then
+    /// notify the waiting request (delivered at commit). Replies to other requests, or repeated
+    /// ones, find no pending workspace and change nothing.
+    var sagaReplies: EventRouter {
+        var router = EventRouter()
+        let api = self
+        router.on(PaymentEvents.CoinsDebited.self) { event, context in
+            let c = context.connection
+            guard let workspace = try await api.workspaces.activate(debitRequest: event.data.requestId, c) else { return }
+            guard let channel = try await api.channels.defaultChannel(in: workspace.id, c) else {
+                throw PostgresStoreError("pending workspace \(workspace.id) has no default channel")
+            }
+            try await api.emitCreated(workspace, defaultChannel: channel, c)
+            try await CreationSaga.notify(workspace.id, c, logger: context.logger)
+        }
+        router.on(PaymentEvents.CoinDebitRejected.self) { event, context in
+            let c = context.connection
+            guard let workspace = try await api.workspaces.discard(debitRequest: event.data.requestId, c) else { return }
+            try await CreationSaga.notify(workspace.id, c, logger: context.logger)
+            api.images.remove(workspace.coverImage)
+        }
+        return router
+    }
+}

@@ -1,0 +1,85 @@
+import Database
+
+/// The workspace schema. Timestamps are produced by PostgreSQL truncated to milliseconds (the
+/// precision clients keep, client contract §4). Names are unique case-insensitively; the
+/// indexes, not pre-checks, decide races (a violation becomes E12).
+enum WorkspaceMigrations {
+    static let all: [Migration] = [
+        Migration(100, "user profile projection, workspaces, members, categories, channels", """
+            CREATE EXTENSION IF NOT EXISTS pg_trgm;
+            -- Projection of auth.user.v1: what member lists show.
+            CREATE TABLE user_profiles (
+                user_id uuid PRIMARY KEY,
+                email text NOT NULL,
+                nickname text NOT NULL,
+                profile_image text,
+                deleted boolean NOT NULL DEFAULT false
+            );
+            CREATE INDEX user_profiles_email ON user_profiles (lower(email));
+            CREATE INDEX user_profiles_nickname_trgm ON user_profiles USING gin (nickname gin_trgm_ops);
+            CREATE TABLE workspaces (
+                id uuid PRIMARY KEY,
+                name text NOT NULL,
+                description text,
+                cover_image text,
+                owner_id uuid NOT NULL,
+                -- 'pending' while the coin debit of its creation is unanswered; invisible until 'active'.
+                state text NOT NULL DEFAULT 'active' CHECK (state IN ('pending', 'active')),
+                debit_request_id uuid UNIQUE,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            CREATE UNIQUE INDEX workspaces_name ON workspaces (lower(name));
+            CREATE TABLE workspace_members (
+                workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+                user_id uuid NOT NULL,
+                joined_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                PRIMARY KEY (workspace_id, user_id)
+            );
+            CREATE INDEX workspace_members_user ON workspace_members (user_id);
+            CREATE TABLE categories (
+                id uuid PRIMARY KEY,
+                workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+                name text NOT NULL,
+                position integer NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            CREATE INDEX categories_workspace ON categories (workspace_id, position);
+            CREATE TABLE channels (
+                id uuid PRIMARY KEY,
+                workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+                category_id uuid NOT NULL REFERENCES categories (id),
+                position integer NOT NULL,
+                name text NOT NULL,
+                description text,
+                cover_image text,
+                owner_id uuid NOT NULL,
+                is_default boolean NOT NULL DEFAULT false,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            CREATE UNIQUE INDEX channels_name ON channels (workspace_id, lower(name));
+            CREATE UNIQUE INDEX channels_default ON channels (workspace_id) WHERE is_default;
+            CREATE INDEX channels_category ON channels (category_id, position);
+            CREATE INDEX channels_name_trgm ON channels USING gin (name gin_trgm_ops);
+            CREATE TABLE channel_members (
+                channel_id uuid NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
+                user_id uuid NOT NULL,
+                joined_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                PRIMARY KEY (channel_id, user_id)
+            );
+            CREATE INDEX channel_members_user ON channel_members (user_id);
+            """),
+        Migration(101, "invite codes", """
+            CREATE TABLE invites (
+                code text PRIMARY KEY,
+                workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+                created_by uuid NOT NULL,
+                max_uses integer CHECK (max_uses IS NULL OR max_uses > 0),
+                uses integer NOT NULL DEFAULT 0,
+                expires_at timestamptz,
+                revoked boolean NOT NULL DEFAULT false,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            CREATE INDEX invites_workspace ON invites (workspace_id);
+            """),
+    ]
+}

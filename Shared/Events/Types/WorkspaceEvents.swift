@@ -1,0 +1,240 @@
+import Foundation
+
+/// `workspace.v1`, keyed by workspace id: everything about workspaces, channels and membership
+/// another service needs (chat keeps its membership read model from these). Every event carries
+/// the state after the change, so a consumer never needs an earlier event to apply a later one.
+public enum WorkspaceEvents {
+    public struct WorkspaceCreated: EventPayload {
+        public static let eventType = "workspace.created"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var name: String
+        public var description: String?
+        public var coverImage: String?
+        public var ownerId: UserID
+        public var defaultChannelId: ChannelID
+        public var createdAt: Date
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, name: String, description: String?, coverImage: String?, ownerId: UserID,
+                    defaultChannelId: ChannelID, createdAt: Date) {
+            self.workspaceId = workspaceId
+            self.name = name
+            self.description = description
+            self.coverImage = coverImage
+            self.ownerId = ownerId
+            self.defaultChannelId = defaultChannelId
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+
+    /// Name, description or cover changed (the values after the change).
+    public struct WorkspaceUpdated: EventPayload {
+        public static let eventType = "workspace.updated"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var name: String
+        public var description: String?
+        public var coverImage: String?
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, name: String, description: String?, coverImage: String?) {
+            self.workspaceId = workspaceId
+            self.name = name
+            self.description = description
+            self.coverImage = coverImage
+        }
+    }
+
+    /// The workspace and all its channels are gone (listed so consumers can drop them).
+    public struct WorkspaceDeleted: EventPayload {
+        public static let eventType = "workspace.deleted"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelIds: [ChannelID]
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelIds: [ChannelID]) {
+            self.workspaceId = workspaceId
+            self.channelIds = channelIds
+        }
+    }
+
+    public struct WorkspaceOwnerChanged: EventPayload {
+        public static let eventType = "workspace.owner-changed"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var previousOwnerId: UserID
+        public var ownerId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, previousOwnerId: UserID, ownerId: UserID) {
+            self.workspaceId = workspaceId
+            self.previousOwnerId = previousOwnerId
+            self.ownerId = ownerId
+        }
+    }
+
+    /// A user became a member of the workspace (and of the channels listed, at least the default one).
+    public struct MemberJoined: EventPayload {
+        public enum Via: String, Codable, Sendable {
+            case creation, invitation, inviteCode = "invite-code"
+        }
+        public static let eventType = "workspace.member-joined"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var userId: UserID
+        public var channelIds: [ChannelID]
+        public var via: Via
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, userId: UserID, channelIds: [ChannelID], via: Via) {
+            self.workspaceId = workspaceId
+            self.userId = userId
+            self.channelIds = channelIds
+            self.via = via
+        }
+    }
+
+    /// A user left the workspace and, with it, the channels listed.
+    public struct MemberLeft: EventPayload {
+        public static let eventType = "workspace.member-left"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var userId: UserID
+        public var channelIds: [ChannelID]
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, userId: UserID, channelIds: [ChannelID]) {
+            self.workspaceId = workspaceId
+            self.userId = userId
+            self.channelIds = channelIds
+        }
+    }
+
+    public struct ChannelCreated: EventPayload {
+        public static let eventType = "workspace.channel-created"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var name: String
+        public var description: String?
+        public var ownerId: UserID
+        public var isDefault: Bool
+        public var createdAt: Date
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
+                    isDefault: Bool, createdAt: Date) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.name = name
+            self.description = description
+            self.ownerId = ownerId
+            self.isDefault = isDefault
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+
+    public struct ChannelUpdated: EventPayload {
+        public static let eventType = "workspace.channel-updated"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var name: String
+        public var description: String?
+        public var coverImage: String?
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, coverImage: String?) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.name = name
+            self.description = description
+            self.coverImage = coverImage
+        }
+    }
+
+    public struct ChannelDeleted: EventPayload {
+        public static let eventType = "workspace.channel-deleted"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+        }
+    }
+
+    public struct ChannelOwnerChanged: EventPayload {
+        public static let eventType = "workspace.channel-owner-changed"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var previousOwnerId: UserID
+        public var ownerId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, previousOwnerId: UserID, ownerId: UserID) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.previousOwnerId = previousOwnerId
+            self.ownerId = ownerId
+        }
+    }
+
+    public struct ChannelMemberJoined: EventPayload {
+        public static let eventType = "workspace.channel-member-joined"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var userId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, userId: UserID) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.userId = userId
+        }
+    }
+
+    public struct ChannelMemberLeft: EventPayload {
+        public static let eventType = "workspace.channel-member-left"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var userId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, userId: UserID) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.userId = userId
+        }
+    }
+}
+
+extension WorkspaceEvents {
+    /// The workspace side of the coin saga: `payment` debits `amount` coins from `userId` and
+    /// answers on `payment.v1` with `CoinsDebited` or `CoinDebitRejected` carrying `requestId`.
+    public struct CoinDebitRequested: EventPayload {
+        public static let eventType = "workspace.coin-debit-requested"
+        public static let topic = Topic.workspace
+        public var requestId: UUID
+        public var workspaceId: WorkspaceID
+        public var userId: UserID
+        public var amount: Int
+        public var reason: String
+        public var subject: String { workspaceId.description }
+
+        public init(requestId: UUID, workspaceId: WorkspaceID, userId: UserID, amount: Int, reason: String) {
+            self.requestId = requestId
+            self.workspaceId = workspaceId
+            self.userId = userId
+            self.amount = amount
+            self.reason = reason
+        }
+    }
+}
