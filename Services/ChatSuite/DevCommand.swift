@@ -101,6 +101,9 @@ struct DevCommand: AsyncParsableCommand {
                 env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path
                 env["AUTH_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/auth").path
             }
+            if service.name == "workspace" {
+                env["WORKSPACE_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/workspace").path
+            }
             if service.name == "gateway" {
                 env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path
                 env["SESAC_KEYS"] = sesacKey

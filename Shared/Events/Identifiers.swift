@@ -38,6 +38,7 @@ public enum UserEntity {}
 public enum WorkspaceEntity {}
 public enum ChannelEntity {}
 public enum CategoryEntity {}
+public enum CoinRequestEntity {}
 public enum RoomEntity {}
 public enum MessageEntity {}
 
@@ -45,5 +46,7 @@ public typealias UserID = Identifier<UserEntity>
 public typealias WorkspaceID = Identifier<WorkspaceEntity>
 public typealias ChannelID = Identifier<ChannelEntity>
 public typealias CategoryID = Identifier<CategoryEntity>
+/// A coin debit request of the workspace ↔ payment saga.
+public typealias CoinRequestID = Identifier<CoinRequestEntity>
 public typealias RoomID = Identifier<RoomEntity>
 public typealias MessageID = Identifier<MessageEntity>

@@ -83,7 +83,7 @@ extension WorkspaceAPI {
         let description = try WorkspaceForm.validDescription(form.description)
         let cover = try form.image.map(images.store)
         let cost = settings.creationCost
-        let debitRequest: UUID? = cost > 0 ? UUIDv7.generate() : nil
+        let debitRequest: CoinRequestID? = cost > 0 ? .generate() : nil
         let workspace: WorkspaceRecord
         do {
             workspace = try await write { c in

@@ -107,11 +107,11 @@ struct WorkspaceStore: Sendable {
 
     /// Inserts a workspace; nil when the name is taken (the unique index decides races).
     func insert(_ id: WorkspaceID, name: String, description: String?, coverImage: String?, owner: UserID,
-                pendingDebit: UUID?, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+                pendingDebit: CoinRequestID?, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         let state = pendingDebit == nil ? "active" : "pending"
         return try await workspaces(c.query("""
             INSERT INTO workspaces AS w (id, name, description, cover_image, owner_id, state, debit_request_id)
-            VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit))
+            VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit?.uuid))
             ON CONFLICT DO NOTHING
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)).first
@@ -160,17 +160,17 @@ struct WorkspaceStore: Sendable {
     }
 
     /// Activates the pending workspace of `requestId`; nil when there is none (already decided).
-    func activate(debitRequest requestId: UUID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+    func activate(debitRequest requestId: CoinRequestID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         try await workspaces(c.query("""
             UPDATE workspaces w SET state = 'active'
-            WHERE w.debit_request_id = \(requestId) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
+            WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
             """, logger: logger)).first
     }
 
     /// Deletes the pending workspace of `requestId`; returns it, nil when there is none.
-    func discard(debitRequest requestId: UUID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+    func discard(debitRequest requestId: CoinRequestID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         try await workspaces(c.query("""
-            DELETE FROM workspaces w WHERE w.debit_request_id = \(requestId) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
+            DELETE FROM workspaces w WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
             """, logger: logger)).first
     }
 

@@ -6,14 +6,14 @@ public enum PaymentEvents {
     public struct CoinsDebited: EventPayload {
         public static let eventType = "payment.coins.debited"
         public static let topic = Topic.payment
-        public var requestId: UUID
+        public var requestId: CoinRequestID
         public var userId: UserID
         public var amount: Int
         /// The balance after the debit.
         public var balance: Int
         public var subject: String { userId.description }
 
-        public init(requestId: UUID, userId: UserID, amount: Int, balance: Int) {
+        public init(requestId: CoinRequestID, userId: UserID, amount: Int, balance: Int) {
             self.requestId = requestId
             self.userId = userId
             self.amount = amount
@@ -28,14 +28,14 @@ public enum PaymentEvents {
         }
         public static let eventType = "payment.coins.debit-rejected"
         public static let topic = Topic.payment
-        public var requestId: UUID
+        public var requestId: CoinRequestID
         public var userId: UserID
         public var amount: Int
         public var reason: Reason
         public var balance: Int
         public var subject: String { userId.description }
 
-        public init(requestId: UUID, userId: UserID, amount: Int, reason: Reason, balance: Int) {
+        public init(requestId: CoinRequestID, userId: UserID, amount: Int, reason: Reason, balance: Int) {
             self.requestId = requestId
             self.userId = userId
             self.amount = amount

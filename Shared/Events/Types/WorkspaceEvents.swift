@@ -222,14 +222,14 @@ extension WorkspaceEvents {
     public struct CoinDebitRequested: EventPayload {
         public static let eventType = "workspace.coin-debit-requested"
         public static let topic = Topic.workspace
-        public var requestId: UUID
+        public var requestId: CoinRequestID
         public var workspaceId: WorkspaceID
         public var userId: UserID
         public var amount: Int
         public var reason: String
         public var subject: String { workspaceId.description }
 
-        public init(requestId: UUID, workspaceId: WorkspaceID, userId: UserID, amount: Int, reason: String) {
+        public init(requestId: CoinRequestID, workspaceId: WorkspaceID, userId: UserID, amount: Int, reason: String) {
             self.requestId = requestId
             self.workspaceId = workspaceId
             self.userId = userId
