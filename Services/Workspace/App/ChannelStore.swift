@@ -9,8 +9,10 @@ struct ChannelStore: Sendable {
     let logger: Logger
 
     private static let columns = "c.id, c.workspace_id, c.category_id, c.name, c.description, c.cover_image, c.owner_id, c.is_default, c.created_at"
-    /// Channels in layout order: by category position, then channel position.
-    private static let layoutOrder = "ORDER BY (SELECT position FROM categories k WHERE k.id = c.category_id), c.position, c.id"
+    /// Channels in layout order: by category position, then channel position (the query joins
+    /// `categories k`).
+    private static let layoutOrder = "ORDER BY k.position, c.position, c.id"
+    private static let withCategory = "JOIN categories k ON k.id = c.category_id"
 
     private func channels(_ rows: PostgresRowSequence) async throws -> [ChannelRecord] {
         var result: [ChannelRecord] = []
@@ -27,20 +29,22 @@ struct ChannelStore: Sendable {
 
     func all(in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
         try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c WHERE c.workspace_id = \(workspace.uuid) \(unescaped: Self.layoutOrder)
+            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
+            WHERE c.workspace_id = \(workspace.uuid) \(unescaped: Self.layoutOrder)
             """, logger: logger))
     }
 
     func mine(in workspace: WorkspaceID, user: UserID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
         try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c JOIN channel_members m ON m.channel_id = c.id
+            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory) JOIN channel_members m ON m.channel_id = c.id
             WHERE c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid) \(unescaped: Self.layoutOrder)
             """, logger: logger))
     }
 
     func search(in workspace: WorkspaceID, pattern: String, _ c: PostgresConnection) async throws -> [ChannelRecord] {
         try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c WHERE c.workspace_id = \(workspace.uuid) AND c.name ILIKE \(pattern)
+            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
+            WHERE c.workspace_id = \(workspace.uuid) AND c.name ILIKE \(pattern)
             \(unescaped: Self.layoutOrder)
             """, logger: logger))
     }

@@ -63,8 +63,7 @@ struct WorkspaceAPI: Sendable {
 
     /// The active workspace when `user` is a member (locked when `lock`), else E13.
     func requireMember(_ id: WorkspaceID, _ user: UserID, _ c: PostgresConnection, lock: Bool = false) async throws -> WorkspaceRecord {
-        let found = lock ? try await workspaces.lock(id, c) : try await workspaces.find(id, c)
-        guard let workspace = found, try await workspaces.isMember(id, user, c) else { throw APIError.notFound("workspace") }
+        guard let workspace = try await workspaces.find(id, member: user, lock: lock, c) else { throw APIError.notFound("workspace") }
         return workspace
     }
 

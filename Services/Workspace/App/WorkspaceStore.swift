@@ -34,17 +34,20 @@ struct WorkspaceStore: Sendable {
 
     // MARK: reads
 
-    /// The active workspace, whether or not `user` is a member.
-    func find(_ id: WorkspaceID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            SELECT \(unescaped: Self.columns) FROM workspaces w WHERE w.id = \(id.uuid) AND w.state = 'active'
-            """, logger: logger)).first
-    }
-
     /// Locks the active workspace row for the rest of the transaction.
     func lock(_ id: WorkspaceID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         try await workspaces(c.query("""
             SELECT \(unescaped: Self.columns) FROM workspaces w WHERE w.id = \(id.uuid) AND w.state = 'active' FOR NO KEY UPDATE
+            """, logger: logger)).first
+    }
+
+    /// The active workspace when `user` is a member (one round trip), locked when `lock`.
+    func find(_ id: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+        try await workspaces(c.query("""
+            SELECT \(unescaped: Self.columns) FROM workspaces w
+            WHERE w.id = \(id.uuid) AND w.state = 'active'
+              AND EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = \(user.uuid))
+            \(unescaped: lock ? "FOR NO KEY UPDATE OF w" : "")
             """, logger: logger)).first
     }
 
