@@ -90,14 +90,21 @@ var targets: [Target] = [
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
-                       hummingbird, hummingbirdTesting, jwt, postgres, nioCore, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
+                       hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Tests/SuiteTesting",
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "WorkspaceTests",
         dependencies: ["SuiteTesting", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "ChatTests",
+        dependencies: ["SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),

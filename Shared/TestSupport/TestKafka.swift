@@ -19,8 +19,8 @@ public enum TestKafka {
     }
 
     /// A fresh cluster holding the suite's topic catalog, as `chatsuite dev` hosts it.
-    public static func catalogCluster() throws -> EmbeddedKafkaCluster {
-        let cluster = try self.cluster()
+    public static func catalogCluster(brokers: Int = 3) throws -> EmbeddedKafkaCluster {
+        let cluster = try self.cluster(brokers: brokers)
         try cluster.createTopics(Topic.catalog.map(\.specification))
         return cluster
     }

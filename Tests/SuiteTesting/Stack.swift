@@ -1,4 +1,6 @@
 import AuthApp
+import ChatApp
+import Configuration
 import Common
 import Database
 import Foundation
@@ -25,31 +27,63 @@ public struct Stack: Sendable {
     public let cluster: EmbeddedKafkaCluster
     /// A running client for the workspace service's database (nil without workspace).
     public let workspaceDatabase: PostgresClient?
+    /// A running client for the chat service's database (nil without chat).
+    public let chatDatabase: PostgresClient?
     public static let appKey = "test-app-key"
 
+    /// A service started behind the gateway (auth always runs).
+    private struct Backend: Sendable {
+        let urlVariable: String
+        let database: TestDatabase
+        let make: @Sendable () async throws -> any ApplicationProtocol
+    }
+
     public static func run(
-        workspace: Bool = false,
-        gatewayEnvironment: [String: String] = [:], authEnvironment: [String: String] = [:], workspaceEnvironment: [String: String] = [:],
+        workspace: Bool = false, chat: Bool = false,
+        gatewayEnvironment: [String: String] = [:], authEnvironment: [String: String] = [:],
+        workspaceEnvironment: [String: String] = [:], chatEnvironment: [String: String] = [:],
         _ body: @escaping @Sendable (Stack) async throws -> Void
     ) async throws {
-        let authDB = try await TestDatabase.create(prefix: "auth")
-        let workspaceDB = workspace ? try await TestDatabase.create(prefix: "ws") : nil
-        let cluster = try TestKafka.catalogCluster()
+        // One broker: the stacks test services, not broker failover (KafkaTests and DatabaseTests
+        // cover that with three), and many stacks run at once on two cores.
+        let cluster = try TestKafka.catalogCluster(brokers: 1)
         let keys = try JWTKeyPEM.newEd25519()
         let logger = TestDatabase.logger
         let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]
         let files = FileManager.default.temporaryDirectory
-        let authSettings = ServiceSettings(
-            serviceName: "auth", defaults: AuthService.defaults,
-            environment: common.merging([
-                "DATABASE_URL": authDB.configuration.url, "JWT_PRIVATE_KEY": keys.privateKey,
-                "AUTH_FILES_DIRECTORY": files.appendingPathComponent("auth-files-\(authDB.name)").path,
-            ]) { $1 }
-                .merging(authEnvironment) { $1 },
-            arguments: ["auth"]
-        )
+        func settings(_ name: String, _ defaults: [AbsoluteConfigKey: ConfigValue], _ db: TestDatabase, _ env: [String: String]) -> ServiceSettings {
+            ServiceSettings(
+                serviceName: name, defaults: defaults,
+                environment: common.merging(["DATABASE_URL": db.configuration.url]) { $1 }.merging(env) { $1 }, arguments: [name]
+            )
+        }
 
-        @Sendable func runGateway(upstreams: [String: String], workspaceClient: PostgresClient?) async throws {
+        var backends: [Backend] = []
+        let authDB = try await TestDatabase.create(prefix: "auth")
+        let authSettings = settings("auth", AuthService.defaults, authDB, [
+            "JWT_PRIVATE_KEY": keys.privateKey, "AUTH_FILES_DIRECTORY": files.appendingPathComponent("auth-files-\(authDB.name)").path,
+        ].merging(authEnvironment) { $1 })
+        backends.append(Backend(urlVariable: "AUTH_URL", database: authDB) { try await AuthApp.buildApplication(settings: authSettings, logger: logger) })
+        var workspaceDB: TestDatabase?
+        if workspace {
+            let db = try await TestDatabase.create(prefix: "ws")
+            workspaceDB = db
+            let s = settings("workspace", WorkspaceService.defaults, db, [
+                "WORKSPACE_FILES_DIRECTORY": files.appendingPathComponent("workspace-files-\(db.name)").path,
+            ].merging(workspaceEnvironment) { $1 })
+            backends.append(Backend(urlVariable: "WORKSPACE_URL", database: db) { try await WorkspaceApp.buildApplication(settings: s, logger: logger) })
+        }
+        var chatDB: TestDatabase?
+        if chat {
+            let db = try await TestDatabase.create(prefix: "chat")
+            chatDB = db
+            let s = settings("chat", ChatService.defaults, db, chatEnvironment)
+            backends.append(Backend(urlVariable: "CHAT_URL", database: db) { try await ChatApp.buildApplication(settings: s, logger: logger) })
+        }
+        let started = backends
+        let (workspaceDatabase, chatDatabase) = (workspaceDB, chatDB)
+
+        @Sendable func runGateway(upstreams: [String: String]) async throws {
             var env = common.merging(["JWT_PUBLIC_KEY": keys.publicKey, "SESAC_KEYS": "other-key, \(appKey)"]) { $1 }
             env.merge(upstreams) { $1 }
             env.merge(gatewayEnvironment) { $1 }
@@ -57,37 +91,33 @@ public struct Stack: Sendable {
                 settings: ServiceSettings(serviceName: "gateway", defaults: GatewayService.defaults, environment: env, arguments: ["gateway"]),
                 logger: logger
             )
-            try await gateway.test(.live) { client in
-                try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient))
-            }
-        }
-
-        let auth = try await AuthApp.buildApplication(settings: authSettings, logger: logger)
-        try await auth.test(.live) { authClient in
-            let authURL = "http://127.0.0.1:\(try #require(authClient.port))"
-            guard let workspaceDB else {
-                try await runGateway(upstreams: ["AUTH_URL": authURL], workspaceClient: nil)
-                return
-            }
-            let settings = ServiceSettings(
-                serviceName: "workspace", defaults: WorkspaceService.defaults,
-                environment: common.merging([
-                    "DATABASE_URL": workspaceDB.configuration.url,
-                    "WORKSPACE_FILES_DIRECTORY": files.appendingPathComponent("workspace-files-\(workspaceDB.name)").path,
-                ]) { $1 }
-                    .merging(workspaceEnvironment) { $1 },
-                arguments: ["workspace"]
-            )
-            let workspaceApp = try await WorkspaceApp.buildApplication(settings: settings, logger: logger)
-            try await workspaceApp.test(.live) { workspaceClient in
-                let workspaceURL = "http://127.0.0.1:\(try #require(workspaceClient.port))"
-                try await workspaceDB.withClient { db in
-                    try await runGateway(upstreams: ["AUTH_URL": authURL, "WORKSPACE_URL": workspaceURL], workspaceClient: db)
+            try await withOptionalClient(workspaceDatabase) { workspaceClient in
+                try await withOptionalClient(chatDatabase) { chatClient in
+                    try await gateway.test(.live) { client in
+                        try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient, chatDatabase: chatClient))
+                    }
                 }
             }
         }
-        try await authDB.drop()
-        try await workspaceDB?.drop()
+
+        /// Starts backends[index...] one inside the other (each on a real port), then the gateway.
+        @Sendable func start(_ index: Int, _ upstreams: [String: String]) async throws {
+            guard index < started.count else { return try await runGateway(upstreams: upstreams) }
+            let backend = started[index]
+            let app = try await backend.make()
+            try await app.test(.live) { client in
+                let url = "http://127.0.0.1:\(try #require(client.port))"
+                try await start(index + 1, upstreams.merging([backend.urlVariable: url]) { $1 })
+            }
+        }
+
+        try await start(0, [:])
+        for backend in started { try await backend.database.drop() }
+    }
+
+    private static func withOptionalClient(_ db: TestDatabase?, _ body: @escaping @Sendable (PostgresClient?) async throws -> Void) async throws {
+        guard let db else { return try await body(nil) }
+        try await db.withClient { try await body($0) }
     }
 
     // MARK: requests
@@ -119,18 +149,31 @@ public struct Stack: Sendable {
         let response = try await request(.post, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(password)","nickname":"\#(nickname)","phone":"010-1234-5678"}"#)
         #expect(response.status == .ok, "join: \(String(buffer: response.body))")
         let user = try decode(AuthResultBody.self, response)
-        if workspaceDatabase != nil { try await waitForProfile(user.user_id) }
+        try await waitForProfile(user.user_id)
         return user
     }
 
-    /// Waits until the workspace projection has the user (10 s at most).
+    /// Waits until the workspace and chat projections (those running) have the user (10 s at most).
     public func waitForProfile(_ userId: String, nickname: String? = nil) async throws {
-        guard let db = workspaceDatabase, let id = UUID(uuidString: userId) else { return }
-        try await eventually("workspace has the profile of \(userId)") {
-            for try await name in try await db.query("SELECT nickname FROM user_profiles WHERE user_id = \(id)").decode(String.self) {
-                return nickname == nil || name == nickname
+        guard let id = UUID(uuidString: userId) else { return }
+        for db in [workspaceDatabase, chatDatabase].compactMap({ $0 }) {
+            try await eventually("the profile of \(userId)") {
+                for try await name in try await db.query("SELECT nickname FROM user_profiles WHERE user_id = \(id)").decode(String.self) {
+                    return nickname == nil || name == nickname
+                }
+                return false
             }
-            return false
+        }
+    }
+
+    /// Waits until chat's read model has `userId` in the channel (or not, with `present: false`).
+    public func waitForChatMember(_ userId: String, channel: String, present: Bool = true) async throws {
+        guard let db = chatDatabase, let user = UUID(uuidString: userId), let channel = UUID(uuidString: channel) else { return }
+        try await eventually("chat sees \(userId) \(present ? "in" : "out of") \(channel)") {
+            for try await _ in try await db.query("SELECT 1 FROM channel_members WHERE channel_id = \(channel) AND user_id = \(user)") {
+                return present
+            }
+            return !present
         }
     }
 

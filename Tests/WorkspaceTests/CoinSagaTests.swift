@@ -79,7 +79,7 @@ struct CoinSagaTests {
 
             // The created events follow the debit request, once each.
             let events = try await WorkspaceEventsTests.read(s.cluster) { seen in
-                seen.filter { $0.type == "workspace.created" }.count >= 3
+                seen.filter { $0.type == "workspace.created" }.count >= 3 && seen.filter { $0.type == "workspace.coin-debit-requested" }.count >= 4
             }
             #expect(events.filter { $0.type == "workspace.coin-debit-requested" }.count == 4)
             #expect(events.filter { $0.type == "workspace.created" }.count == 3)

@@ -1,21 +1,31 @@
 import Configuration
 import Database
+import Events
 import Hummingbird
 import Logging
 import ServiceKit
 
-/// `chat`: Channel and DM messages, files and read cursors; produces `chat.message.v1` and `chat.read.v1`.
+/// `chat`: Channel and DM messages, files and read cursors; produces `chat.message.v1` and
+/// `chat.read.v1`; consumes `workspace.v1` (membership read model) and `auth.user.v1` (profiles).
 public enum ChatService {
     public static let name = "chat"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8083]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
-    public static let migrations: [Migration] = []
+    public static let migrations: [Migration] = ChatMigrations.all
 }
 
-/// Builds the `chat` application: platform services, routes, and the startup step.
+/// Builds the `chat` application: platform services, read-model consumers, routes.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let platform = try await ServicePlatform.make(settings: settings, migrations: ChatService.migrations, logger: logger)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: ChatService.migrations, logger: logger)
+    guard let postgres = platform.postgres else { throw StartupError("chat needs DATABASE_URL") }
+    var profiles = EventRouter()
+    ProfileProjection.register(into: &profiles)
+    try platform.addInboxConsumer(group: "chat.profiles", topics: [.authUser], router: profiles)
+    var membership = EventRouter()
+    MembershipProjection.register(into: &membership)
+    try platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
+    ChannelChatRoutes(postgres: postgres, store: MessageStore(logger: logger), logger: logger).add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -7,22 +7,10 @@ import ServiceKit
 
 /// What the workspace service consumes, each applied through the inbox (once per event).
 extension WorkspaceAPI {
-    /// `auth.user.v1` → the member-profile projection (what member lists show). Events of one
-    /// user arrive in order (keyed by user id), so the latest one simply wins.
+    /// `auth.user.v1` → the member-profile projection (what member lists show).
     var profileProjection: EventRouter {
         var router = EventRouter()
-        let store = workspaces
-        router.on(AuthEvents.UserRegistered.self) { event, context in
-            let user = event.data
-            try await store.upsertProfile(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context.connection)
-        }
-        router.on(AuthEvents.UserProfileUpdated.self) { event, context in
-            let user = event.data
-            try await store.upsertProfile(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context.connection)
-        }
-        router.on(AuthEvents.UserDeleted.self) { event, context in
-            try await store.markProfileDeleted(event.data.userId, context.connection)
-        }
+        ProfileProjection.register(into: &router)
         return router
     }
 

@@ -1,22 +1,17 @@
 import Events
 import Foundation
 import Hummingbird
+import ServiceKit
 
 // Response shapes of the client contract §1.1: snake_case ids, camelCase everything else, dates
 // as yyyy-MM-ddTHH:mm:ss.SSSZ (the suite's encoder), bare top-level arrays. Optional fields are
 // omitted when nil, except `coverImage` on workspaces, which WSX decodes as a non-optional String.
 
-struct MemberResponse: ResponseEncodable, Sendable, Equatable {
-    var user_id: UserID
-    var email: String
-    var nickname: String
-    var profileImage: String?
+typealias MemberResponse = MemberSummary
 
+extension MemberSummary {
     init(_ member: MemberRecord) {
-        user_id = member.userId
-        email = member.email
-        nickname = member.nickname
-        profileImage = member.profileImage
+        self.init(userId: member.userId, email: member.email, nickname: member.nickname, profileImage: member.profileImage)
     }
 }
 

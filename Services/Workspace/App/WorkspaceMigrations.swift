@@ -8,15 +8,7 @@ enum WorkspaceMigrations {
         Migration(100, "user profile projection, workspaces, members, categories, channels", """
             CREATE EXTENSION IF NOT EXISTS pg_trgm;
             -- Projection of auth.user.v1: what member lists show.
-            CREATE TABLE user_profiles (
-                user_id uuid PRIMARY KEY,
-                email text NOT NULL,
-                nickname text NOT NULL,
-                profile_image text,
-                deleted boolean NOT NULL DEFAULT false
-            );
-            CREATE INDEX user_profiles_email ON user_profiles (lower(email));
-            CREATE INDEX user_profiles_nickname_trgm ON user_profiles USING gin (nickname gin_trgm_ops);
+            \(ProfileProjection.createTable);
             CREATE TABLE workspaces (
                 id uuid PRIMARY KEY,
                 name text NOT NULL,

@@ -1,5 +1,6 @@
 import Events
 import Foundation
+import Database
 import Logging
 import PostgresNIO
 
@@ -30,7 +31,7 @@ struct WorkspaceStore: Sendable {
 
     /// Member columns from the profile projection; a member whose profile event has not arrived
     /// yet is listed with empty strings rather than left out.
-    static let memberColumns = "m.user_id, coalesce(p.email, ''), coalesce(p.nickname, ''), p.profile_image"
+    static let memberColumns = ProfileProjection.columns(userColumn: "m.user_id")
 
     // MARK: reads
 
@@ -175,19 +176,6 @@ struct WorkspaceStore: Sendable {
         try await workspaces(c.query("""
             DELETE FROM workspaces w WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
             """, logger: logger)).first
-    }
-
-    // MARK: profile projection (auth.user.v1)
-
-    func upsertProfile(_ user: UserID, email: String, nickname: String, profileImage: String?, _ c: PostgresConnection) async throws {
-        _ = try await c.query("""
-            INSERT INTO user_profiles (user_id, email, nickname, profile_image) VALUES (\(user.uuid), \(email), \(nickname), \(profileImage))
-            ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, nickname = EXCLUDED.nickname, profile_image = EXCLUDED.profile_image
-            """, logger: logger)
-    }
-
-    func markProfileDeleted(_ user: UserID, _ c: PostgresConnection) async throws {
-        _ = try await c.query("UPDATE user_profiles SET deleted = true WHERE user_id = \(user.uuid)", logger: logger)
     }
 
     private func exists(_ rows: PostgresRowSequence) async throws -> Bool {

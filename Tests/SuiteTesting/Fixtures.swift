@@ -2,45 +2,44 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
-import SuiteTesting
 import Testing
 
 /// A signed-up user as the tests drive it.
-struct User: Sendable {
-    let id: String
-    let email: String
-    let token: String
+public struct User: Sendable {
+    public let id: String
+    public let email: String
+    public let token: String
 }
 
 extension Stack {
     /// Runs auth, workspace and the gateway.
-    static func workspaces(
+    public static func workspaces(
         workspaceEnvironment: [String: String] = [:], _ body: @escaping @Sendable (Stack) async throws -> Void
     ) async throws {
         try await run(workspace: true, workspaceEnvironment: workspaceEnvironment, body)
     }
 
-    func user(_ nickname: String = "새싹이") async throws -> User {
+    public func user(_ nickname: String = "새싹이") async throws -> User {
         let result = try await join(nickname: nickname)
         return User(id: result.user_id, email: result.email, token: result.token.accessToken)
     }
 
-    func get(_ uri: String, _ user: User?) async throws -> TestResponse {
+    public func get(_ uri: String, _ user: User?) async throws -> TestResponse {
         try await request(.get, uri, token: user?.token)
     }
 
-    func send(_ method: HTTPRequest.Method, _ uri: String, _ user: User?, json: String) async throws -> TestResponse {
+    public func send(_ method: HTTPRequest.Method, _ uri: String, _ user: User?, json: String) async throws -> TestResponse {
         try await request(method, uri, token: user?.token, json: json)
     }
 
-    func multipartRequest(_ method: HTTPRequest.Method, _ uri: String, _ user: User?, fields: [String: String], image: [UInt8]? = nil,
+    public func multipartRequest(_ method: HTTPRequest.Method, _ uri: String, _ user: User?, fields: [String: String], image: [UInt8]? = nil,
                           imageType: String = "image/jpeg") async throws -> TestResponse {
         let body = multipart(file: image, contentType: imageType, fields: fields)
         return try await client.execute(uri: uri, method: method, headers: headers(token: user?.token, contentType: body.contentType), body: body.body)
     }
 
     /// Creates a workspace (multipart, as WSX does) and returns its JSON.
-    func createWorkspace(_ owner: User, name: String = "ws-\(UUID().uuidString.prefix(8))", description: String? = nil,
+    public func createWorkspace(_ owner: User, name: String = "ws-\(UUID().uuidString.prefix(8))", description: String? = nil,
                          image: [UInt8]? = nil) async throws -> [String: Any] {
         var fields = ["name": name]
         if let description { fields["description"] = description }
@@ -50,25 +49,25 @@ extension Stack {
     }
 
     /// Creates a channel with a JSON body (as AMOR does) and returns its JSON.
-    func createChannel(_ owner: User, in workspace: String, name: String = "ch-\(UUID().uuidString.prefix(8))") async throws -> [String: Any] {
+    public func createChannel(_ owner: User, in workspace: String, name: String = "ch-\(UUID().uuidString.prefix(8))") async throws -> [String: Any] {
         let response = try await send(.post, "/v1/workspaces/\(workspace)/channels", owner, json: #"{"name":"\#(name)","description":"about","image":null}"#)
         #expect(response.status == .ok, "create channel: \(String(buffer: response.body))")
         return try #require(jsonObject(response))
     }
 
     /// Invites `user` by email (owner only).
-    func invite(_ user: User, to workspace: String, by owner: User) async throws {
+    public func invite(_ user: User, to workspace: String, by owner: User) async throws {
         let response = try await send(.post, "/v1/workspaces/\(workspace)/members", owner, json: #"{"email":"\#(user.email)"}"#)
         #expect(response.status == .ok, "invite: \(String(buffer: response.body))")
     }
 }
 
-func id(_ object: [String: Any]?, _ key: String) -> String {
+public func id(_ object: [String: Any]?, _ key: String) -> String {
     (object?[key] as? String) ?? ""
 }
 
 /// The status and error code of a response, e.g. "200" or "400 E13".
-func outcome(_ response: TestResponse) -> String {
+public func outcome(_ response: TestResponse) -> String {
     if let code = errorCode(response) { return "\(response.status.code) \(code)" }
     return "\(response.status.code)"
 }

@@ -1,0 +1,39 @@
+import Events
+import Foundation
+import Hummingbird
+import ServiceKit
+
+// Response shapes of the client contract §1.1: snake_case ids, camelCase fields, `files` always
+// an array, dates yyyy-MM-ddTHH:mm:ss.SSSZ.
+
+extension MemberSummary {
+    init(_ sender: ChatEvents.Sender) {
+        self.init(userId: sender.userId, email: sender.email, nickname: sender.nickname, profileImage: sender.profileImage)
+    }
+}
+
+struct ChannelChatResponse: ResponseEncodable, Sendable {
+    var channel_id: ChannelID
+    var channelName: String
+    var chat_id: MessageID
+    var content: String?
+    var createdAt: Date
+    var files: [String]
+    var user: MemberSummary
+
+    init(_ message: ChannelMessage) {
+        channel_id = message.channel.id
+        channelName = message.channel.name
+        chat_id = message.id
+        content = message.content
+        createdAt = message.createdAt
+        files = message.files
+        user = MemberSummary(message.sender)
+    }
+}
+
+struct ChannelUnreadResponse: ResponseEncodable, Sendable {
+    var channel_id: ChannelID
+    var name: String
+    var count: Int
+}

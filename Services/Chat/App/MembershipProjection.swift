@@ -1,0 +1,76 @@
+import Database
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `workspace.v1` → chat's read model of channels and who is in them. Events of one workspace
+/// arrive in order (keyed by workspace id) and carry the state after the change, so each is
+/// applied as an idempotent upsert or delete.
+enum MembershipProjection {
+    static func register(into router: inout EventRouter) {
+        router.on(WorkspaceEvents.ChannelCreated.self) { event, context in
+            let e = event.data
+            _ = try await context.connection.query("""
+                INSERT INTO channels (id, workspace_id, name) VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name))
+                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
+                """, logger: context.logger)
+        }
+        router.on(WorkspaceEvents.ChannelUpdated.self) { event, context in
+            _ = try await context.connection.query(
+                "UPDATE channels SET name = \(event.data.name) WHERE id = \(event.data.channelId.uuid)", logger: context.logger
+            )
+        }
+        router.on(WorkspaceEvents.ChannelDeleted.self) { event, context in
+            try await deleteChannels([event.data.channelId], context)
+        }
+        router.on(WorkspaceEvents.WorkspaceDeleted.self) { event, context in
+            try await deleteChannels(event.data.channelIds, context)
+            _ = try await context.connection.query(
+                "DELETE FROM workspace_members WHERE workspace_id = \(event.data.workspaceId.uuid)", logger: context.logger
+            )
+        }
+        router.on(WorkspaceEvents.MemberJoined.self) { event, context in
+            let e = event.data
+            _ = try await context.connection.query("""
+                INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(e.workspaceId.uuid), \(e.userId.uuid)) ON CONFLICT DO NOTHING
+                """, logger: context.logger)
+            try await addMember(e.userId, to: e.channelIds, context)
+        }
+        router.on(WorkspaceEvents.MemberLeft.self) { event, context in
+            let e = event.data
+            _ = try await context.connection.query("""
+                DELETE FROM workspace_members WHERE workspace_id = \(e.workspaceId.uuid) AND user_id = \(e.userId.uuid)
+                """, logger: context.logger)
+            _ = try await context.connection.query("""
+                DELETE FROM channel_members m USING channels c
+                WHERE m.channel_id = c.id AND c.workspace_id = \(e.workspaceId.uuid) AND m.user_id = \(e.userId.uuid)
+                """, logger: context.logger)
+        }
+        router.on(WorkspaceEvents.ChannelMemberJoined.self) { event, context in
+            try await addMember(event.data.userId, to: [event.data.channelId], context)
+        }
+        router.on(WorkspaceEvents.ChannelMemberLeft.self) { event, context in
+            _ = try await context.connection.query("""
+                DELETE FROM channel_members WHERE channel_id = \(event.data.channelId.uuid) AND user_id = \(event.data.userId.uuid)
+                """, logger: context.logger)
+        }
+    }
+
+    private static func addMember(_ user: UserID, to channels: [ChannelID], _ context: EventContext) async throws {
+        guard !channels.isEmpty else { return }
+        // Channels this projection does not know (deleted meanwhile) are skipped by the join.
+        _ = try await context.connection.query("""
+            INSERT INTO channel_members (channel_id, user_id)
+            SELECT c.id, \(user.uuid) FROM channels c WHERE c.id = ANY(\(channels.map(\.uuid))::uuid[])
+            ON CONFLICT DO NOTHING
+            """, logger: context.logger)
+    }
+
+    private static func deleteChannels(_ channels: [ChannelID], _ context: EventContext) async throws {
+        guard !channels.isEmpty else { return }
+        let ids = channels.map(\.uuid)
+        _ = try await context.connection.query("DELETE FROM channel_messages WHERE channel_id = ANY(\(ids)::uuid[])", logger: context.logger)
+        _ = try await context.connection.query("DELETE FROM channels WHERE id = ANY(\(ids)::uuid[])", logger: context.logger)
+    }
+}

@@ -1,0 +1,134 @@
+import Database
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+
+struct ChannelRef: Sendable {
+    var id: ChannelID
+    var workspaceId: WorkspaceID
+    var name: String
+}
+
+struct ChannelMessage: Sendable {
+    var id: MessageID
+    var channel: ChannelRef
+    var sender: ChatEvents.Sender
+    var content: String?
+    var files: [String]
+    var createdAt: Date
+}
+
+/// SQL of channel messages. History is keyset on `(channel_id, created_at, id)`, never OFFSET.
+struct MessageStore: Sendable {
+    let logger: Logger
+
+    private static let senderColumns = ProfileProjection.columns(userColumn: "m.sender_id")
+
+    /// The channel when `user` is in it (per this service's read model), locked for the
+    /// transaction when `lock` (which serialises inserts per channel).
+    func channel(_ id: ChannelID, in workspace: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> ChannelRef? {
+        for try await (name) in try await c.query("""
+            SELECT c.name FROM channels c JOIN channel_members m ON m.channel_id = c.id
+            WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid)
+            \(unescaped: lock ? "FOR NO KEY UPDATE OF c" : "")
+            """, logger: logger).decode(String.self)
+        {
+            return ChannelRef(id: id, workspaceId: workspace, name: name)
+        }
+        return nil
+    }
+
+    /// The next message time of the locked channel: now in milliseconds, but always at least 1 ms
+    /// after the previous message, so times are unique per channel and follow commit order.
+    func nextTimestamp(_ channel: ChannelID, _ c: PostgresConnection) async throws -> Date {
+        for try await time in try await c.query("""
+            UPDATE channels SET last_message_at =
+                greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
+            WHERE id = \(channel.uuid) RETURNING last_message_at
+            """, logger: logger).decode(Date.self)
+        {
+            return time
+        }
+        throw ChatStoreError("channel \(channel) vanished while locked")
+    }
+
+    func insert(_ id: MessageID, channel: ChannelRef, sender: UserID, content: String?, files: [String], nonce: String?, at time: Date,
+                _ c: PostgresConnection) async throws {
+        _ = try await c.query("""
+            INSERT INTO channel_messages (id, channel_id, sender_id, content, files, nonce, created_at)
+            VALUES (\(id.uuid), \(channel.id.uuid), \(sender.uuid), \(content), \(files), \(nonce), \(time))
+            """, logger: logger)
+    }
+
+    /// The message `sender` already sent with `nonce` (a retried send), if any.
+    func message(sender: UserID, nonce: String, channel: ChannelRef, _ c: PostgresConnection) async throws -> ChannelMessage? {
+        try await messages(c.query("""
+            SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
+            FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+            WHERE m.sender_id = \(sender.uuid) AND m.nonce = \(nonce) AND m.channel_id = \(channel.id.uuid)
+            """, logger: logger), channel: channel).first
+    }
+
+    func sender(_ user: UserID, _ c: PostgresConnection) async throws -> ChatEvents.Sender {
+        for try await (email, nickname, image) in try await c.query("""
+            SELECT p.email, p.nickname, p.profile_image FROM user_profiles p WHERE p.user_id = \(user.uuid)
+            """, logger: logger).decode((String, String, String?).self)
+        {
+            return ChatEvents.Sender(userId: user, email: email, nickname: nickname, profileImage: image)
+        }
+        return ChatEvents.Sender(userId: user, email: "", nickname: "", profileImage: nil)
+    }
+
+    /// Messages strictly newer than `after` (all when nil), oldest first.
+    func history(_ channel: ChannelRef, after: Date?, _ c: PostgresConnection) async throws -> [ChannelMessage] {
+        let rows: PostgresRowSequence
+        if let after {
+            rows = try await c.query("""
+                SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
+                FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.channel_id = \(channel.id.uuid) AND m.created_at > \(after)
+                ORDER BY m.created_at, m.id
+                """, logger: logger)
+        } else {
+            rows = try await c.query("""
+                SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
+                FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.channel_id = \(channel.id.uuid)
+                ORDER BY m.created_at, m.id
+                """, logger: logger)
+        }
+        return try await messages(rows, channel: channel)
+    }
+
+    /// Messages of others strictly newer than `after`.
+    func unreadCount(_ channel: ChannelRef, after: Date, reader: UserID, _ c: PostgresConnection) async throws -> Int {
+        for try await count in try await c.query("""
+            SELECT count(*) FROM channel_messages
+            WHERE channel_id = \(channel.id.uuid) AND created_at > \(after) AND sender_id <> \(reader.uuid)
+            """, logger: logger).decode(Int64.self)
+        {
+            return Int(count)
+        }
+        return 0
+    }
+
+    private func messages(_ rows: PostgresRowSequence, channel: ChannelRef) async throws -> [ChannelMessage] {
+        var result: [ChannelMessage] = []
+        for try await (id, content, files, createdAt, sender, email, nickname, image) in rows.decode(
+            (UUID, String?, [String], Date, UUID, String, String, String?).self
+        ) {
+            result.append(ChannelMessage(
+                id: MessageID(id), channel: channel,
+                sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
+                content: content, files: files, createdAt: createdAt
+            ))
+        }
+        return result
+    }
+}
+
+struct ChatStoreError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

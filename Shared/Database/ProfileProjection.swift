@@ -1,0 +1,52 @@
+import Events
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A service's own copy of user profiles, built from `auth.user.v1` (services never ask `auth`):
+/// what member lists and message senders show. Events of one user arrive in order (keyed by user
+/// id), so the latest one simply wins.
+public enum ProfileProjection {
+    /// The table, for the service's own migration (needs `pg_trgm` for the nickname index).
+    public static let createTable = """
+        CREATE TABLE user_profiles (
+            user_id uuid PRIMARY KEY,
+            email text NOT NULL,
+            nickname text NOT NULL,
+            profile_image text,
+            deleted boolean NOT NULL DEFAULT false
+        );
+        CREATE INDEX user_profiles_email ON user_profiles (lower(email));
+        CREATE INDEX user_profiles_nickname_trgm ON user_profiles USING gin (nickname gin_trgm_ops)
+        """
+
+    /// `user_id, email, nickname, profile_image` of the user in column `\(alias).user_id`, joined as
+    /// `p`; a user whose profile event has not arrived yet shows empty strings rather than vanishing.
+    public static func columns(userColumn: String) -> String {
+        "\(userColumn), coalesce(p.email, ''), coalesce(p.nickname, ''), p.profile_image"
+    }
+
+    /// Adds the `auth.user.v1` handlers to a consumer's router.
+    public static func register(into router: inout EventRouter) {
+        router.on(AuthEvents.UserRegistered.self) { event, context in
+            let user = event.data
+            try await upsert(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context)
+        }
+        router.on(AuthEvents.UserProfileUpdated.self) { event, context in
+            let user = event.data
+            try await upsert(user.userId, email: user.email, nickname: user.nickname, profileImage: user.profileImage, context)
+        }
+        router.on(AuthEvents.UserDeleted.self) { event, context in
+            _ = try await context.connection.query(
+                "UPDATE user_profiles SET deleted = true WHERE user_id = \(event.data.userId.uuid)", logger: context.logger
+            )
+        }
+    }
+
+    private static func upsert(_ user: UserID, email: String, nickname: String, profileImage: String?, _ context: EventContext) async throws {
+        _ = try await context.connection.query("""
+            INSERT INTO user_profiles (user_id, email, nickname, profile_image) VALUES (\(user.uuid), \(email), \(nickname), \(profileImage))
+            ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, nickname = EXCLUDED.nickname, profile_image = EXCLUDED.profile_image
+            """, logger: context.logger)
+    }
+}

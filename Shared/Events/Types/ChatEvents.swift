@@ -1,0 +1,46 @@
+import Foundation
+
+/// `chat.message.v1`, keyed by channel id (or DM room id): messages as stored. `chat-fanout`
+/// delivers these to gateways; the payload carries everything a client's `ChannelChat` shows.
+public enum ChatEvents {
+    /// The sender as clients display them (from `chat`'s profile projection when sent).
+    public struct Sender: Codable, Sendable, Equatable {
+        public var userId: UserID
+        public var email: String
+        public var nickname: String
+        public var profileImage: String?
+
+        public init(userId: UserID, email: String, nickname: String, profileImage: String?) {
+            self.userId = userId
+            self.email = email
+            self.nickname = nickname
+            self.profileImage = profileImage
+        }
+    }
+
+    public struct ChannelMessageCreated: EventPayload {
+        public static let eventType = "chat.channel-message.created"
+        public static let topic = Topic.chatMessage
+        public var messageId: MessageID
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var channelName: String
+        public var sender: Sender
+        public var content: String?
+        public var files: [String]
+        public var createdAt: Date
+        public var subject: String { channelId.description }
+
+        public init(messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
+                    content: String?, files: [String], createdAt: Date) {
+            self.messageId = messageId
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.channelName = channelName
+            self.sender = sender
+            self.content = content
+            self.files = files
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+}
