@@ -84,6 +84,25 @@ struct ChannelChatTests {
         }
     }
 
+    @Test("every message's own createdAt, echoed as the cursor, returns exactly the messages after it (20 messages)")
+    func exactCursor() async throws {
+        try await Stack.run(workspace: true, chat: true) { s in
+            let owner = try await s.user()
+            let member = try await s.user()
+            let room = try await room(s, owner, member)
+            for i in 0..<20 { #expect(try await post(s, room, i % 2 == 0 ? owner : member, "#\(i)").status == .ok) }
+            let all = try #require(jsonArray(try await s.get(room.chats, owner)))
+            #expect(all.map { $0["content"] as? String } == (0..<20).map { "#\($0)" })
+            for (i, message) in all.enumerated() {
+                let cursor = try #require(message["createdAt"] as? String)
+                let after = try #require(jsonArray(try await s.get(room.chats + "?cursor_date=\(cursor)", owner)))
+                #expect(after.map { id($0, "chat_id") } == all.dropFirst(i + 1).map { id($0, "chat_id") }, "cursor \(cursor) of #\(i)")
+                let unread = jsonObject(try await s.get(room.unreads + "?after=\(cursor)", owner))?["count"] as? Int
+                #expect(unread == all.dropFirst(i + 1).filter { ($0["user"] as? [String: Any])?["user_id"] as? String != owner.id }.count)
+            }
+        }
+    }
+
     @Test("refusals: E11 empty or oversized content, E13 non-member or unknown channel, E02 without a token")
     func refusals() async throws {
         try await Stack.run(workspace: true, chat: true) { s in

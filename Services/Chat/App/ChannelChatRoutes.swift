@@ -47,12 +47,12 @@ struct ChannelChatRoutes: Sendable {
         return (me, workspace, channel)
     }
 
-    /// A `cursor_date` / `after` value: absent or empty is nil; otherwise the contract's format
-    /// (E11 when unreadable).
-    static func date(_ text: String?) throws -> Date? {
+    /// A `cursor_date` / `after` value in epoch milliseconds: absent or empty is nil; otherwise the
+    /// contract's format (E11 when unreadable).
+    static func date(_ text: String?) throws -> Int64? {
         guard let text, !text.isEmpty else { return nil }
-        guard let date = Timestamp.parse(text) else { throw APIError.badRequest("dates are yyyy-MM-ddTHH:mm:ss.SSSZ") }
-        return date
+        guard let milliseconds = Timestamp.parseMilliseconds(text) else { throw APIError.badRequest("dates are yyyy-MM-ddTHH:mm:ss.SSSZ") }
+        return milliseconds
     }
 
     /// Stores the message and its `chat.channel-message.created` event in one transaction. The
@@ -64,11 +64,9 @@ struct ChannelChatRoutes: Sendable {
         return ChannelChatResponse(try await postgres.withTransaction(logger: logger) { c -> ChannelMessage in
             guard let channel = try await store.channel(channelId, in: workspace, member: me, lock: true, c) else { throw APIError.notFound("channel") }
             if let nonce, let earlier = try await store.message(sender: me, nonce: nonce, channel: channel, c) { return earlier }
-            let time = try await store.nextTimestamp(channelId, c)
-            let message = ChannelMessage(
-                id: .generate(), channel: channel, sender: try await store.sender(me, c), content: content, files: [], createdAt: time
-            )
-            try await store.insert(message.id, channel: channel, sender: me, content: content, files: [], nonce: nonce, at: time, c)
+            let id = MessageID.generate()
+            let time = try await store.insert(id, channel: channel, sender: me, content: content, files: [], nonce: nonce, c)
+            let message = ChannelMessage(id: id, channel: channel, sender: try await store.sender(me, c), content: content, files: [], createdAt: time)
             try await Outbox.append(CloudEvent(source: Self.source, data: ChatEvents.ChannelMessageCreated(
                 messageId: message.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: message.sender,
                 content: content, files: [], createdAt: time

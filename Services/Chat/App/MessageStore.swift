@@ -23,6 +23,7 @@ struct ChannelMessage: Sendable {
 struct MessageStore: Sendable {
     let logger: Logger
 
+    private static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
     private static let senderColumns = ProfileProjection.columns(userColumn: "m.sender_id")
 
     /// The channel when `user` is in it (per this service's read model), locked for the
@@ -39,26 +40,26 @@ struct MessageStore: Sendable {
         return nil
     }
 
-    /// The next message time of the locked channel: now in milliseconds, but always at least 1 ms
-    /// after the previous message, so times are unique per channel and follow commit order.
-    func nextTimestamp(_ channel: ChannelID, _ c: PostgresConnection) async throws -> Date {
+    /// Inserts the message with the next time of the locked channel: now in milliseconds, but at
+    /// least 1 ms after the channel's previous message, so times are unique per channel and follow
+    /// commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
+    /// microsecond and break the exact-millisecond cursor); returns it.
+    func insert(_ id: MessageID, channel: ChannelRef, sender: UserID, content: String?, files: [String], nonce: String?,
+                _ c: PostgresConnection) async throws -> Date {
         for try await time in try await c.query("""
-            UPDATE channels SET last_message_at =
-                greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
-            WHERE id = \(channel.uuid) RETURNING last_message_at
+            WITH clock AS (
+                UPDATE channels SET last_message_at =
+                    greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
+                WHERE id = \(channel.id.uuid) RETURNING last_message_at
+            )
+            INSERT INTO channel_messages (id, channel_id, sender_id, content, files, nonce, created_at)
+            SELECT \(id.uuid), \(channel.id.uuid), \(sender.uuid), \(content), \(files), \(nonce), clock.last_message_at FROM clock
+            RETURNING created_at
             """, logger: logger).decode(Date.self)
         {
             return time
         }
-        throw ChatStoreError("channel \(channel) vanished while locked")
-    }
-
-    func insert(_ id: MessageID, channel: ChannelRef, sender: UserID, content: String?, files: [String], nonce: String?, at time: Date,
-                _ c: PostgresConnection) async throws {
-        _ = try await c.query("""
-            INSERT INTO channel_messages (id, channel_id, sender_id, content, files, nonce, created_at)
-            VALUES (\(id.uuid), \(channel.id.uuid), \(sender.uuid), \(content), \(files), \(nonce), \(time))
-            """, logger: logger)
+        throw ChatStoreError("channel \(channel.id) vanished while locked")
     }
 
     /// The message `sender` already sent with `nonce` (a retried send), if any.
@@ -80,14 +81,15 @@ struct MessageStore: Sendable {
         return ChatEvents.Sender(userId: user, email: "", nickname: "", profileImage: nil)
     }
 
-    /// Messages strictly newer than `after` (all when nil), oldest first.
-    func history(_ channel: ChannelRef, after: Date?, _ c: PostgresConnection) async throws -> [ChannelMessage] {
+    /// Messages strictly newer than `after` (epoch milliseconds; all when nil), oldest first. The
+    /// bound is built in SQL from the integer, exactly (a bound `Date` may land a microsecond early).
+    func history(_ channel: ChannelRef, after: Int64?, _ c: PostgresConnection) async throws -> [ChannelMessage] {
         let rows: PostgresRowSequence
         if let after {
             rows = try await c.query("""
                 SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
                 FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-                WHERE m.channel_id = \(channel.id.uuid) AND m.created_at > \(after)
+                WHERE m.channel_id = \(channel.id.uuid) AND m.created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         } else {
@@ -102,10 +104,10 @@ struct MessageStore: Sendable {
     }
 
     /// Messages of others strictly newer than `after`.
-    func unreadCount(_ channel: ChannelRef, after: Date, reader: UserID, _ c: PostgresConnection) async throws -> Int {
+    func unreadCount(_ channel: ChannelRef, after: Int64, reader: UserID, _ c: PostgresConnection) async throws -> Int {
         for try await count in try await c.query("""
             SELECT count(*) FROM channel_messages
-            WHERE channel_id = \(channel.id.uuid) AND created_at > \(after) AND sender_id <> \(reader.uuid)
+            WHERE channel_id = \(channel.id.uuid) AND created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond' AND sender_id <> \(reader.uuid)
             """, logger: logger).decode(Int64.self)
         {
             return Int(count)
