@@ -21,9 +21,9 @@ struct ChannelChatResponse: ResponseEncodable, Sendable {
     var files: [String]
     var user: MemberSummary
 
-    init(_ message: ChannelMessage) {
-        channel_id = message.channel.id
-        channelName = message.channel.name
+    init(_ message: StoredMessage, in channel: ChannelRef) {
+        channel_id = channel.id
+        channelName = channel.name
         chat_id = message.id
         content = message.content
         createdAt = message.createdAt
@@ -37,3 +37,35 @@ struct ChannelUnreadResponse: ResponseEncodable, Sendable {
     var name: String
     var count: Int
 }
+
+/// `DMRoom`: `user` is the other participant.
+struct DMRoomResponse: ResponseEncodable, Sendable {
+    var room_id: RoomID
+    var createdAt: Date
+    var user: MemberSummary
+}
+
+struct DMChatResponse: ResponseEncodable, Sendable {
+    var dm_id: MessageID
+    var room_id: RoomID
+    var content: String?
+    var createdAt: Date
+    var files: [String]
+    var user: MemberSummary
+
+    init(_ message: StoredMessage, in room: RoomRef) {
+        dm_id = message.id
+        room_id = room.id
+        content = message.content
+        createdAt = message.createdAt
+        files = message.files
+        user = MemberSummary(message.sender)
+    }
+}
+
+struct DMUnreadResponse: ResponseEncodable, Sendable {
+    var room_id: RoomID
+    var count: Int
+}
+
+struct OpponentBody: Decodable { var opponent_id: String? }

@@ -6,7 +6,7 @@ import Database
 /// repeats a row.
 enum ChatMigrations {
     static let all: [Migration] = [
-        Migration(100, "profiles, membership read model, channel messages", """
+        Migration(100, "profiles, membership read model, DM rooms, messages", """
             CREATE EXTENSION IF NOT EXISTS pg_trgm;
             \(ProfileProjection.createTable);
             CREATE TABLE channels (
@@ -27,17 +27,29 @@ enum ChatMigrations {
                 user_id uuid NOT NULL,
                 PRIMARY KEY (workspace_id, user_id)
             );
-            CREATE TABLE channel_messages (
+            CREATE TABLE dm_rooms (
                 id uuid PRIMARY KEY,
-                channel_id uuid NOT NULL,
+                workspace_id uuid NOT NULL,
+                -- The participants in a canonical order (equal for a note-to-self room).
+                user_low uuid NOT NULL,
+                user_high uuid NOT NULL CHECK (user_low <= user_high),
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                last_message_at timestamptz NOT NULL DEFAULT '-infinity',
+                UNIQUE (workspace_id, user_low, user_high)
+            );
+            CREATE INDEX dm_rooms_high ON dm_rooms (workspace_id, user_high);
+            -- Messages of channels and DM rooms alike: `conversation_id` is the channel or room id.
+            CREATE TABLE messages (
+                id uuid PRIMARY KEY,
+                conversation_id uuid NOT NULL,
                 sender_id uuid NOT NULL,
                 content text,
                 files text[] NOT NULL DEFAULT '{}',
                 nonce text,
                 created_at timestamptz NOT NULL
             );
-            CREATE INDEX channel_messages_history ON channel_messages (channel_id, created_at, id);
-            CREATE UNIQUE INDEX channel_messages_nonce ON channel_messages (channel_id, sender_id, nonce) WHERE nonce IS NOT NULL;
+            CREATE INDEX messages_history ON messages (conversation_id, created_at, id);
+            CREATE UNIQUE INDEX messages_nonce ON messages (conversation_id, sender_id, nonce) WHERE nonce IS NOT NULL;
             """),
     ]
 }

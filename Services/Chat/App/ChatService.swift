@@ -26,6 +26,6 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     MembershipProjection.register(into: &membership)
     try platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
-    ChannelChatRoutes(postgres: postgres, store: MessageStore(logger: logger), logger: logger).add(to: router)
+    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), logger: logger).add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -26,9 +26,12 @@ enum MembershipProjection {
         }
         router.on(WorkspaceEvents.WorkspaceDeleted.self) { event, context in
             try await deleteChannels(event.data.channelIds, context)
-            _ = try await context.connection.query(
-                "DELETE FROM workspace_members WHERE workspace_id = \(event.data.workspaceId.uuid)", logger: context.logger
-            )
+            let workspace = event.data.workspaceId.uuid
+            _ = try await context.connection.query("""
+                DELETE FROM messages WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
+                """, logger: context.logger)
+            _ = try await context.connection.query("DELETE FROM dm_rooms WHERE workspace_id = \(workspace)", logger: context.logger)
+            _ = try await context.connection.query("DELETE FROM workspace_members WHERE workspace_id = \(workspace)", logger: context.logger)
         }
         router.on(WorkspaceEvents.MemberJoined.self) { event, context in
             let e = event.data
@@ -70,7 +73,7 @@ enum MembershipProjection {
     private static func deleteChannels(_ channels: [ChannelID], _ context: EventContext) async throws {
         guard !channels.isEmpty else { return }
         let ids = channels.map(\.uuid)
-        _ = try await context.connection.query("DELETE FROM channel_messages WHERE channel_id = ANY(\(ids)::uuid[])", logger: context.logger)
+        _ = try await context.connection.query("DELETE FROM messages WHERE conversation_id = ANY(\(ids)::uuid[])", logger: context.logger)
         _ = try await context.connection.query("DELETE FROM channels WHERE id = ANY(\(ids)::uuid[])", logger: context.logger)
     }
 }

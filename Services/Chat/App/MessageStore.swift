@@ -4,27 +4,49 @@ import Foundation
 import Logging
 import PostgresNIO
 
+/// Where messages are posted: a channel or a DM room. Its row is the conversation's clock and
+/// insert lock (`last_message_at`).
+enum Conversation: Sendable {
+    case channel(ChannelRef)
+    case room(RoomRef)
+
+    var id: UUID {
+        switch self {
+        case .channel(let channel): channel.id.uuid
+        case .room(let room): room.id.uuid
+        }
+    }
+
+    /// The table holding the conversation's clock (a constant identifier, never input).
+    var clockTable: String {
+        switch self {
+        case .channel: "channels"
+        case .room: "dm_rooms"
+        }
+    }
+}
+
 struct ChannelRef: Sendable {
     var id: ChannelID
     var workspaceId: WorkspaceID
     var name: String
 }
 
-struct ChannelMessage: Sendable {
+struct StoredMessage: Sendable {
     var id: MessageID
-    var channel: ChannelRef
     var sender: ChatEvents.Sender
     var content: String?
     var files: [String]
     var createdAt: Date
 }
 
-/// SQL of channel messages. History is keyset on `(channel_id, created_at, id)`, never OFFSET.
+/// SQL of messages (channels and DM rooms share one table). History is keyset on
+/// `(conversation_id, created_at, id)`, never OFFSET.
 struct MessageStore: Sendable {
     let logger: Logger
 
     private static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
-    private static let senderColumns = ProfileProjection.columns(userColumn: "m.sender_id")
+    private static let columns = "m.id, m.content, m.files, m.created_at, \(ProfileProjection.columns(userColumn: "m.sender_id"))"
 
     /// The channel when `user` is in it (per this service's read model), locked for the
     /// transaction when `lock` (which serialises inserts per channel).
@@ -40,35 +62,34 @@ struct MessageStore: Sendable {
         return nil
     }
 
-    /// Inserts the message with the next time of the locked channel: now in milliseconds, but at
-    /// least 1 ms after the channel's previous message, so times are unique per channel and follow
-    /// commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
+    /// Inserts the message with the next time of the (locked) conversation: now in milliseconds,
+    /// but at least 1 ms after its previous message, so times are unique per conversation and
+    /// follow commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
     /// microsecond and break the exact-millisecond cursor); returns it.
-    func insert(_ id: MessageID, channel: ChannelRef, sender: UserID, content: String?, files: [String], nonce: String?,
+    func insert(_ id: MessageID, in conversation: Conversation, sender: UserID, content: String?, files: [String], nonce: String?,
                 _ c: PostgresConnection) async throws -> Date {
         for try await time in try await c.query("""
             WITH clock AS (
-                UPDATE channels SET last_message_at =
+                UPDATE \(unescaped: conversation.clockTable) SET last_message_at =
                     greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
-                WHERE id = \(channel.id.uuid) RETURNING last_message_at
+                WHERE id = \(conversation.id) RETURNING last_message_at
             )
-            INSERT INTO channel_messages (id, channel_id, sender_id, content, files, nonce, created_at)
-            SELECT \(id.uuid), \(channel.id.uuid), \(sender.uuid), \(content), \(files), \(nonce), clock.last_message_at FROM clock
+            INSERT INTO messages (id, conversation_id, sender_id, content, files, nonce, created_at)
+            SELECT \(id.uuid), \(conversation.id), \(sender.uuid), \(content), \(files), \(nonce), clock.last_message_at FROM clock
             RETURNING created_at
             """, logger: logger).decode(Date.self)
         {
             return time
         }
-        throw ChatStoreError("channel \(channel.id) vanished while locked")
+        throw ChatStoreError("conversation \(conversation.id) vanished while locked")
     }
 
-    /// The message `sender` already sent with `nonce` (a retried send), if any.
-    func message(sender: UserID, nonce: String, channel: ChannelRef, _ c: PostgresConnection) async throws -> ChannelMessage? {
+    /// The message `sender` already sent with `nonce` in this conversation (a retried send), if any.
+    func message(sender: UserID, nonce: String, in conversation: Conversation, _ c: PostgresConnection) async throws -> StoredMessage? {
         try await messages(c.query("""
-            SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
-            FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-            WHERE m.sender_id = \(sender.uuid) AND m.nonce = \(nonce) AND m.channel_id = \(channel.id.uuid)
-            """, logger: logger), channel: channel).first
+            SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+            WHERE m.conversation_id = \(conversation.id) AND m.sender_id = \(sender.uuid) AND m.nonce = \(nonce)
+            """, logger: logger)).first
     }
 
     func sender(_ user: UserID, _ c: PostgresConnection) async throws -> ChatEvents.Sender {
@@ -83,31 +104,30 @@ struct MessageStore: Sendable {
 
     /// Messages strictly newer than `after` (epoch milliseconds; all when nil), oldest first. The
     /// bound is built in SQL from the integer, exactly (a bound `Date` may land a microsecond early).
-    func history(_ channel: ChannelRef, after: Int64?, _ c: PostgresConnection) async throws -> [ChannelMessage] {
+    func history(_ conversation: Conversation, after: Int64?, _ c: PostgresConnection) async throws -> [StoredMessage] {
         let rows: PostgresRowSequence
         if let after {
             rows = try await c.query("""
-                SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
-                FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-                WHERE m.channel_id = \(channel.id.uuid) AND m.created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
+                SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.conversation_id = \(conversation.id) AND m.created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         } else {
             rows = try await c.query("""
-                SELECT m.id, m.content, m.files, m.created_at, \(unescaped: Self.senderColumns)
-                FROM channel_messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-                WHERE m.channel_id = \(channel.id.uuid)
+                SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.conversation_id = \(conversation.id)
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         }
-        return try await messages(rows, channel: channel)
+        return try await messages(rows)
     }
 
-    /// Messages of others strictly newer than `after`.
-    func unreadCount(_ channel: ChannelRef, after: Int64, reader: UserID, _ c: PostgresConnection) async throws -> Int {
+    /// Messages of others strictly newer than `after` (epoch milliseconds).
+    func unreadCount(_ conversation: Conversation, after: Int64, reader: UserID, _ c: PostgresConnection) async throws -> Int {
         for try await count in try await c.query("""
-            SELECT count(*) FROM channel_messages
-            WHERE channel_id = \(channel.id.uuid) AND created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond' AND sender_id <> \(reader.uuid)
+            SELECT count(*) FROM messages
+            WHERE conversation_id = \(conversation.id) AND created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
+              AND sender_id <> \(reader.uuid)
             """, logger: logger).decode(Int64.self)
         {
             return Int(count)
@@ -115,14 +135,13 @@ struct MessageStore: Sendable {
         return 0
     }
 
-    private func messages(_ rows: PostgresRowSequence, channel: ChannelRef) async throws -> [ChannelMessage] {
-        var result: [ChannelMessage] = []
+    private func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
+        var result: [StoredMessage] = []
         for try await (id, content, files, createdAt, sender, email, nickname, image) in rows.decode(
             (UUID, String?, [String], Date, UUID, String, String, String?).self
         ) {
-            result.append(ChannelMessage(
-                id: MessageID(id), channel: channel,
-                sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
+            result.append(StoredMessage(
+                id: MessageID(id), sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
                 content: content, files: files, createdAt: createdAt
             ))
         }

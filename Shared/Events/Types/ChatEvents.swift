@@ -44,3 +44,33 @@ public enum ChatEvents {
         }
     }
 }
+
+extension ChatEvents {
+    /// A direct message, keyed by room id; `participants` are the room's two users (one for a
+    /// note-to-self room), so delivery needs no other lookup.
+    public struct DirectMessageCreated: EventPayload {
+        public static let eventType = "chat.dm-message.created"
+        public static let topic = Topic.chatMessage
+        public var messageId: MessageID
+        public var workspaceId: WorkspaceID
+        public var roomId: RoomID
+        public var participants: [UserID]
+        public var sender: Sender
+        public var content: String?
+        public var files: [String]
+        public var createdAt: Date
+        public var subject: String { roomId.description }
+
+        public init(messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
+                    content: String?, files: [String], createdAt: Date) {
+            self.messageId = messageId
+            self.workspaceId = workspaceId
+            self.roomId = roomId
+            self.participants = participants
+            self.sender = sender
+            self.content = content
+            self.files = files
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Database
+import Events
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+
+/// `/v1/workspaces/{w}/dms...` (client contract §1.5, §1.6): one room per pair of workspace
+/// members; get-or-create is idempotent (both clients call it before opening a DM). A room is
+/// open to its participants while they are members of the workspace; to anyone else it is E13.
+extension ChatAPI {
+    func addDMRoutes(to router: Router<SuiteRequestContext>) {
+        router.get("/v1/workspaces/:workspace/dms") { request, context -> [DMRoomResponse] in
+            let me = try user(request)
+            let workspace: WorkspaceID = try pathID(context, "workspace")
+            return try await postgres.withConnection { c in
+                guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
+                var result: [DMRoomResponse] = []
+                for room in try await rooms.rooms(of: me, in: workspace, c) {
+                    let other = try await messages.sender(room.other(than: me), c)
+                    result.append(DMRoomResponse(room_id: room.id, createdAt: room.createdAt, user: MemberSummary(other)))
+                }
+                return result
+            }
+        }
+        router.post("/v1/workspaces/:workspace/dms") { request, context -> DMRoomResponse in
+            let me = try user(request)
+            let workspace: WorkspaceID = try pathID(context, "workspace")
+            let body = try await request.decodeBody(as: OpponentBody.self, context: context)
+            guard let opponent = body.opponent_id.flatMap(UserID.init) else { throw APIError.badRequest("opponent_id is required") }
+            return try await postgres.withTransaction(logger: logger) { c in
+                guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
+                guard try await rooms.isWorkspaceMember(opponent, of: workspace, c) else { throw APIError.notFound("opponent is not a member") }
+                let room = try await rooms.room(between: me, and: opponent, in: workspace, c)
+                return DMRoomResponse(room_id: room.id, createdAt: room.createdAt, user: MemberSummary(try await messages.sender(opponent, c)))
+            }
+        }
+        router.post("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> DMChatResponse in
+            let me = try user(request)
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let form = try await MessageForm.read(request, context: context).validated()
+            return try await postgres.withTransaction(logger: logger) { c in
+                guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
+                let message = try await post(form, by: me, in: .room(room), c) { m in
+                    ChatEvents.DirectMessageCreated(
+                        messageId: m.id, workspaceId: workspace, roomId: roomId, participants: Array(Set(room.participants)).sorted(),
+                        sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt
+                    )
+                }
+                return DMChatResponse(message, in: room)
+            }
+        }
+        router.get("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> [DMChatResponse] in
+            let me = try user(request)
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
+            return try await postgres.withConnection { c in
+                guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
+                return try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) }
+            }
+        }
+        router.get("/v1/workspaces/:workspace/dms/:room/unreads") { request, context -> DMUnreadResponse in
+            let me = try user(request)
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
+            return try await postgres.withConnection { c in
+                guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
+                var count = 0
+                if let after { count = try await messages.unreadCount(.room(room), after: after, reader: me, c) }
+                return DMUnreadResponse(room_id: room.id, count: count)
+            }
+        }
+    }
+}
