@@ -62,7 +62,8 @@ var targets: [Target] = [
     .target(
         name: "ServiceKit",
         dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt, httpClient,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "MultipartKit", package: "multipart-kit")],
+                       .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "MultipartKit", package: "multipart-kit"),
+                       .product(name: "_NIOFileSystem", package: "swift-nio")],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),

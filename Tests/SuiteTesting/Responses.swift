@@ -61,3 +61,23 @@ public func multipart(file: [UInt8]? = nil, name: String = "image", filename: St
 
 public let pngBytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0x42, count: 100)
 public let jpegBytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: 0x11, count: 200)
+
+/// A multipart/form-data body with text parts and any number of file parts (all named `fileField`).
+public func multipart(fields: [String: String], files: [(filename: String, contentType: String, bytes: [UInt8])],
+                      fileField: String = "files") -> (body: ByteBuffer, contentType: String) {
+    let boundary = "Boundary-\(UUID().uuidString)"
+    var buffer = ByteBuffer()
+    for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+        buffer.writeString("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(key)\"\r\nContent-Type: text/plain\r\n\r\n\(value)\r\n")
+    }
+    for file in files {
+        buffer.writeString("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(fileField)\"; filename=\"\(file.filename)\"\r\nContent-Type: \(file.contentType)\r\n\r\n")
+        buffer.writeBytes(file.bytes)
+        buffer.writeString("\r\n")
+    }
+    buffer.writeString("--\(boundary)--\r\n")
+    return (buffer, "multipart/form-data; boundary=\(boundary)")
+}
+
+public let pdfBytes: [UInt8] = Array("%PDF-1.4\n".utf8) + Array(repeating: 0x20, count: 300)
+public let zipBytes: [UInt8] = [0x50, 0x4B, 0x03, 0x04] + Array(repeating: 0x00, count: 100)

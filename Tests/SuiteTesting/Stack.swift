@@ -29,6 +29,8 @@ public struct Stack: Sendable {
     public let workspaceDatabase: PostgresClient?
     /// A running client for the chat service's database (nil without chat).
     public let chatDatabase: PostgresClient?
+    /// Where chat stores attachments in this stack (nil without chat).
+    public let chatFilesDirectory: String?
     public static let appKey = "test-app-key"
 
     /// A service started behind the gateway (auth always runs).
@@ -74,14 +76,18 @@ public struct Stack: Sendable {
             backends.append(Backend(urlVariable: "WORKSPACE_URL", database: db) { try await WorkspaceApp.buildApplication(settings: s, logger: logger) })
         }
         var chatDB: TestDatabase?
+        var chatFiles: String?
         if chat {
             let db = try await TestDatabase.create(prefix: "chat")
             chatDB = db
-            let s = settings("chat", ChatService.defaults, db, chatEnvironment)
+            chatFiles = files.appendingPathComponent("chat-files-\(db.name)").path
+            let s = settings("chat", ChatService.defaults, db, [
+                "CHAT_FILES_DIRECTORY": files.appendingPathComponent("chat-files-\(db.name)").path,
+            ].merging(chatEnvironment) { $1 })
             backends.append(Backend(urlVariable: "CHAT_URL", database: db) { try await ChatApp.buildApplication(settings: s, logger: logger) })
         }
         let started = backends
-        let (workspaceDatabase, chatDatabase) = (workspaceDB, chatDB)
+        let (workspaceDatabase, chatDatabase, chatFilesDirectory) = (workspaceDB, chatDB, chatFiles)
 
         @Sendable func runGateway(upstreams: [String: String]) async throws {
             var env = common.merging(["JWT_PUBLIC_KEY": keys.publicKey, "SESAC_KEYS": "other-key, \(appKey)"]) { $1 }
@@ -94,7 +100,8 @@ public struct Stack: Sendable {
             try await withOptionalClient(workspaceDatabase) { workspaceClient in
                 try await withOptionalClient(chatDatabase) { chatClient in
                     try await gateway.test(.live) { client in
-                        try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient, chatDatabase: chatClient))
+                        try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient, chatDatabase: chatClient,
+                                             chatFilesDirectory: chatFilesDirectory))
                     }
                 }
             }

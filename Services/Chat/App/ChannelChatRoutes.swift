@@ -13,17 +13,22 @@ extension ChatAPI {
         router.post("/v1/workspaces/:workspace/channels/:channel/chats") { request, context -> ChannelChatResponse in
             let me = try user(request)
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "channel"))
-            let form = try await MessageForm.read(request, context: context).validated()
-            return try await postgres.withTransaction(logger: logger) { c in
-                // Locking the channel row serialises its inserts: unique, commit-ordered times.
-                guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else { throw APIError.notFound("channel") }
-                let message = try await post(form, by: me, in: .channel(channel), c) { m in
-                    ChatEvents.ChannelMessageCreated(
-                        messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
-                        content: m.content, files: m.files, createdAt: m.createdAt
-                    )
+            return try await receive(request, context, member: {
+                try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
+            }) { form, text in
+                try await postgres.withTransaction(logger: logger) { c in
+                    // Locking the channel row serialises its inserts: unique, commit-ordered times.
+                    guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {
+                        throw APIError.notFound("channel")
+                    }
+                    let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
+                        ChatEvents.ChannelMessageCreated(
+                            messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
+                            content: m.content, files: m.files, createdAt: m.createdAt
+                        )
+                    }
+                    return (ChannelChatResponse(message, in: channel), isNew)
                 }
-                return ChannelChatResponse(message, in: channel)
             }
         }
         router.get("/v1/workspaces/:workspace/channels/:channel/chats") { request, context -> [ChannelChatResponse] in

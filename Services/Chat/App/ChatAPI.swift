@@ -11,6 +11,7 @@ struct ChatAPI: Sendable {
     let postgres: PostgresClient
     let messages: MessageStore
     let rooms: RoomStore
+    let files: ChatFiles
     let logger: Logger
 
     static let source = "chat"
@@ -18,6 +19,38 @@ struct ChatAPI: Sendable {
     func add(to router: Router<SuiteRequestContext>) {
         addChannelChatRoutes(to: router)
         addDMRoutes(to: router)
+        router.get("/v1/static/channelChats/:file") { request, context in try await file(request, context, .channel) }
+        router.get("/v1/static/dmChats/:file") { request, context in try await file(request, context, .dm) }
+    }
+
+    /// An attachment, to members of the conversation its message is in (anyone else: E13).
+    private func file(_ request: Request, _ context: SuiteRequestContext, _ prefix: ChatFiles.Prefix) async throws -> Response {
+        let me = try user(request)
+        // Names keep the client's (sanitised) file name, so clients percent-encode non-ASCII ones.
+        let raw = context.parameters.get("file") ?? ""
+        let name = raw.removingPercentEncoding ?? raw
+        guard ChatFiles.isStoredName(name) else { throw APIError.notFound("file") }
+        guard try await postgres.withConnection({ try await messages.canSee(file: prefix.rawValue + name, user: me, $0) }) else {
+            throw APIError.notFound("file")
+        }
+        return try await files.response(for: name, context: context)
+    }
+
+    /// Reads the message form (streaming attachments to the volume) after a cheap membership
+    /// check, so a stranger's upload is refused before it is written; then runs `store`, and
+    /// removes the attachments again when it fails or did not keep them (a retried send).
+    func receive<T: Sendable>(_ request: Request, _ context: SuiteRequestContext, member: () async throws -> Bool,
+                              _ store: @Sendable (MessageForm, (content: String?, nonce: String?)) async throws -> (T, keptFiles: Bool)) async throws -> T {
+        guard try await member() else { throw APIError.notFound("conversation") }
+        let form = try await MessageForm.read(request, context: context, files: files)
+        do {
+            let (result, keptFiles) = try await store(form, try form.validated())
+            if !keptFiles { files.remove(form.files) }
+            return result
+        } catch {
+            files.remove(form.files)
+            throw error
+        }
     }
 
     func user(_ request: Request) throws -> UserID {
@@ -40,16 +73,19 @@ struct ChatAPI: Sendable {
     }
 
     /// Posts into a conversation the caller already locked in this transaction: a retried send
-    /// (same `nonce`) returns the first message; otherwise the message is stored and `event` (built
-    /// from it) is appended to the outbox. Returns the message and whether it is new.
-    func post(_ form: (content: String?, nonce: String?), by sender: UserID, in conversation: Conversation, _ c: PostgresConnection,
-              event: (StoredMessage) -> any EventPayload) async throws -> StoredMessage {
-        if let nonce = form.nonce, let earlier = try await messages.message(sender: sender, nonce: nonce, in: conversation, c) { return earlier }
+    /// (same `nonce`) returns the first message (`isNew` false: the retry's own uploads are the
+    /// caller's to drop); otherwise the message is stored and `event` (built from it) is appended
+    /// to the outbox.
+    func post(_ form: (content: String?, nonce: String?), files: [String], by sender: UserID, in conversation: Conversation,
+              _ c: PostgresConnection, event: (StoredMessage) -> any EventPayload) async throws -> (message: StoredMessage, isNew: Bool) {
+        if let nonce = form.nonce, let earlier = try await messages.message(sender: sender, nonce: nonce, in: conversation, c) {
+            return (earlier, false)
+        }
         let id = MessageID.generate()
-        let time = try await messages.insert(id, in: conversation, sender: sender, content: form.content, files: [], nonce: form.nonce, c)
-        let message = StoredMessage(id: id, sender: try await messages.sender(sender, c), content: form.content, files: [], createdAt: time)
+        let time = try await messages.insert(id, in: conversation, sender: sender, content: form.content, files: files, nonce: form.nonce, c)
+        let message = StoredMessage(id: id, sender: try await messages.sender(sender, c), content: form.content, files: files, createdAt: time)
         try await append(event(message), c)
-        return message
+        return (message, true)
     }
 
     private func append<P: EventPayload>(_ payload: P, _ c: PostgresConnection) async throws {

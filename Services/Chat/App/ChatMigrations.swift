@@ -49,6 +49,8 @@ enum ChatMigrations {
                 created_at timestamptz NOT NULL
             );
             CREATE INDEX messages_history ON messages (conversation_id, created_at, id);
+            -- Serving a file checks the message it belongs to.
+            CREATE INDEX messages_files ON messages USING gin (files) WHERE files <> '{}';
             CREATE UNIQUE INDEX messages_nonce ON messages (conversation_id, sender_id, nonce) WHERE nonce IS NOT NULL;
             """),
     ]

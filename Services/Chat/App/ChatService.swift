@@ -10,13 +10,14 @@ import ServiceKit
 public enum ChatService {
     public static let name = "chat"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8083]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8083, "chat.files-directory": "data/chat-files"]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = ChatMigrations.all
 }
 
 /// Builds the `chat` application: platform services, read-model consumers, routes.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
+    let files = try ChatFiles(directory: try settings.string("chat.files-directory"))
     var platform = try await ServicePlatform.make(settings: settings, migrations: ChatService.migrations, logger: logger)
     guard let postgres = platform.postgres else { throw StartupError("chat needs DATABASE_URL") }
     var profiles = EventRouter()
@@ -26,6 +27,6 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     MembershipProjection.register(into: &membership)
     try platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
-    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), logger: logger).add(to: router)
+    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), files: files, logger: logger).add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

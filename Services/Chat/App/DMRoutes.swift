@@ -38,16 +38,19 @@ extension ChatAPI {
         router.post("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> DMChatResponse in
             let me = try user(request)
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
-            let form = try await MessageForm.read(request, context: context).validated()
-            return try await postgres.withTransaction(logger: logger) { c in
-                guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
-                let message = try await post(form, by: me, in: .room(room), c) { m in
-                    ChatEvents.DirectMessageCreated(
-                        messageId: m.id, workspaceId: workspace, roomId: roomId, participants: Array(Set(room.participants)).sorted(),
-                        sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt
-                    )
+            return try await receive(request, context, member: {
+                try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
+            }) { form, text in
+                try await postgres.withTransaction(logger: logger) { c in
+                    guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
+                    let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), by: me, in: .room(room), c) { m in
+                        ChatEvents.DirectMessageCreated(
+                            messageId: m.id, workspaceId: workspace, roomId: roomId, participants: Array(Set(room.participants)).sorted(),
+                            sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt
+                        )
+                    }
+                    return (DMChatResponse(message, in: room), isNew)
                 }
-                return DMChatResponse(message, in: room)
             }
         }
         router.get("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> [DMChatResponse] in

@@ -135,6 +135,23 @@ struct MessageStore: Sendable {
         return 0
     }
 
+    /// Whether `path` is an attachment of a message in a conversation `user` may read: a channel
+    /// they are in, or a DM room of theirs in a workspace they still belong to.
+    func canSee(file path: String, user: UserID, _ c: PostgresConnection) async throws -> Bool {
+        for try await _ in try await c.query("""
+            SELECT 1 FROM messages m
+            WHERE m.files <> '{}' AND m.files @> ARRAY[\(path)]::text[] AND (
+                EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = m.conversation_id AND cm.user_id = \(user.uuid))
+                OR EXISTS (SELECT 1 FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user.uuid)
+                           WHERE r.id = m.conversation_id AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))))
+            LIMIT 1
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
+    }
+
     private func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
         var result: [StoredMessage] = []
         for try await (id, content, files, createdAt, sender, email, nickname, image) in rows.decode(
