@@ -5,7 +5,7 @@ import Kafka
 import Logging
 
 struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [KafkaBench.self, LoginBench.self, WorkspaceBench.self])
+    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [KafkaBench.self, LoginBench.self, WorkspaceBench.self, ChatBench.self])
 }
 
 /// `chatsuite bench kafka`: producer throughput and produce→consume latency, on the embedded

@@ -101,6 +101,9 @@ struct DevCommand: AsyncParsableCommand {
                 env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path
                 env["AUTH_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/auth").path
             }
+            if service.name == "chat" {
+                env["CHAT_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/chat").path
+            }
             if service.name == "workspace" {
                 env["WORKSPACE_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/workspace").path
             }

@@ -12,12 +12,15 @@ extension MemberSummary {
     }
 }
 
+// `createdAt` is formatted once here rather than through the encoder's custom date strategy,
+// which builds a nested encoder per date (measured: the largest share of a 50-message history's
+// encoding time).
 struct ChannelChatResponse: ResponseEncodable, Sendable {
     var channel_id: ChannelID
     var channelName: String
     var chat_id: MessageID
     var content: String?
-    var createdAt: Date
+    var createdAt: String
     var files: [String]
     var user: MemberSummary
 
@@ -26,7 +29,7 @@ struct ChannelChatResponse: ResponseEncodable, Sendable {
         channelName = channel.name
         chat_id = message.id
         content = message.content
-        createdAt = message.createdAt
+        createdAt = Timestamp.format(message.createdAt)
         files = message.files
         user = MemberSummary(message.sender)
     }
@@ -41,7 +44,7 @@ struct ChannelUnreadResponse: ResponseEncodable, Sendable {
 /// `DMRoom`: `user` is the other participant.
 struct DMRoomResponse: ResponseEncodable, Sendable {
     var room_id: RoomID
-    var createdAt: Date
+    var createdAt: String
     var user: MemberSummary
 }
 
@@ -49,7 +52,7 @@ struct DMChatResponse: ResponseEncodable, Sendable {
     var dm_id: MessageID
     var room_id: RoomID
     var content: String?
-    var createdAt: Date
+    var createdAt: String
     var files: [String]
     var user: MemberSummary
 
@@ -57,7 +60,7 @@ struct DMChatResponse: ResponseEncodable, Sendable {
         dm_id = message.id
         room_id = room.id
         content = message.content
-        createdAt = message.createdAt
+        createdAt = Timestamp.format(message.createdAt)
         files = message.files
         user = MemberSummary(message.sender)
     }

@@ -18,7 +18,7 @@ extension ChatAPI {
                 var result: [DMRoomResponse] = []
                 for room in try await rooms.rooms(of: me, in: workspace, c) {
                     let other = try await messages.sender(room.other(than: me), c)
-                    result.append(DMRoomResponse(room_id: room.id, createdAt: room.createdAt, user: MemberSummary(other)))
+                    result.append(DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(other)))
                 }
                 return result
             }
@@ -32,7 +32,7 @@ extension ChatAPI {
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 guard try await rooms.isWorkspaceMember(opponent, of: workspace, c) else { throw APIError.notFound("opponent is not a member") }
                 let room = try await rooms.room(between: me, and: opponent, in: workspace, c)
-                return DMRoomResponse(room_id: room.id, createdAt: room.createdAt, user: MemberSummary(try await messages.sender(opponent, c)))
+                return DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
             }
         }
         router.post("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> DMChatResponse in
