@@ -18,11 +18,7 @@ import PostgresNIO
 struct ChatBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chat", abstract: "Message history at scale and message send rate through a running gateway.")
 
-    @Option(help: "Gateway base URL.")
-    var gateway: String = "http://127.0.0.1:8080"
-
-    @Option(help: "SesacKey header value.")
-    var sesacKey: String = "dev-key"
+    @OptionGroup var load: GatewayLoadOptions
 
     @Option(help: "URL of chat's database (to bulk-load the history; secret).")
     var chatDatabaseURL: String
@@ -33,16 +29,11 @@ struct ChatBench: AsyncParsableCommand {
     @Option(help: "Channels of the workspace.")
     var channels: Int = 20
 
-    @Option(help: "Concurrent clients.")
-    var concurrency: Int = 8
-
-    @Option(help: "Duration of each HTTP phase in seconds.")
-    var seconds: Int = 10
 
     func run() async throws {
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
-        let client = GatewayClient(base: gateway, sesacKey: sesacKey)
+        let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
         let join = try await client.send(.POST, "/v1/users/join", json: #"{"email":"chat-bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
         guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
@@ -71,13 +62,13 @@ struct ChatBench: AsyncParsableCommand {
             let loadSeconds = LoadRunner.milliseconds(ContinuousClock.now - loadStart) / 1000
             print(String(format: "bulk-loaded %d messages into %d channels in %.1f s (SQL, %.0f rows/s)", messages, channels, loadSeconds, Double(messages) / loadSeconds))
 
-            let runner = LoadRunner(concurrency: concurrency, duration: .seconds(seconds))
+            let runner = load.runner
             let sends = try await runner.run { worker, iteration in
                 let channel = channelIds[(worker + iteration) % channelIds.count]
                 return try await client.send(.POST, "/v1/workspaces/\(workspace)/channels/\(channel)/chats", token: token,
                                              json: #"{"content":"bench message \#(worker)-\#(iteration)"}"#).status == .ok
             }
-            print(sends.line("POST .../chats (send)", concurrency: concurrency))
+            print(sends.line("POST .../chats (send)", concurrency: load.concurrency))
 
             var cursors: [String: String] = [:]
             for channel in channelIds {
@@ -99,7 +90,7 @@ struct ChatBench: AsyncParsableCommand {
                 let count = ((try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [Any])?.count
                 return response.status == .ok && count == 50
             }
-            print(reads.line("GET .../chats?cursor_date= (50 newer, \(messages + sends.ok) messages)", concurrency: concurrency))
+            print(reads.line("GET .../chats?cursor_date= (50 newer, \(messages + sends.ok) messages)", concurrency: load.concurrency))
         }
     }
 

@@ -10,23 +10,14 @@ import NIOHTTP1
 struct WorkspaceBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "workspace", abstract: "Workspace reads and writes per second through a running gateway.")
 
-    @Option(help: "Gateway base URL.")
-    var gateway: String = "http://127.0.0.1:8080"
+    @OptionGroup var load: GatewayLoadOptions
 
-    @Option(help: "SesacKey header value.")
-    var sesacKey: String = "dev-key"
-
-    @Option(help: "Concurrent clients.")
-    var concurrency: Int = 8
-
-    @Option(help: "Duration of each phase in seconds.")
-    var seconds: Int = 10
 
     @Option(help: "Channels in the workspace before the read phase.")
     var channels: Int = 20
 
     func run() async throws {
-        let client = GatewayClient(base: gateway, sesacKey: sesacKey)
+        let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
         let join = try await client.send(.POST, "/v1/users/join", json: #"{"email":"bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
         guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
@@ -39,14 +30,14 @@ struct WorkspaceBench: AsyncParsableCommand {
         for i in 0..<channels {
             _ = try await client.send(.POST, "/v1/workspaces/\(workspace)/channels", token: token, json: #"{"name":"seed-\#(i)"}"#)
         }
-        let runner = LoadRunner(concurrency: concurrency, duration: .seconds(seconds))
+        let runner = load.runner
         let reads = try await runner.run { _, _ in
             try await client.send(.GET, "/v1/workspaces/\(workspace)", token: token).status == .ok
         }
-        print(reads.line("GET /workspaces/{id} (\(channels + 1) channels)", concurrency: concurrency))
+        print(reads.line("GET /workspaces/{id} (\(channels + 1) channels)", concurrency: load.concurrency))
         let writes = try await runner.run { worker, iteration in
             try await client.send(.POST, "/v1/workspaces/\(workspace)/channels", token: token, json: #"{"name":"w\#(worker)-\#(iteration)"}"#).status == .ok
         }
-        print(writes.line("POST /workspaces/{id}/channels", concurrency: concurrency))
+        print(writes.line("POST /workspaces/{id}/channels", concurrency: load.concurrency))
     }
 }

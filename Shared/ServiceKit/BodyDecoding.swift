@@ -19,7 +19,9 @@ extension Request {
             if contentType.hasPrefix("application/x-www-form-urlencoded") {
                 return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
             }
-            return try SuiteJSON.decoder().decode(T.self, from: Data(buffer: buffer))
+            // No body at all reads as `{}`: every field absent, so optional-only bodies (e.g. an
+            // invite with the defaults) need none, and required fields still fail validation (E11).
+            return try SuiteJSON.decoder().decode(T.self, from: buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer: buffer))
         } catch {
             throw APIError.badRequest("undecodable body: \(error)")
         }

@@ -1,3 +1,4 @@
+import Events
 import HTTPTypes
 import Hummingbird
 
@@ -15,6 +16,22 @@ extension Request {
     /// The user the gateway authenticated, or E02 when the request carries none.
     public func authenticatedUser() throws -> String {
         guard let id = headers[GatewayHeader.userId], !id.isEmpty else { throw APIError.authenticationFailed }
+        return id
+    }
+}
+
+extension Request {
+    /// The authenticated user as a typed id (E02 when missing or not an id).
+    public func authenticatedUserID() throws -> UserID {
+        guard let id = UserID(try authenticatedUser()) else { throw APIError.authenticationFailed }
+        return id
+    }
+}
+
+extension RequestContext {
+    /// A typed id from the route path; one that is not a UUID names nothing (E13).
+    public func pathID<Entity>(_ name: String, as: Identifier<Entity>.Type = Identifier<Entity>.self) throws -> Identifier<Entity> {
+        guard let id = parameters.get(name).flatMap(Identifier<Entity>.init) else { throw APIError.notFound(name) }
         return id
     }
 }

@@ -40,6 +40,11 @@ struct InviteCodeTests {
             let listed = try #require(jsonArray(try await s.get(uri, owner)))
             #expect(listed.first { $0["code"] as? String == code }?["uses"] as? Int == 2)
 
+            // No body at all means the defaults; a required field still fails without one.
+            let bare = try await s.request(.post, uri, token: owner.token)
+            #expect(bare.status == .ok && jsonObject(bare)?["maxUses"] == nil && jsonObject(bare)?["expiresAt"] is String)
+            #expect(outcome(try await s.request(.put, "/v1/workspaces/\(wid)/transfer/ownership", token: owner.token)) == "400 E11")
+
             // Revoked by its creator (a member): gone from the list, unusable.
             let open = id(jsonObject(try await s.send(.post, uri, owner, json: "{}")), "code")
             let mineToRevoke = id(jsonObject(try await s.send(.post, uri, member, json: "{}")), "code")

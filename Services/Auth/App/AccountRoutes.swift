@@ -81,8 +81,7 @@ struct AccountRoutes: Sendable {
     }
 
     private func userId(_ request: Request) throws -> UserID {
-        guard let id = UserID(try request.authenticatedUser()) else { throw APIError.authenticationFailed }
-        return id
+        try request.authenticatedUserID()
     }
 
     private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {

@@ -74,8 +74,7 @@ struct FriendRoutes: Sendable {
     }
 
     private func viewer(_ request: Request) throws -> UserID {
-        guard let id = UserID(try request.authenticatedUser()) else { throw APIError.authenticationFailed }
-        return id
+        try request.authenticatedUserID()
     }
 
     private func friendshipId(_ context: SuiteRequestContext) throws -> UUID {

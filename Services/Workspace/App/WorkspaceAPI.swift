@@ -35,16 +35,9 @@ struct WorkspaceAPI: Sendable {
 
     // MARK: request helpers
 
-    func user(_ request: Request) throws -> UserID {
-        guard let id = UserID(try request.authenticatedUser()) else { throw APIError.authenticationFailed }
-        return id
-    }
+    func user(_ request: Request) throws -> UserID { try request.authenticatedUserID() }
 
-    /// A path id; one that is not a UUID names nothing (E13).
-    func pathID<Entity>(_ context: SuiteRequestContext, _ name: String, as: Identifier<Entity>.Type = Identifier<Entity>.self) throws -> Identifier<Entity> {
-        guard let id = context.parameters.get(name).flatMap(Identifier<Entity>.init) else { throw APIError.notFound(name) }
-        return id
-    }
+    func pathID<Entity>(_ context: SuiteRequestContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
 
     /// Runs reads on one pooled connection.
     func read<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
