@@ -80,10 +80,18 @@ public final class KafkaProducer: Service, Sendable {
 
     public func run() async throws {
         try? await gracefulShutdown()
-        do {
-            try await flush()
-        } catch {
-            logger.error("Kafka producer shut down with undelivered records", metadata: ["kafka.error": "\(error)"])
+        // Also reached when the task is cancelled rather than shut down gracefully: the flush
+        // blocks on a Dispatch thread (a cancellation-aware sleep would end it at once), and what
+        // is still undelivered after it is purged, so every `sendAndAwait` gets its report (an
+        // error for purged records) before the poll thread stops — no caller waits forever.
+        let client = self.client
+        let undelivered = (try? await runBlocking { () -> Int32 in
+            _ = rd_kafka_flush(client.pointer, 10_000)
+            return rd_kafka_outq_len(client.pointer)
+        }) ?? rd_kafka_outq_len(client.pointer)
+        if undelivered > 0 {
+            logger.error("Kafka producer shut down with undelivered records", metadata: ["kafka.undelivered": "\(undelivered)"])
+            _ = rd_kafka_purge(client.pointer, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
         }
         poller.requestStop()
         await poller.join()

@@ -87,6 +87,7 @@ public struct Stack: Sendable {
             backends.append(Backend(urlVariable: "CHAT_URL", database: db) { try await ChatApp.buildApplication(settings: s, logger: logger) })
         }
         let started = backends
+        let failure = Locked<(any Error)?>(nil)
         let (workspaceDatabase, chatDatabase, chatFilesDirectory) = (workspaceDB, chatDB, chatFiles)
 
         @Sendable func runGateway(upstreams: [String: String]) async throws {
@@ -100,8 +101,18 @@ public struct Stack: Sendable {
             try await withOptionalClient(workspaceDatabase) { workspaceClient in
                 try await withOptionalClient(chatDatabase) { chatClient in
                     try await gateway.test(.live) { client in
-                        try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient, chatDatabase: chatClient,
-                                             chatFilesDirectory: chatFilesDirectory))
+                        // The body's error is carried out of the stack rather than thrown through
+                        // it: a throwing test closure makes HummingbirdTesting cancel the nested
+                        // live applications instead of shutting them down gracefully, and a
+                        // cancelled service group waits forever on a Postgres lease made after its
+                        // client stopped (the hang the last session found). Graceful shutdown
+                        // first, then the failure.
+                        do {
+                            try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
+                                                 chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory))
+                        } catch {
+                            failure.withLock { $0 = error }
+                        }
                     }
                 }
             }
@@ -120,6 +131,7 @@ public struct Stack: Sendable {
 
         try await start(0, [:])
         for backend in started { try await backend.database.drop() }
+        if let error = failure.value { throw error }
     }
 
     private static func withOptionalClient(_ db: TestDatabase?, _ body: @escaping @Sendable (PostgresClient?) async throws -> Void) async throws {

@@ -10,9 +10,9 @@ import ServiceKit
 /// including a member the read model has not caught up with yet, gets E13.
 extension ChatAPI {
     func addChannelChatRoutes(to router: Router<SuiteRequestContext>) {
-        router.post("/v1/workspaces/:workspace/channels/:channel/chats") { request, context -> ChannelChatResponse in
+        router.post("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> ChannelChatResponse in
             let me = try user(request)
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "channel"))
+            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
                 try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
             }) { form, text in
@@ -24,25 +24,25 @@ extension ChatAPI {
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
                         ChatEvents.ChannelMessageCreated(
                             messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
-                            content: m.content, files: m.files, createdAt: m.createdAt
+                            content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil
                         )
                     }
                     return (ChannelChatResponse(message, in: channel), isNew)
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/channels/:channel/chats") { request, context -> [ChannelChatResponse] in
+        router.get("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> [ChannelChatResponse] in
             let me = try user(request)
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "channel"))
+            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
                 return try await messages.history(.channel(channel), after: cursor, c).map { ChannelChatResponse($0, in: channel) }
             }
         }
-        router.get("/v1/workspaces/:workspace/channels/:channel/unreads") { request, context -> ChannelUnreadResponse in
+        router.get("/v1/workspaces/:workspace/channels/:conversation/unreads") { request, context -> ChannelUnreadResponse in
             let me = try user(request)
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "channel"))
+            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
             return try await postgres.withConnection { c in
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }

@@ -11,6 +11,8 @@ struct ChatAPI: Sendable {
     let postgres: PostgresClient
     let messages: MessageStore
     let rooms: RoomStore
+    let reactions: ReactionStore
+    let cursors: ReadCursorStore
     let files: ChatFiles
     let logger: Logger
 
@@ -19,6 +21,9 @@ struct ChatAPI: Sendable {
     func add(to router: Router<SuiteRequestContext>) {
         addChannelChatRoutes(to: router)
         addDMRoutes(to: router)
+        addMessageChangeRoutes(to: router)
+        addReadCursorRoutes(to: router)
+        addSearchRoutes(to: router)
         router.get("/v1/static/channelChats/:file") { request, context in try await file(request, context, .channel) }
         router.get("/v1/static/dmChats/:file") { request, context in try await file(request, context, .dm) }
     }
@@ -40,7 +45,7 @@ struct ChatAPI: Sendable {
     /// check, so a stranger's upload is refused before it is written; then runs `store`, and
     /// removes the attachments again when it fails or did not keep them (a retried send).
     func receive<T: Sendable>(_ request: Request, _ context: SuiteRequestContext, member: () async throws -> Bool,
-                              _ store: @Sendable (MessageForm, (content: String?, nonce: String?)) async throws -> (T, keptFiles: Bool)) async throws -> T {
+                              _ store: @Sendable (MessageForm, MessageDraft) async throws -> (T, keptFiles: Bool)) async throws -> T {
         guard try await member() else { throw APIError.notFound("conversation") }
         let form = try await MessageForm.read(request, context: context, files: files)
         do {
@@ -69,19 +74,24 @@ struct ChatAPI: Sendable {
     /// (same `nonce`) returns the first message (`isNew` false: the retry's own uploads are the
     /// caller's to drop); otherwise the message is stored and `event` (built from it) is appended
     /// to the outbox.
-    func post(_ form: (content: String?, nonce: String?), files: [String], by sender: UserID, in conversation: Conversation,
+    func post(_ draft: MessageDraft, files: [String], by sender: UserID, in conversation: Conversation,
               _ c: PostgresConnection, event: (StoredMessage) -> any EventPayload) async throws -> (message: StoredMessage, isNew: Bool) {
-        if let nonce = form.nonce, let earlier = try await messages.message(sender: sender, nonce: nonce, in: conversation, c) {
+        if let nonce = draft.nonce, let earlier = try await messages.message(sender: sender, nonce: nonce, in: conversation, c) {
             return (earlier, false)
         }
+        if let parent = draft.parentId, try await !messages.isLive(parent, in: conversation, c) {
+            throw APIError.notFound("parent message")
+        }
+        let mentions = try await Mentions.resolve(in: draft.content, conversation: conversation, c, logger: logger)
         let id = MessageID.generate()
-        let time = try await messages.insert(id, in: conversation, sender: sender, content: form.content, files: files, nonce: form.nonce, c)
-        let message = StoredMessage(id: id, sender: try await messages.sender(sender, c), content: form.content, files: files, createdAt: time)
+        let time = try await messages.insert(id, in: conversation, sender: sender, draft: draft, files: files, mentions: mentions, c)
+        let message = StoredMessage(id: id, sender: try await messages.sender(sender, c), content: draft.content, files: files, createdAt: time,
+                                    parentId: draft.parentId, mentions: mentions)
         try await append(event(message), c)
         return (message, true)
     }
 
-    private func append<P: EventPayload>(_ payload: P, _ c: PostgresConnection) async throws {
+    func append<P: EventPayload>(_ payload: P, _ c: PostgresConnection) async throws {
         try await Outbox.append(CloudEvent(source: Self.source, data: payload), on: c, logger: logger)
     }
 }

@@ -23,6 +23,7 @@ struct ChannelChatResponse: ResponseEncodable, Sendable {
     var createdAt: String
     var files: [String]
     var user: MemberSummary
+    var extras: MessageExtras
 
     init(_ message: StoredMessage, in channel: ChannelRef) {
         channel_id = channel.id
@@ -32,6 +33,21 @@ struct ChannelChatResponse: ResponseEncodable, Sendable {
         createdAt = Timestamp.format(message.createdAt)
         files = message.files
         user = MemberSummary(message.sender)
+        extras = MessageExtras(message)
+    }
+
+    private enum CodingKeys: CodingKey { case channel_id, channelName, chat_id, content, createdAt, files, user }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(channel_id, forKey: .channel_id)
+        try container.encode(channelName, forKey: .channelName)
+        try container.encode(chat_id, forKey: .chat_id)
+        try container.encodeIfPresent(content, forKey: .content)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(files, forKey: .files)
+        try container.encode(user, forKey: .user)
+        try extras.encode(to: encoder)
     }
 }
 
@@ -55,6 +71,7 @@ struct DMChatResponse: ResponseEncodable, Sendable {
     var createdAt: String
     var files: [String]
     var user: MemberSummary
+    var extras: MessageExtras
 
     init(_ message: StoredMessage, in room: RoomRef) {
         dm_id = message.id
@@ -63,6 +80,20 @@ struct DMChatResponse: ResponseEncodable, Sendable {
         createdAt = Timestamp.format(message.createdAt)
         files = message.files
         user = MemberSummary(message.sender)
+        extras = MessageExtras(message)
+    }
+
+    private enum CodingKeys: CodingKey { case dm_id, room_id, content, createdAt, files, user }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(dm_id, forKey: .dm_id)
+        try container.encode(room_id, forKey: .room_id)
+        try container.encodeIfPresent(content, forKey: .content)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(files, forKey: .files)
+        try container.encode(user, forKey: .user)
+        try extras.encode(to: encoder)
     }
 }
 
@@ -72,3 +103,25 @@ struct DMUnreadResponse: ResponseEncodable, Sendable {
 }
 
 struct OpponentBody: Decodable { var opponent_id: String? }
+
+/// The additive fields of a message (beyond the contract's shapes), each present only when it
+/// says something, so a plain message has exactly the contract's keys: `parent_id` (a reply),
+/// `mentions` (user ids), `reactions` (`[{emoji, count, users}]`), `editedAt`.
+struct MessageExtras: Encodable, Sendable {
+    var parent_id: MessageID?
+    var mentions: [UserID]?
+    var reactions: [ChatEvents.Reaction]?
+    var editedAt: String?
+
+    init(_ message: StoredMessage) {
+        parent_id = message.parentId
+        mentions = message.mentionsOrNil
+        reactions = message.reactions.isEmpty ? nil : message.reactions
+        editedAt = message.editedAt.map(Timestamp.format)
+    }
+}
+
+extension StoredMessage {
+    /// Events and responses omit an empty mention list.
+    var mentionsOrNil: [UserID]? { mentions.isEmpty ? nil : mentions }
+}

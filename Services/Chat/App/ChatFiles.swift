@@ -35,6 +35,14 @@ struct ChatFiles: Sendable {
         for file in files { try? FileManager.default.removeItem(at: directory.appendingPathComponent(file.storedName)) }
     }
 
+    /// Deletes the files of a deleted message (stored paths like `/static/channelChats/<file>`).
+    func remove(paths: [String]) {
+        for path in paths {
+            guard let name = path.split(separator: "/").last.map(String.init), Self.isStoredName(name) else { continue }
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
     /// A stored name as we generate it: `<uuidv7>_<sanitised name>.<known kind>`, nothing else
     /// (no separators, no traversal, no other files of the directory).
     static func isStoredName(_ name: String) -> Bool {

@@ -53,5 +53,31 @@ enum ChatMigrations {
             CREATE INDEX messages_files ON messages USING gin (files) WHERE files <> '{}';
             CREATE UNIQUE INDEX messages_nonce ON messages (conversation_id, sender_id, nonce) WHERE nonce IS NOT NULL;
             """),
+        Migration(101, "replies, edits, deletes, mentions, reactions, read cursors, content search", """
+            ALTER TABLE messages
+                ADD COLUMN parent_id uuid,
+                ADD COLUMN mentions uuid[] NOT NULL DEFAULT '{}',
+                -- The reactions summary as clients see it (kept with the reactions table in one
+                -- transaction), so history reads no other table.
+                ADD COLUMN reactions jsonb,
+                ADD COLUMN edited_at timestamptz,
+                ADD COLUMN deleted_at timestamptz;
+            CREATE INDEX messages_mentions ON messages USING gin (mentions) WHERE mentions <> '{}';
+            -- Korean partial words: trigram matching (full-text search does not split CJK).
+            CREATE INDEX messages_content_trgm ON messages USING gin (content gin_trgm_ops) WHERE deleted_at IS NULL;
+            CREATE TABLE reactions (
+                message_id uuid NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+                emoji text NOT NULL,
+                user_id uuid NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                PRIMARY KEY (message_id, emoji, user_id)
+            );
+            CREATE TABLE read_cursors (
+                user_id uuid NOT NULL,
+                conversation_id uuid NOT NULL,
+                read_at timestamptz NOT NULL,
+                PRIMARY KEY (user_id, conversation_id)
+            );
+            """),
     ]
 }

@@ -27,6 +27,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     MembershipProjection.register(into: &membership)
     try platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
-    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), files: files, logger: logger).add(to: router)
+    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), reactions: ReactionStore(logger: logger),
+            cursors: ReadCursorStore(logger: logger), files: files, logger: logger).add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -35,9 +35,9 @@ extension ChatAPI {
                 return DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
             }
         }
-        router.post("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> DMChatResponse in
+        router.post("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> DMChatResponse in
             let me = try user(request)
-            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
                 try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
             }) { form, text in
@@ -46,25 +46,26 @@ extension ChatAPI {
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), by: me, in: .room(room), c) { m in
                         ChatEvents.DirectMessageCreated(
                             messageId: m.id, workspaceId: workspace, roomId: roomId, participants: Array(Set(room.participants)).sorted(),
-                            sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt
+                            sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId,
+                            mentions: m.mentionsOrNil
                         )
                     }
                     return (DMChatResponse(message, in: room), isNew)
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/dms/:room/chats") { request, context -> [DMChatResponse] in
+        router.get("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> [DMChatResponse] in
             let me = try user(request)
-            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
                 return try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) }
             }
         }
-        router.get("/v1/workspaces/:workspace/dms/:room/unreads") { request, context -> DMUnreadResponse in
+        router.get("/v1/workspaces/:workspace/dms/:conversation/unreads") { request, context -> DMUnreadResponse in
             let me = try user(request)
-            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "room"))
+            let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
             return try await postgres.withConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }

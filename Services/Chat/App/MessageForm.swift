@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Hummingbird
 import ServiceKit
@@ -9,6 +10,8 @@ struct MessageForm: Sendable {
     var content: String?
     var files: [UploadedFile]
     var nonce: String?
+    /// The message this one replies to (additive).
+    var parentId: String?
 
     static let maxContentLength = 10_000
     static let maxNonceLength = 64
@@ -17,25 +20,38 @@ struct MessageForm: Sendable {
     private struct TextBody: Decodable {
         var content: String?
         var nonce: String?
+        var parent_id: String?
     }
 
     static func read(_ request: Request, context: some RequestContext, files: ChatFiles) async throws -> MessageForm {
         if request.isMultipart {
             let (fields, uploaded) = try await request.streamMultipart(into: files.directory.path, limits: limits)
-            return MessageForm(content: fields["content"], files: uploaded, nonce: fields["nonce"])
+            return MessageForm(content: fields["content"], files: uploaded, nonce: fields["nonce"], parentId: fields["parent_id"])
         }
         let body = try await request.decodeBody(as: TextBody.self, context: context)
-        return MessageForm(content: body.content, files: [], nonce: body.nonce)
+        return MessageForm(content: body.content, files: [], nonce: body.nonce, parentId: body.parent_id)
     }
 
-    /// The content to store (nil when only files are sent); E11 for an empty message, an
-    /// oversized one, or a bad nonce.
-    func validated() throws -> (content: String?, nonce: String?) {
-        let hasText = content.map { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty } ?? false
-        guard hasText || !files.isEmpty else { throw APIError.badRequest("content or files are required") }
-        if let content, content.count > Self.maxContentLength { throw APIError.badRequest("content is over \(Self.maxContentLength) characters") }
+    /// What to store (content nil when only files are sent); E11 for an empty message, an
+    /// oversized one, a bad nonce or a parent that is not an id.
+    func validated() throws -> MessageDraft {
+        let content = try Self.validatedContent(content, hasFiles: !files.isEmpty)
         let nonce = nonce?.trimmingCharacters(in: .whitespaces)
         if let nonce, nonce.isEmpty || nonce.count > Self.maxNonceLength { throw APIError.badRequest("nonce must be 1 to 64 characters") }
-        return (hasText ? content : nil, nonce)
+        var parent: MessageID?
+        if let parentId, !parentId.isEmpty {
+            guard let id = MessageID(parentId) else { throw APIError.badRequest("parent_id is not an id") }
+            parent = id
+        }
+        return MessageDraft(content: content, nonce: nonce, parentId: parent)
+    }
+
+    /// A message text as stored: nil when blank (allowed only with files); E11 when blank without
+    /// files or over the limit.
+    static func validatedContent(_ content: String?, hasFiles: Bool) throws -> String? {
+        let hasText = content.map { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty } ?? false
+        guard hasText || hasFiles else { throw APIError.badRequest("content or files are required") }
+        if let content, content.count > maxContentLength { throw APIError.badRequest("content is over \(maxContentLength) characters") }
+        return hasText ? content : nil
     }
 }

@@ -38,6 +38,17 @@ struct StoredMessage: Sendable {
     var content: String?
     var files: [String]
     var createdAt: Date
+    var parentId: MessageID? = nil
+    var mentions: [UserID] = []
+    var reactions: [ChatEvents.Reaction] = []
+    var editedAt: Date? = nil
+}
+
+/// What a send stores besides the sender and the files.
+struct MessageDraft: Sendable {
+    var content: String?
+    var nonce: String?
+    var parentId: MessageID?
 }
 
 /// SQL of messages (channels and DM rooms share one table). History is keyset on
@@ -46,7 +57,9 @@ struct MessageStore: Sendable {
     let logger: Logger
 
     private static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
-    private static let columns = "m.id, m.content, m.files, m.created_at, \(ProfileProjection.columns(userColumn: "m.sender_id"))"
+    static let columns = """
+        m.id, m.content, m.files, m.created_at, m.parent_id, m.mentions, m.reactions::text, m.edited_at, \(ProfileProjection.columns(userColumn: "m.sender_id"))
+        """
 
     /// The channel when `user` is in it (per this service's read model), locked for the
     /// transaction when `lock` (which serialises inserts per channel).
@@ -66,7 +79,7 @@ struct MessageStore: Sendable {
     /// but at least 1 ms after its previous message, so times are unique per conversation and
     /// follow commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
     /// microsecond and break the exact-millisecond cursor); returns it.
-    func insert(_ id: MessageID, in conversation: Conversation, sender: UserID, content: String?, files: [String], nonce: String?,
+    func insert(_ id: MessageID, in conversation: Conversation, sender: UserID, draft: MessageDraft, files: [String], mentions: [UserID],
                 _ c: PostgresConnection) async throws -> Date {
         for try await time in try await c.query("""
             WITH clock AS (
@@ -74,8 +87,9 @@ struct MessageStore: Sendable {
                     greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
                 WHERE id = \(conversation.id) RETURNING last_message_at
             )
-            INSERT INTO messages (id, conversation_id, sender_id, content, files, nonce, created_at)
-            SELECT \(id.uuid), \(conversation.id), \(sender.uuid), \(content), \(files), \(nonce), clock.last_message_at FROM clock
+            INSERT INTO messages (id, conversation_id, sender_id, content, files, nonce, parent_id, mentions, created_at)
+            SELECT \(id.uuid), \(conversation.id), \(sender.uuid), \(draft.content), \(files), \(draft.nonce), \(draft.parentId?.uuid),
+                   \(mentions.map(\.uuid)), clock.last_message_at FROM clock
             RETURNING created_at
             """, logger: logger).decode(Date.self)
         {
@@ -90,6 +104,16 @@ struct MessageStore: Sendable {
             SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
             WHERE m.conversation_id = \(conversation.id) AND m.sender_id = \(sender.uuid) AND m.nonce = \(nonce)
             """, logger: logger)).first
+    }
+
+    /// Whether `id` is a message of the conversation that is not deleted.
+    func isLive(_ id: MessageID, in conversation: Conversation, _ c: PostgresConnection) async throws -> Bool {
+        for try await _ in try await c.query("""
+            SELECT 1 FROM messages WHERE id = \(id.uuid) AND conversation_id = \(conversation.id) AND deleted_at IS NULL
+            """, logger: logger) {
+            return true
+        }
+        return false
     }
 
     func sender(_ user: UserID, _ c: PostgresConnection) async throws -> ChatEvents.Sender {
@@ -110,12 +134,13 @@ struct MessageStore: Sendable {
             rows = try await c.query("""
                 SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
                 WHERE m.conversation_id = \(conversation.id) AND m.created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
+                  AND m.deleted_at IS NULL
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         } else {
             rows = try await c.query("""
                 SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-                WHERE m.conversation_id = \(conversation.id)
+                WHERE m.conversation_id = \(conversation.id) AND m.deleted_at IS NULL
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         }
@@ -127,7 +152,7 @@ struct MessageStore: Sendable {
         for try await count in try await c.query("""
             SELECT count(*) FROM messages
             WHERE conversation_id = \(conversation.id) AND created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
-              AND sender_id <> \(reader.uuid)
+              AND sender_id <> \(reader.uuid) AND deleted_at IS NULL
             """, logger: logger).decode(Int64.self)
         {
             return Int(count)
@@ -152,14 +177,16 @@ struct MessageStore: Sendable {
         return false
     }
 
-    private func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
+    /// Rows selected with `columns` (from `messages m LEFT JOIN user_profiles p`).
+    func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
         var result: [StoredMessage] = []
-        for try await (id, content, files, createdAt, sender, email, nickname, image) in rows.decode(
-            (UUID, String?, [String], Date, UUID, String, String, String?).self
+        for try await (id, content, files, createdAt, parent, mentions, reactions, editedAt, sender, email, nickname, image) in rows.decode(
+            (UUID, String?, [String], Date, UUID?, [UUID], String?, Date?, UUID, String, String, String?).self
         ) {
             result.append(StoredMessage(
                 id: MessageID(id), sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
-                content: content, files: files, createdAt: createdAt
+                content: content, files: files, createdAt: createdAt, parentId: parent.map(MessageID.init), mentions: mentions.map(UserID.init),
+                reactions: try reactions.map(ReactionStore.decode) ?? [], editedAt: editedAt
             ))
         }
         return result

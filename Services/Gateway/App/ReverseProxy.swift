@@ -18,6 +18,8 @@ struct ReverseProxy: Sendable {
     ]
     /// Request headers the proxy sets itself (host from the upstream URL, length from the body).
     static let replacedOnRequest: Set<String> = ["host", "content-length"]
+    /// Request bodies up to this size are read whole before forwarding; larger ones stream.
+    static let bufferedBodyLimit: Int64 = 256 * 1024
 
     func forward(_ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String) async throws -> Response {
         var query = ""
@@ -34,7 +36,14 @@ struct ReverseProxy: Sendable {
         upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
         upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
-            if length > 0 { upstream.body = .stream(request.body, length: .known(length)) }
+            if length > 0 && length <= Self.bufferedBodyLimit {
+                // Small bodies (JSON, forms) go upstream in one piece: cheaper than a stream, and
+                // a service that answers before reading the body (a bad id in the path) cannot
+                // race the upload and cut the response short.
+                upstream.body = .bytes(try await request.body.collect(upTo: Int(length)))
+            } else if length > 0 {
+                upstream.body = .stream(request.body, length: .known(length))
+            }
         } else if request.headers[.transferEncoding] != nil {
             upstream.body = .stream(request.body, length: .unknown)
         }

@@ -78,14 +78,4 @@ struct WorkspaceAPI: Sendable {
         guard let id = body.owner_id.flatMap(UserID.init) else { throw APIError.badRequest("owner_id is required") }
         return id
     }
-
-    /// A case-insensitive substring pattern for ILIKE with `%`, `_` and `\` taken literally.
-    static func containsPattern(_ keyword: String) -> String {
-        var escaped = ""
-        for ch in keyword {
-            if ch == "%" || ch == "_" || ch == "\\" { escaped.append("\\") }
-            escaped.append(ch)
-        }
-        return "%\(escaped)%"
-    }
 }

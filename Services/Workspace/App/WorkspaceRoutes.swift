@@ -53,7 +53,7 @@ extension WorkspaceAPI {
             let id: WorkspaceID = try pathID(context, "workspace")
             let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             guard !keyword.isEmpty, keyword.count <= 100 else { throw APIError.badRequest("keyword must be 1 to 100 characters") }
-            let pattern = Self.containsPattern(keyword)
+            let pattern = LikePattern.contains(keyword)
             return try await read { c in
                 let workspace = try await requireMember(id, me, c)
                 return WorkspaceDetailResponse(

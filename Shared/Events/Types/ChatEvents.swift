@@ -29,10 +29,14 @@ public enum ChatEvents {
         public var content: String?
         public var files: [String]
         public var createdAt: Date
+        /// The message this one replies to (same channel), if any.
+        public var parentId: MessageID?
+        /// Users mentioned with `@nickname` or `<@user-id>` (members of the channel only); nil for none.
+        public var mentions: [UserID]?
         public var subject: String { channelId.description }
 
         public init(messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
-                    content: String?, files: [String], createdAt: Date) {
+                    content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.channelId = channelId
@@ -41,6 +45,8 @@ public enum ChatEvents {
             self.content = content
             self.files = files
             self.createdAt = Timestamp.truncated(createdAt)
+            self.parentId = parentId
+            self.mentions = mentions
         }
     }
 }
@@ -59,10 +65,14 @@ extension ChatEvents {
         public var content: String?
         public var files: [String]
         public var createdAt: Date
+        /// The message this one replies to (same room), if any.
+        public var parentId: MessageID?
+        /// Participants mentioned in the content; nil for none.
+        public var mentions: [UserID]?
         public var subject: String { roomId.description }
 
         public init(messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
-                    content: String?, files: [String], createdAt: Date) {
+                    content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.roomId = roomId
@@ -71,6 +81,8 @@ extension ChatEvents {
             self.content = content
             self.files = files
             self.createdAt = Timestamp.truncated(createdAt)
+            self.parentId = parentId
+            self.mentions = mentions
         }
     }
 }

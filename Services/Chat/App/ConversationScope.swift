@@ -1,0 +1,80 @@
+import Events
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+
+/// The two kinds of conversation under `/v1/workspaces/{w}`: `channels/{c}` and `dms/{r}`. The
+/// routes that work alike on both (edit, delete, reactions, read cursors) are registered once
+/// per kind and resolve the conversation through this.
+enum ConversationKind: Sendable, CaseIterable {
+    case channel
+    case dm
+
+    /// The route prefix; `:conversation` is the channel or room id.
+    var path: String {
+        switch self {
+        case .channel: "/v1/workspaces/:workspace/channels/:conversation"
+        case .dm: "/v1/workspaces/:workspace/dms/:conversation"
+        }
+    }
+}
+
+extension Conversation {
+    var workspaceId: WorkspaceID {
+        switch self {
+        case .channel(let channel): channel.workspaceId
+        case .room(let room): room.workspaceId
+        }
+    }
+
+    /// How events name it (a room with its participants, so delivery needs no lookup).
+    var event: ChatEvents.Conversation {
+        switch self {
+        case .channel(let channel): .channel(channel.id)
+        case .room(let room): .room(room.id, participants: Array(Set(room.participants)).sorted())
+        }
+    }
+}
+
+/// A message as the conversation's kind shows it: `ChannelChat` or `DMChat`.
+enum MessageResponse: ResponseEncodable, Sendable {
+    case channel(ChannelChatResponse)
+    case dm(DMChatResponse)
+
+    init(_ message: StoredMessage, in conversation: Conversation) {
+        switch conversation {
+        case .channel(let channel): self = .channel(ChannelChatResponse(message, in: channel))
+        case .room(let room): self = .dm(DMChatResponse(message, in: room))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .channel(let response): try response.encode(to: encoder)
+        case .dm(let response): try response.encode(to: encoder)
+        }
+    }
+}
+
+extension ChatAPI {
+    /// The conversation of the request's path when the caller may use it (else E13); locked for
+    /// the transaction when `lock` (which serialises its message inserts).
+    func conversation(_ kind: ConversationKind, _ request: Request, _ context: SuiteRequestContext, lock: Bool,
+                      _ c: PostgresConnection) async throws -> Conversation {
+        let me = try user(request)
+        let workspace: WorkspaceID = try pathID(context, "workspace")
+        switch kind {
+        case .channel:
+            guard let channel = try await messages.channel(try pathID(context, "conversation"), in: workspace, member: me, lock: lock, c) else {
+                throw APIError.notFound("channel")
+            }
+            return .channel(channel)
+        case .dm:
+            guard let room = try await rooms.room(try pathID(context, "conversation"), in: workspace, participant: me, lock: lock, c) else {
+                throw APIError.notFound("room")
+            }
+            return .room(room)
+        }
+    }
+}

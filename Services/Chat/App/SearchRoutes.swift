@@ -1,0 +1,43 @@
+import Database
+import Events
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+
+/// `GET /v1/workspaces/{w}/chats/search?keyword=&limit=` (additive): messages containing the
+/// keyword in the channels the caller is in and in their DM rooms, newest first —
+/// `{channelChats: [ChannelChat], dmChats: [DMChat]}`, each at most `limit` (default 50, at most
+/// 100). E11 for an empty keyword or a bad limit, E13 for a non-member.
+extension ChatAPI {
+    struct SearchResponse: ResponseEncodable, Sendable {
+        var channelChats: [ChannelChatResponse]
+        var dmChats: [DMChatResponse]
+    }
+
+    static let maxSearchResults = 100
+
+    func addSearchRoutes(to router: Router<SuiteRequestContext>) {
+        router.get("/v1/workspaces/:workspace/chats/search") { request, context -> SearchResponse in
+            let me = try user(request)
+            let workspace: WorkspaceID = try pathID(context, "workspace")
+            let keyword = (request.uri.queryParameters.get("keyword") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !keyword.isEmpty, keyword.count <= 100 else { throw APIError.badRequest("keyword must be 1 to 100 characters") }
+            var limit = 50
+            if let text = request.uri.queryParameters.get("limit") {
+                guard let value = Int(text), (1...Self.maxSearchResults).contains(value) else { throw APIError.badRequest("limit must be 1 to 100") }
+                limit = value
+            }
+            return try await postgres.withConnection { c in
+                guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
+                let channelHits = try await messages.searchChannels(keyword, reader: me, in: workspace, limit: limit, c)
+                let myRooms = try await rooms.rooms(of: me, in: workspace, c)
+                let roomHits = try await messages.searchRooms(keyword, reader: me, in: workspace, limit: limit, rooms: myRooms, c)
+                return SearchResponse(
+                    channelChats: channelHits.map { ChannelChatResponse($0.message, in: $0.channel) },
+                    dmChats: roomHits.map { DMChatResponse($0.message, in: $0.room) }
+                )
+            }
+        }
+    }
+}
