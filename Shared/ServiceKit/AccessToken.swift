@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import JWTKit
 
@@ -50,6 +51,10 @@ public struct AccessTokenVerifier: Sendable {
     public let issuer: String
     /// Tolerated clock skew for `nbf` and `exp`.
     public let leeway: TimeInterval
+    /// Tokens whose signature already verified: a client sends the same token with every request
+    /// until it expires, and the signature check (on the key collection's actor) was the largest
+    /// part of the gateway's own time per request. The claims are still checked every time.
+    private let verified = VerifiedTokens(capacity: 20_000)
 
     public init(publicKey: Key, audience: String, issuer: String, leeway: TimeInterval = 5) async throws {
         let keys = JWTKeyCollection()
@@ -69,10 +74,15 @@ public struct AccessTokenVerifier: Sendable {
     ///   reads the expired token's subject).
     public func verify(_ token: String, now: Date = Date(), allowExpired: Bool = false) async throws -> AccessTokenClaims {
         let claims: AccessTokenClaims
-        do {
-            claims = try await keys.verify(token, as: AccessTokenClaims.self)
-        } catch {
-            throw AccessTokenError.invalid("\(error)")
+        if let known = verified.claims(of: token) {
+            claims = known
+        } else {
+            do {
+                claims = try await keys.verify(token, as: AccessTokenClaims.self)
+            } catch {
+                throw AccessTokenError.invalid("\(error)")
+            }
+            verified.insert(token, claims)
         }
         guard claims.aud.value.contains(audience) else { throw AccessTokenError.invalid("wrong audience") }
         guard claims.iss.value == issuer else { throw AccessTokenError.invalid("wrong issuer") }
@@ -120,4 +130,25 @@ public func bareToken(fromAuthorizationHeader value: String?) -> String? {
     guard var token = value?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { return nil }
     if token.lowercased().hasPrefix("bearer ") { token = String(token.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
     return token.isEmpty ? nil : token
+}
+
+/// Byte-identical tokens that verified once → their claims. Only the signature and parsing are
+/// skipped on a hit (the same bytes verify the same way); audience, issuer and times are checked
+/// by the caller on every use. Bounded: emptied when full (a miss only costs a verification).
+final class VerifiedTokens: Sendable {
+    private let entries = Mutex<[String: AccessTokenClaims]>([:])
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    func claims(of token: String) -> AccessTokenClaims? {
+        entries.withLock { $0[token] }
+    }
+
+    func insert(_ token: String, _ claims: AccessTokenClaims) {
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[token] = claims
+        }
+    }
 }

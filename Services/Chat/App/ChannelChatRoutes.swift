@@ -10,7 +10,7 @@ import ServiceKit
 /// including a member the read model has not caught up with yet, gets E13.
 extension ChatAPI {
     func addChannelChatRoutes(to router: Router<SuiteRequestContext>) {
-        router.post("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> ChannelChatResponse in
+        router.post("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> JSONResponse in
             let me = try user(request)
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
@@ -27,17 +27,17 @@ extension ChatAPI {
                             content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil
                         )
                     }
-                    return (ChannelChatResponse(message, in: channel), isNew)
+                    return (JSONResponse(ChannelChatResponse(message, in: channel)), isNew)
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> [ChannelChatResponse] in
+        router.get("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> JSONResponse in
             let me = try user(request)
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
-                return try await messages.history(.channel(channel), after: cursor, c).map { ChannelChatResponse($0, in: channel) }
+                return JSONResponse(array: try await messages.history(.channel(channel), after: cursor, c).map { ChannelChatResponse($0, in: channel) })
             }
         }
         router.get("/v1/workspaces/:workspace/channels/:conversation/unreads") { request, context -> ChannelUnreadResponse in

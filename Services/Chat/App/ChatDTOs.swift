@@ -12,10 +12,9 @@ extension MemberSummary {
     }
 }
 
-// `createdAt` is formatted once here rather than through the encoder's custom date strategy,
-// which builds a nested encoder per date (measured: the largest share of a 50-message history's
-// encoding time).
-struct ChannelChatResponse: ResponseEncodable, Sendable {
+// Message answers are written with `JSONWriter` (measured: `JSONEncoder` was the largest cost of a
+// 50-message history), with `createdAt` formatted once per message.
+struct ChannelChatResponse: JSONWritable {
     var channel_id: ChannelID
     var channelName: String
     var chat_id: MessageID
@@ -36,18 +35,18 @@ struct ChannelChatResponse: ResponseEncodable, Sendable {
         extras = MessageExtras(message)
     }
 
-    private enum CodingKeys: CodingKey { case channel_id, channelName, chat_id, content, createdAt, files, user }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(channel_id, forKey: .channel_id)
-        try container.encode(channelName, forKey: .channelName)
-        try container.encode(chat_id, forKey: .chat_id)
-        try container.encodeIfPresent(content, forKey: .content)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(files, forKey: .files)
-        try container.encode(user, forKey: .user)
-        try extras.encode(to: encoder)
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("channel_id", channel_id)
+        json.member("channelName", channelName)
+        json.member("chat_id", chat_id)
+        json.member("content", content)
+        json.member("createdAt", createdAt)
+        json.member("files", strings: files)
+        json.key("user")
+        user.write(to: &json)
+        extras.write(to: &json)
+        json.endObject()
     }
 }
 
@@ -64,7 +63,7 @@ struct DMRoomResponse: ResponseEncodable, Sendable {
     var user: MemberSummary
 }
 
-struct DMChatResponse: ResponseEncodable, Sendable {
+struct DMChatResponse: JSONWritable {
     var dm_id: MessageID
     var room_id: RoomID
     var content: String?
@@ -83,17 +82,17 @@ struct DMChatResponse: ResponseEncodable, Sendable {
         extras = MessageExtras(message)
     }
 
-    private enum CodingKeys: CodingKey { case dm_id, room_id, content, createdAt, files, user }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(dm_id, forKey: .dm_id)
-        try container.encode(room_id, forKey: .room_id)
-        try container.encodeIfPresent(content, forKey: .content)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(files, forKey: .files)
-        try container.encode(user, forKey: .user)
-        try extras.encode(to: encoder)
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("dm_id", dm_id)
+        json.member("room_id", room_id)
+        json.member("content", content)
+        json.member("createdAt", createdAt)
+        json.member("files", strings: files)
+        json.key("user")
+        user.write(to: &json)
+        extras.write(to: &json)
+        json.endObject()
     }
 }
 
@@ -106,8 +105,9 @@ struct OpponentBody: Decodable { var opponent_id: String? }
 
 /// The additive fields of a message (beyond the contract's shapes), each present only when it
 /// says something, so a plain message has exactly the contract's keys: `parent_id` (a reply),
-/// `mentions` (user ids), `reactions` (`[{emoji, count, users}]`), `editedAt`.
-struct MessageExtras: Encodable, Sendable {
+/// `mentions` (user ids), `reactions` (`[{emoji, count, users}]`), `editedAt`. Written into the
+/// message's object.
+struct MessageExtras: Sendable {
     var parent_id: MessageID?
     var mentions: [UserID]?
     var reactions: [ChatEvents.Reaction]?
@@ -118,6 +118,28 @@ struct MessageExtras: Encodable, Sendable {
         mentions = message.mentionsOrNil
         reactions = message.reactions.isEmpty ? nil : message.reactions
         editedAt = message.editedAt.map(Timestamp.format)
+    }
+
+    func write(to json: inout JSONWriter) {
+        json.member("parent_id", parent_id)
+        if let mentions { json.member("mentions", ids: mentions) }
+        if let reactions {
+            json.key("reactions")
+            json.beginArray()
+            for reaction in reactions { reaction.write(to: &json) }
+            json.endArray()
+        }
+        json.member("editedAt", editedAt)
+    }
+}
+
+extension ChatEvents.Reaction: JSONWritable {
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("emoji", emoji)
+        json.member("count", count)
+        json.member("users", ids: users)
+        json.endObject()
     }
 }
 

@@ -38,7 +38,7 @@ extension Conversation {
 }
 
 /// A message as the conversation's kind shows it: `ChannelChat` or `DMChat`.
-enum MessageResponse: ResponseEncodable, Sendable {
+enum MessageResponse: JSONWritable {
     case channel(ChannelChatResponse)
     case dm(DMChatResponse)
 
@@ -49,10 +49,10 @@ enum MessageResponse: ResponseEncodable, Sendable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    func write(to json: inout JSONWriter) {
         switch self {
-        case .channel(let response): try response.encode(to: encoder)
-        case .dm(let response): try response.encode(to: encoder)
+        case .channel(let response): response.write(to: &json)
+        case .dm(let response): response.write(to: &json)
         }
     }
 }

@@ -35,7 +35,7 @@ extension ChatAPI {
                 return DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
             }
         }
-        router.post("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> DMChatResponse in
+        router.post("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> JSONResponse in
             let me = try user(request)
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
@@ -50,17 +50,17 @@ extension ChatAPI {
                             mentions: m.mentionsOrNil
                         )
                     }
-                    return (DMChatResponse(message, in: room), isNew)
+                    return (JSONResponse(DMChatResponse(message, in: room)), isNew)
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> [DMChatResponse] in
+        router.get("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> JSONResponse in
             let me = try user(request)
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
-                return try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) }
+                return JSONResponse(array: try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) })
             }
         }
         router.get("/v1/workspaces/:workspace/dms/:conversation/unreads") { request, context -> DMUnreadResponse in

@@ -16,7 +16,7 @@ extension ChatAPI {
 
     func addMessageChangeRoutes(to router: Router<SuiteRequestContext>) {
         for kind in ConversationKind.allCases {
-            router.put("\(kind.path)/chats/:chat") { request, context -> MessageResponse in
+            router.put("\(kind.path)/chats/:chat") { request, context -> JSONResponse in
                 let me = try user(request)
                 let messageId: MessageID = try pathID(context, "chat")
                 let body = try await request.decodeBody(as: EditBody.self, context: context)
@@ -25,7 +25,7 @@ extension ChatAPI {
                     var message = try await ownMessage(messageId, in: conversation, sender: me, c)
                     let content = try MessageForm.validatedContent(body.content, hasFiles: !message.files.isEmpty)
                     // The same text again changes nothing (a retried edit).
-                    guard content != message.content else { return MessageResponse(message, in: conversation) }
+                    guard content != message.content else { return JSONResponse(MessageResponse(message, in: conversation)) }
                     message.content = content
                     message.mentions = try await Mentions.resolve(in: content, conversation: conversation, c, logger: logger)
                     message.editedAt = try await messages.edit(messageId, content: content, mentions: message.mentions, c)
@@ -33,7 +33,7 @@ extension ChatAPI {
                         messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
                         content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
                     ), c)
-                    return MessageResponse(message, in: conversation)
+                    return JSONResponse(MessageResponse(message, in: conversation))
                 }
             }
             router.delete("\(kind.path)/chats/:chat") { request, context -> HTTPResponse.Status in
@@ -54,7 +54,7 @@ extension ChatAPI {
                 return .ok
             }
             for present in [true, false] {
-                router.on("\(kind.path)/chats/:chat/reactions/:emoji", method: present ? .put : .delete) { request, context -> [ChatEvents.Reaction] in
+                router.on("\(kind.path)/chats/:chat/reactions/:emoji", method: present ? .put : .delete) { request, context -> JSONResponse in
                     let me = try user(request)
                     let messageId: MessageID = try pathID(context, "chat")
                     guard let emoji = ReactionStore.validEmoji(context.parameters.get("emoji") ?? "") else {
@@ -63,13 +63,15 @@ extension ChatAPI {
                     return try await postgres.withTransaction(logger: logger) { c in
                         let conversation = try await conversation(kind, request, context, lock: false, c)
                         guard let message = try await messages.lockedMessage(messageId, in: conversation, c) else { throw APIError.notFound("message") }
-                        guard try await reactions.set(emoji, by: me, on: messageId, present: present, c) else { return message.reactions }
+                        guard try await reactions.set(emoji, by: me, on: messageId, present: present, c) else {
+                            return JSONResponse(array: message.reactions)
+                        }
                         let summary = try await reactions.refreshSummary(of: messageId, c)
                         try await append(ChatEvents.ReactionsChanged(
                             messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, userId: me,
                             emoji: emoji, added: present, reactions: summary
                         ), c)
-                        return summary
+                        return JSONResponse(array: summary)
                     }
                 }
             }
@@ -84,5 +86,3 @@ extension ChatAPI {
         return message
     }
 }
-
-extension ChatEvents.Reaction: ResponseEncodable {}

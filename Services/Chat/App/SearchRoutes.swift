@@ -10,15 +10,28 @@ import ServiceKit
 /// `{channelChats: [ChannelChat], dmChats: [DMChat]}`, each at most `limit` (default 50, at most
 /// 100). E11 for an empty keyword or a bad limit, E13 for a non-member.
 extension ChatAPI {
-    struct SearchResponse: ResponseEncodable, Sendable {
+    struct SearchResponse: JSONWritable {
         var channelChats: [ChannelChatResponse]
         var dmChats: [DMChatResponse]
+
+        func write(to json: inout JSONWriter) {
+            json.beginObject()
+            json.key("channelChats")
+            json.beginArray()
+            for chat in channelChats { chat.write(to: &json) }
+            json.endArray()
+            json.key("dmChats")
+            json.beginArray()
+            for chat in dmChats { chat.write(to: &json) }
+            json.endArray()
+            json.endObject()
+        }
     }
 
     static let maxSearchResults = 100
 
     func addSearchRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces/:workspace/chats/search") { request, context -> SearchResponse in
+        router.get("/v1/workspaces/:workspace/chats/search") { request, context -> JSONResponse in
             let me = try user(request)
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let keyword = (request.uri.queryParameters.get("keyword") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -33,10 +46,10 @@ extension ChatAPI {
                 let channelHits = try await messages.searchChannels(keyword, reader: me, in: workspace, limit: limit, c)
                 let myRooms = try await rooms.rooms(of: me, in: workspace, c)
                 let roomHits = try await messages.searchRooms(keyword, reader: me, in: workspace, limit: limit, rooms: myRooms, c)
-                return SearchResponse(
+                return JSONResponse(SearchResponse(
                     channelChats: channelHits.map { ChannelChatResponse($0.message, in: $0.channel) },
                     dmChats: roomHits.map { DMChatResponse($0.message, in: $0.room) }
-                )
+                ))
             }
         }
     }

@@ -18,8 +18,8 @@ struct ReverseProxy: Sendable {
     ]
     /// Request headers the proxy sets itself (host from the upstream URL, length from the body).
     static let replacedOnRequest: Set<String> = ["host", "content-length"]
-    /// Request bodies up to this size are read whole before forwarding; larger ones stream.
-    static let bufferedBodyLimit: Int64 = 256 * 1024
+    /// Bodies (request and answer) up to this size are read whole before forwarding; larger ones stream.
+    static let bufferedBodyLimit = 256 * 1024
 
     func forward(_ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String) async throws -> Response {
         var query = ""
@@ -36,7 +36,7 @@ struct ReverseProxy: Sendable {
         upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
         upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
-            if length > 0 && length <= Self.bufferedBodyLimit {
+            if length > 0 && length <= Int64(Self.bufferedBodyLimit) {
                 // Small bodies (JSON, forms) go upstream in one piece: cheaper than a stream, and
                 // a service that answers before reading the body (a bad id in the path) cannot
                 // race the upload and cut the response short.
@@ -57,10 +57,17 @@ struct ReverseProxy: Sendable {
         for (name, value) in response.headers where !Self.hopByHop.contains(name.lowercased()) {
             if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
         }
-        return Response(
-            status: HTTPResponse.Status(code: Int(response.status.code)),
-            headers: headers,
-            body: ResponseBody(asyncSequence: response.body)
-        )
+        let status = HTTPResponse.Status(code: Int(response.status.code))
+        // Small answers (JSON) are read whole and written in one piece; large ones (files) stream.
+        if let length = response.headers.first(name: "content-length").flatMap(Int.init), length <= Self.bufferedBodyLimit {
+            let body: ByteBuffer
+            do {
+                body = try await response.body.collect(upTo: length)
+            } catch {
+                throw APIError.dependencyUnavailable("upstream \(base) failed mid-answer: \(error)")
+            }
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+        }
+        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body))
     }
 }

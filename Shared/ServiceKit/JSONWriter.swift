@@ -1,0 +1,183 @@
+import Events
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Writes JSON straight into a `ByteBuffer`, for the hot answers (message lists): Foundation's
+/// `JSONEncoder` was the largest cost of a 50-message history request (it boxes every value and
+/// builds a container per object). Keys are written exactly as given; strings are escaped per
+/// RFC 8259 (quote, backslash and control characters; everything else is UTF-8 as is).
+public struct JSONWriter {
+    public private(set) var buffer: ByteBuffer
+    /// Per open object/array: whether the next member needs a comma.
+    private var needsComma: [Bool] = []
+    /// A key was just written: the next value is its value, not a new member.
+    private var afterKey = false
+
+    public init(capacity: Int = 1024) {
+        buffer = ByteBufferAllocator().buffer(capacity: capacity)
+    }
+
+    public mutating func beginObject() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    public mutating func endObject() {
+        needsComma.removeLast()
+        buffer.writeInteger(UInt8(ascii: "}"))
+    }
+
+    public mutating func beginArray() {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    public mutating func endArray() {
+        needsComma.removeLast()
+        buffer.writeInteger(UInt8(ascii: "]"))
+    }
+
+    /// A member's key; the value written next belongs to it.
+    public mutating func key(_ name: StaticString) {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeStaticString(name)
+        buffer.writeInteger(UInt8(ascii: "\""))
+        buffer.writeInteger(UInt8(ascii: ":"))
+        afterKey = true
+    }
+
+    public mutating func string(_ value: String) {
+        separate()
+        buffer.writeInteger(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { bytes in
+            var start = 0
+            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                if start < i { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start..<i])) }
+                writeEscaped(byte)
+                start = i + 1
+            }
+            if start < bytes.count { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[start...])) }
+        }
+        buffer.writeInteger(UInt8(ascii: "\""))
+    }
+
+    public mutating func int(_ value: Int) {
+        separate()
+        buffer.writeString(String(value))
+    }
+
+    public mutating func null() {
+        separate()
+        buffer.writeStaticString("null")
+    }
+
+    /// `key: value`, or nothing when the value is nil (what `encodeIfPresent` does).
+    public mutating func member(_ name: StaticString, _ value: String?) {
+        guard let value else { return }
+        key(name)
+        string(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: Int) {
+        key(name)
+        int(value)
+    }
+
+    public mutating func member<Entity>(_ name: StaticString, _ value: Identifier<Entity>?) {
+        guard let value else { return }
+        key(name)
+        string(value.description)
+    }
+
+    public mutating func member(_ name: StaticString, strings: [String]) {
+        key(name)
+        beginArray()
+        for value in strings { string(value) }
+        endArray()
+    }
+
+    public mutating func member<Entity>(_ name: StaticString, ids: [Identifier<Entity>]) {
+        key(name)
+        beginArray()
+        for value in ids { string(value.description) }
+        endArray()
+    }
+
+    private mutating func separate() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        guard let last = needsComma.last else { return }
+        if last { buffer.writeInteger(UInt8(ascii: ",")) } else { needsComma[needsComma.count - 1] = true }
+    }
+
+    private mutating func writeEscaped(_ byte: UInt8) {
+        buffer.writeInteger(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""): buffer.writeInteger(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): buffer.writeInteger(UInt8(ascii: "\\"))
+        case 0x0A: buffer.writeInteger(UInt8(ascii: "n"))
+        case 0x0D: buffer.writeInteger(UInt8(ascii: "r"))
+        case 0x09: buffer.writeInteger(UInt8(ascii: "t"))
+        case 0x08: buffer.writeInteger(UInt8(ascii: "b"))
+        case 0x0C: buffer.writeInteger(UInt8(ascii: "f"))
+        default:
+            let hex: [UInt8] = Array("0123456789abcdef".utf8)
+            buffer.writeStaticString("u00")
+            buffer.writeInteger(hex[Int(byte >> 4)])
+            buffer.writeInteger(hex[Int(byte & 0x0F)])
+        }
+    }
+}
+
+/// A value that writes itself with `JSONWriter`.
+public protocol JSONWritable: Sendable {
+    func write(to json: inout JSONWriter)
+}
+
+extension JSONWritable {
+    /// The value as JSON bytes.
+    public var jsonBuffer: ByteBuffer {
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.buffer
+    }
+}
+
+/// An answer written with `JSONWriter`: one value, or a bare top-level array of them.
+public struct JSONResponse: ResponseGenerator, Sendable {
+    let body: ByteBuffer
+
+    public init(_ value: some JSONWritable) { body = value.jsonBuffer }
+
+    public init<Element: JSONWritable>(array: [Element]) {
+        var writer = JSONWriter(capacity: 256 + array.count * 320)
+        writer.beginArray()
+        for element in array { element.write(to: &writer) }
+        writer.endArray()
+        body = writer.buffer
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+}
+
+extension MemberSummary: JSONWritable {
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("user_id", user_id)
+        json.member("email", email)
+        json.member("nickname", nickname)
+        json.member("profileImage", profileImage)
+        json.endObject()
+    }
+}
