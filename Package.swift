@@ -37,7 +37,7 @@ let services: [ServiceSpec] = [
     .init(folder: "Chat", executable: "chat", extra: []),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
     .init(folder: "Presence", executable: "presence", extra: []),
-    .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
+    .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
 ]
 
 let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]

@@ -60,7 +60,7 @@ final class FakePortOne: Sendable {
         issued.withLock { _ = $0.insert(token) }
         counts.withLock { $0.tokens += 1 }
         let now = Int(Date().timeIntervalSince1970)
-        return Self.json(.ok, ["code": 0, "message": NSNull(), "response": ["access_token": token, "now": now, "expired_at": now + 1800]])
+        return Self.json(.ok, ["code": 0, "message": NSNull(), "response": ["access_token": token, "now": now, "expired_at": now + 1800] as [String: Any]])
     }
 
     private func lookup(_ request: Request, _ context: BasicRequestContext) async throws -> Response {

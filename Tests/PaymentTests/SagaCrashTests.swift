@@ -1,4 +1,5 @@
 import Configuration
+import Database
 import Events
 import Foundation
 import HTTPTypes
@@ -141,8 +142,9 @@ struct SagaCrashTests {
             // Payment debits both while workspace is down.
             payment = try await services.startPayment()
             try await eventually("both debits are taken", timeout: .seconds(30)) {
-                try await LedgerTotals.read(paymentDB, user: orphaned.description).debits == 10
-                    && LedgerTotals.read(paymentDB, user: completes.description).debits == 20
+                let orphanedDebits = try await LedgerTotals.read(paymentDB, user: orphaned.description).debits
+                let completedDebits = try await LedgerTotals.read(paymentDB, user: completes.description).debits
+                return orphanedDebits == 10 && completedDebits == 20
             }
             // One pending creation disappears before its answer is read (e.g. removed by an operator).
             _ = try await workspaceDB.query("DELETE FROM workspaces WHERE owner_id = \(orphaned.uuid) AND state = 'pending'")

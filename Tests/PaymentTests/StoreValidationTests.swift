@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import NIOFoundationCompat
 import PostgresNIO
 import SuiteTesting
 import Testing

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Configuration
 import Database
+import Events
 import Hummingbird
 import Logging
 import ServiceKit

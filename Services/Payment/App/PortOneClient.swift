@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import NIOHTTP1
 import ServiceKit
 
 /// A payment as PortOne reports it (`GET /payments/{imp_uid}`), the fields validation needs.
