@@ -43,8 +43,10 @@ actor PortOneClient {
         guard settings.portOneConfigured else {
             throw APIError.dependencyUnavailable("PortOne is not configured (payment.portone-api-key / -secret)")
         }
-        // `impUID` is checked to be URL-safe by the route; escape anyway.
-        let path = impUID.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? impUID
+        // `impUID` is checked to be URL-safe by the route; escape anything else anyway.
+        var unreserved = CharacterSet.alphanumerics
+        unreserved.insert(charactersIn: "-._~")
+        let path = impUID.addingPercentEncoding(withAllowedCharacters: unreserved) ?? impUID
         for attempt in 0..<2 {
             var request = HTTPClientRequest(url: "\(settings.portOneURL)/payments/\(path)")
             request.headers.add(name: "Authorization", value: try await accessToken())
