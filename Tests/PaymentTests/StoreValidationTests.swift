@@ -133,4 +133,21 @@ struct StoreValidationTests {
             #expect(totals == LedgerTotals(balance: 50, credits: 50, debits: 0, refunds: 0, entries: 1))
         }
     }
+
+    @Test("the database refuses a negative balance and changes to ledger entries")
+    func ledgerInvariants() async throws {
+        try await Stack.store { s, fake in
+            let user = try await s.user()
+            try await s.buy(user, fake, item: "10 Coin", price: 100)
+            let db = try #require(s.paymentDatabase)
+            let id = UUID(uuidString: user.id)
+            await #expect(throws: (any Error).self) {
+                try await db.query("UPDATE coin_balances SET balance = balance - 11 WHERE user_id = \(id)")
+            }
+            await #expect(throws: (any Error).self) { try await db.query("UPDATE coin_ledger SET delta = 1000 WHERE user_id = \(id)") }
+            await #expect(throws: (any Error).self) { try await db.query("DELETE FROM coin_ledger WHERE user_id = \(id)") }
+            let totals = try await LedgerTotals.read(db, user: user.id)
+            #expect(totals == LedgerTotals(balance: 10, credits: 10, debits: 0, refunds: 0, entries: 1))
+        }
+    }
 }
