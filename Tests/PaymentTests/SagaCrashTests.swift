@@ -123,6 +123,44 @@ struct SagaCrashTests {
         }
     }
 
+    @Test("payment stopped after the debit, before its reply left the outbox: the reply goes out on restart, debited once")
+    func paymentStopsBeforeReply() async throws {
+        try await Services.run { services, fake, workspaceDB, paymentDB in
+            let user = UserID.generate()
+            let workspace = try await services.startWorkspace()
+            var payment = try await services.startPayment()
+            try await Self.buy(payment, fake, user)
+            try await Self.warmUp(workspace, workspaceDB, user)
+            try await payment.stop()
+
+            // Holding the relay's leader lock keeps payment's replies in its outbox: the debit
+            // commits with its reply, which is not published before payment stops.
+            try await paymentDB.withConnection { lock in
+                _ = try await lock.query("SELECT pg_advisory_lock(\(OutboxRelay.leaderLockId))", logger: TestDatabase.logger)
+                let stalled = try await services.startPayment()
+                #expect(try await Self.create(workspace, user, name: "reply-stuck") == "503 E99")
+                try await eventually("the debit is taken", timeout: .seconds(30)) {
+                    try await LedgerTotals.read(paymentDB, user: user.description).debits == 20
+                }
+                let unpublished = try await lock.query(
+                    "SELECT count(*) FROM outbox WHERE event_type = 'payment.coins.debited' AND published_at IS NULL", logger: TestDatabase.logger
+                ).decode(Int64.self).reduce(0, +)
+                #expect(unpublished == 1)
+                try await stalled.stop()
+                _ = try await lock.query("SELECT pg_advisory_unlock(\(OutboxRelay.leaderLockId))", logger: TestDatabase.logger)
+            }
+            #expect(try await Self.states(workspaceDB, user) == ["active": 1, "pending": 1])
+
+            payment = try await services.startPayment()
+            try await eventually("the creation completes from the published reply", timeout: .seconds(30)) {
+                try await Self.states(workspaceDB, user) == ["active": 2]
+            }
+            #expect(try await LedgerTotals.read(paymentDB, user: user.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
+            try await workspace.stop()
+            try await payment.stop()
+        }
+    }
+
     @Test("workspace stopped after the debit: completion on restart; a debit whose workspace is gone is refunded")
     func workspaceRestart() async throws {
         try await Services.run { services, fake, workspaceDB, paymentDB in
