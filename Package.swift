@@ -111,7 +111,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "PaymentTests",
-        dependencies: ["SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting,
+        dependencies: ["SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
                        postgres, nioCore, configuration, .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),

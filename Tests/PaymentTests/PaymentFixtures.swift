@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import Logging
 import NIOCore
 import PostgresNIO
 import SuiteTesting
@@ -81,13 +82,20 @@ struct LedgerTotals: Sendable, Equatable {
             Issue.record("not a user id: \(user)")
             return totals
         }
-        for try await balance in try await db.query("SELECT balance FROM coin_balances WHERE user_id = \(id)").decode(Int64.self) {
-            totals.balance = Int(balance)
+        // One snapshot for both reads: the service may be writing meanwhile.
+        let logger = Logger(label: "ledger-totals")
+        let (balance, entries) = try await db.withTransaction(logger: logger) { c in
+            _ = try await c.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", logger: logger)
+            let balance = try await c.query("SELECT balance FROM coin_balances WHERE user_id = \(id)", logger: logger)
+                .decode(Int64.self).reduce(0, +)
+            let entries = try await c.query(
+                "SELECT kind, delta, balance_after FROM coin_ledger WHERE user_id = \(id) ORDER BY version", logger: logger
+            ).decode((String, Int64, Int64).self).reduce(into: [(String, Int64, Int64)]()) { $0.append($1) }
+            return (balance, entries)
         }
+        totals.balance = Int(balance)
         var latest: Int64?
-        for try await (kind, delta, after) in try await db.query(
-            "SELECT kind, delta, balance_after FROM coin_ledger WHERE user_id = \(id) ORDER BY version"
-        ).decode((String, Int64, Int64).self) {
+        for (kind, delta, after) in entries {
             totals.entries += 1
             latest = after
             switch kind {
