@@ -37,7 +37,7 @@ let services: [ServiceSpec] = [
     .init(folder: "Chat", executable: "chat", extra: []),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
     .init(folder: "Presence", executable: "presence", extra: []),
-    .init(folder: "Payment", executable: "payment", extra: []),
+    .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
 ]
 
 let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
@@ -91,7 +91,7 @@ var targets: [Target] = [
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
                        hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Tests/SuiteTesting",
@@ -107,6 +107,12 @@ var targets: [Target] = [
         name: "ChatTests",
         dependencies: ["SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "PaymentTests",
+        dependencies: ["SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
+                       postgres, nioCore, configuration, .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),
     .testTarget(

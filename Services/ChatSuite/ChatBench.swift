@@ -58,7 +58,7 @@ struct ChatBench: AsyncParsableCommand {
             defer { group.cancelAll() }
 
             let loadStart = ContinuousClock.now
-            try await bulkLoad(postgres, channels: channelIds, sender: try user(of: token), logger: logger)
+            try await bulkLoad(postgres, channels: channelIds, sender: try user(of: token), idPrefix: String(tag), logger: logger)
             let loadSeconds = LoadRunner.milliseconds(ContinuousClock.now - loadStart) / 1000
             print(String(format: "bulk-loaded %d messages into %d channels in %.1f s (SQL, %.0f rows/s)", messages, channels, loadSeconds, Double(messages) / loadSeconds))
 
@@ -107,7 +107,9 @@ struct ChatBench: AsyncParsableCommand {
 
     /// Inserts the history in 1M-row statements, round-robin over the channels, one millisecond
     /// apart per channel and in the past; then moves each channel's clock to its newest message.
-    private func bulkLoad(_ postgres: PostgresClient, channels: [String], sender: UUID, logger: Logger) async throws {
+    /// Message ids are the run's 8-hex-digit tag followed by a counter (ascending, and distinct
+    /// from an earlier run's against the same database).
+    private func bulkLoad(_ postgres: PostgresClient, channels: [String], sender: UUID, idPrefix: String, logger: Logger) async throws {
         let ids = channels.compactMap(UUID.init(uuidString:))
         let batch = 1_000_000
         var done = 0
@@ -116,7 +118,7 @@ struct ChatBench: AsyncParsableCommand {
             let first = done
             _ = try await postgres.query("""
                 INSERT INTO messages (id, conversation_id, sender_id, content, files, created_at)
-                SELECT lpad(to_hex(\(Int64(first)) + i), 32, '0')::uuid,
+                SELECT (\(idPrefix) || lpad(to_hex(\(Int64(first)) + i), 24, '0'))::uuid,
                        (\(ids)::uuid[])[1 + ((\(Int64(first)) + i) % \(ids.count))],
                        \(sender), 'history message ' || (\(Int64(first)) + i), '{}',
                        date_trunc('milliseconds', now()) - interval '1 day'

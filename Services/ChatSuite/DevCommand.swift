@@ -39,6 +39,9 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for every service to report ready.")
     var readyTimeout: Int = 120
 
+    @Option(help: "PortOne REST API base for payment (e.g. a local fake); the key and secret come from PAYMENT_PORTONE_API_KEY / PAYMENT_PORTONE_API_SECRET (unset: pay validation answers E99).")
+    var portoneUrl: String?
+
     static let services: [(name: String, database: String?)] = [
         ("gateway", nil), ("auth", "chatsuite_auth"), ("workspace", "chatsuite_workspace"), ("chat", "chatsuite_chat"),
         ("chat-fanout", nil), ("presence", nil), ("payment", "chatsuite_payment"),
@@ -106,6 +109,9 @@ struct DevCommand: AsyncParsableCommand {
             }
             if service.name == "workspace" {
                 env["WORKSPACE_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/workspace").path
+            }
+            if service.name == "payment", let portoneUrl {
+                env["PAYMENT_PORTONE_URL"] = portoneUrl
             }
             if service.name == "gateway" {
                 env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path

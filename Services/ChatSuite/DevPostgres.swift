@@ -46,7 +46,7 @@ struct DevPostgres {
             try password.write(to: passwordFile, atomically: true, encoding: .utf8)
             try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
         }
-        var pg = DevPostgres(dataDirectory: dataDir, port: preferredPort, password: password, binDirectory: bin, runAsUser: runAs)
+        let pg = DevPostgres(dataDirectory: dataDir, port: preferredPort, password: password, binDirectory: bin, runAsUser: runAs)
         if !fm.fileExists(atPath: dataDir.appendingPathComponent("PG_VERSION").path) {
             logger.info("creating a PostgreSQL cluster", metadata: ["path": "\(dataDir.path)"])
             try fm.createDirectory(at: dataDir, withIntermediateDirectories: true)

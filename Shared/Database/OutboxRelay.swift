@@ -27,7 +27,8 @@ public final class OutboxRelay: Service, Sendable {
         public init() {}
     }
 
-    static let leaderLockId: Int64 = 0x6368_6174_6f75_7462  // "chatoutb"
+    /// The session advisory lock the leading relay holds (tests hold it to keep events in the outbox).
+    public static let leaderLockId: Int64 = 0x6368_6174_6f75_7462  // "chatoutb"
 
     private let postgres: PostgresClient
     private let producer: KafkaProducer

@@ -58,6 +58,11 @@ extension APIError {
     public static func notPossible(_ detail: String? = nil) -> APIError { APIError("E15", detail: detail) }
     /// E21: not enough coins.
     public static let notEnoughCoins = APIError("E21")
+    /// E81: payment already processed, or unknown to the payment provider (the clients disagree
+    /// which; the contract takes both).
+    public static func paymentProcessed(_ detail: String? = nil) -> APIError { APIError("E81", detail: detail) }
+    /// E82: invalid payment (not paid, or not a catalogue item at its price).
+    public static func invalidPayment(_ detail: String? = nil) -> APIError { APIError("E82", detail: detail) }
     /// E97: unknown route.
     public static let unknownRoute = APIError("E97", status: .notFound)
     /// E98: too many calls.

@@ -12,6 +12,7 @@ import Kafka
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import PaymentApp
 import PostgresNIO
 import ServiceKit
 import Testing
@@ -31,6 +32,8 @@ public struct Stack: Sendable {
     public let chatDatabase: PostgresClient?
     /// Where chat stores attachments in this stack (nil without chat).
     public let chatFilesDirectory: String?
+    /// A running client for the payment service's database (nil without payment).
+    public var paymentDatabase: PostgresClient? = nil
     public static let appKey = "test-app-key"
 
     /// A service started behind the gateway (auth always runs).
@@ -41,9 +44,9 @@ public struct Stack: Sendable {
     }
 
     public static func run(
-        workspace: Bool = false, chat: Bool = false,
+        workspace: Bool = false, chat: Bool = false, payment: Bool = false,
         gatewayEnvironment: [String: String] = [:], authEnvironment: [String: String] = [:],
-        workspaceEnvironment: [String: String] = [:], chatEnvironment: [String: String] = [:],
+        workspaceEnvironment: [String: String] = [:], chatEnvironment: [String: String] = [:], paymentEnvironment: [String: String] = [:],
         _ body: @escaping @Sendable (Stack) async throws -> Void
     ) async throws {
         // One broker: the stacks test services, not broker failover (KafkaTests and DatabaseTests
@@ -86,8 +89,16 @@ public struct Stack: Sendable {
             ].merging(chatEnvironment) { $1 })
             backends.append(Backend(urlVariable: "CHAT_URL", database: db) { try await ChatApp.buildApplication(settings: s, logger: logger) })
         }
+        var paymentDB: TestDatabase?
+        if payment {
+            let db = try await TestDatabase.create(prefix: "pay")
+            paymentDB = db
+            let s = settings("payment", PaymentService.defaults, db, paymentEnvironment)
+            backends.append(Backend(urlVariable: "PAYMENT_URL", database: db) { try await PaymentApp.buildApplication(settings: s, logger: logger) })
+        }
         let started = backends
         let failure = Locked<(any Error)?>(nil)
+        let paymentDatabase = paymentDB
         let (workspaceDatabase, chatDatabase, chatFilesDirectory) = (workspaceDB, chatDB, chatFiles)
 
         @Sendable func runGateway(upstreams: [String: String]) async throws {
@@ -100,18 +111,22 @@ public struct Stack: Sendable {
             )
             try await withOptionalClient(workspaceDatabase) { workspaceClient in
                 try await withOptionalClient(chatDatabase) { chatClient in
-                    try await gateway.test(.live) { client in
-                        // The body's error is carried out of the stack rather than thrown through
-                        // it: a throwing test closure makes HummingbirdTesting cancel the nested
-                        // live applications instead of shutting them down gracefully, and a
-                        // cancelled service group waits forever on a Postgres lease made after its
-                        // client stopped (the hang the last session found). Graceful shutdown
-                        // first, then the failure.
-                        do {
-                            try await body(Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
-                                                 chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory))
-                        } catch {
-                            failure.withLock { $0 = error }
+                    try await withOptionalClient(paymentDatabase) { paymentClient in
+                        try await gateway.test(.live) { client in
+                            // The body's error is carried out of the stack rather than thrown
+                            // through it: a throwing test closure makes HummingbirdTesting cancel
+                            // the nested live applications instead of shutting them down
+                            // gracefully, and a cancelled service group waits forever on a
+                            // Postgres lease made after its client stopped (the hang the last
+                            // session found). Graceful shutdown first, then the failure.
+                            do {
+                                var stack = Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
+                                                  chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory)
+                                stack.paymentDatabase = paymentClient
+                                try await body(stack)
+                            } catch {
+                                failure.withLock { $0 = error }
+                            }
                         }
                     }
                 }

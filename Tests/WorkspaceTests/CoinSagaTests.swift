@@ -28,10 +28,12 @@ struct CoinSagaTests {
                 case .approve, .approveLate:
                     if decide(request.userId) == .approveLate { try await Task.sleep(for: .seconds(8)) }
                     bytes = try EventCoding.encode(CloudEvent(source: "payment", data: PaymentEvents.CoinsDebited(
-                        requestId: request.requestId, userId: request.userId, amount: request.amount, balance: 900)))
+                        requestId: request.requestId, workspaceId: request.workspaceId, userId: request.userId, amount: request.amount,
+                        balance: 900, version: 2)))
                 case .reject:
                     bytes = try EventCoding.encode(CloudEvent(source: "payment", data: PaymentEvents.CoinDebitRejected(
-                        requestId: request.requestId, userId: request.userId, amount: request.amount, reason: .insufficientCoins, balance: 10)))
+                        requestId: request.requestId, userId: request.userId, amount: request.amount, reason: .insufficientCoins, balance: 10,
+                        version: 1)))
                 }
                 // A duplicate reply (at-least-once delivery) must change nothing.
                 for _ in 0..<2 {

@@ -62,5 +62,9 @@ enum AuthMigrations {
             CREATE INDEX friendships_addressee ON friendships (addressee_id);
             CREATE INDEX users_tag ON users (lower(nickname), user_code);
             """),
+        Migration(103, "coin balance versions (payment.v1 projection)", """
+            -- The version of the payment ledger's balance this row holds; older events are ignored.
+            ALTER TABLE coin_balances ADD COLUMN version bigint NOT NULL DEFAULT 0;
+            """),
     ]
 }

@@ -1,12 +1,14 @@
 import AsyncHTTPClient
 import Configuration
 import Database
+import Events
 import Foundation
 import Hummingbird
 import Logging
 import ServiceKit
 
-/// `auth`: Accounts, credentials, tokens, device tokens and friends; produces `auth.user.v1`.
+/// `auth`: Accounts, credentials, tokens, device tokens and friends; produces `auth.user.v1`,
+/// consumes `payment.v1` (the coin balance `/users/me` shows).
 public enum AuthService {
     public static let name = "auth"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
@@ -41,6 +43,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient),
         images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")
     )
+    try platform.addInboxConsumer(group: "auth.coins", topics: [.payment], router: CoinBalances.projection)
     let router = platform.makeRouter()
     routes.add(to: router)
     FriendRoutes(postgres: postgres, logger: logger).add(to: router)

@@ -1,21 +1,42 @@
+import AsyncHTTPClient
 import Configuration
 import Database
+import Events
 import Hummingbird
 import Logging
 import ServiceKit
 
-/// `payment`: Coin store, PortOne verification and the coin ledger; produces `payment.v1`.
+/// `payment`: Coin store, PortOne verification and the coin ledger; produces `payment.v1`,
+/// consumes `workspace.v1` (the coin saga's debit and refund requests).
 public enum PaymentService {
     public static let name = "payment"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8086]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": 8086,
+        "payment.portone-url": "https://api.iamport.kr",
+        "payment.portone-api-key": ConfigValue(.string(""), isSecret: true),
+        "payment.portone-api-secret": ConfigValue(.string(""), isSecret: true),
+        "payment.portone-timeout-ms": 5_000,
+    ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
-    public static let migrations: [Migration] = []
+    public static let migrations: [Migration] = PaymentMigrations.all
 }
 
-/// Builds the `payment` application: platform services, routes, and the startup step.
+/// Builds the `payment` application: platform services, the saga consumer, routes.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let platform = try await ServicePlatform.make(settings: settings, migrations: PaymentService.migrations, logger: logger)
+    let paymentSettings = try PaymentSettings(settings)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: PaymentService.migrations, logger: logger)
+    guard let postgres = platform.postgres else { throw StartupError("payment needs DATABASE_URL") }
+    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
+    platform.addService(HTTPClientService(client: httpClient))
+    let ledger = CoinLedger(logger: logger)
+    let saga = CoinSaga(ledger: ledger, requests: DebitRequests(logger: logger), logger: logger)
+    try platform.addInboxConsumer(group: "payment.saga", topics: [.workspace], router: saga.router)
+    let routes = StoreRoutes(
+        postgres: postgres, records: StoreRecords(logger: logger), ledger: ledger,
+        portOne: PortOneClient(settings: paymentSettings, client: httpClient, logger: logger), logger: logger
+    )
     let router = platform.makeRouter()
+    routes.add(to: router)
     return try platform.makeApplication(responder: router.buildResponder())
 }

@@ -15,14 +15,22 @@ extension WorkspaceAPI {
     }
 
     /// `payment.v1` → the coin saga's replies: activate or discard the pending workspace, then
-    /// notify the waiting request (delivered at commit). Replies to other requests, or repeated
-    /// ones, find no pending workspace and change nothing.
+    /// notify the waiting request (delivered at commit). Repeated replies find no pending
+    /// workspace and change nothing. A debit whose request no workspace holds any more (the
+    /// pending row was removed before the answer came) would be a lost coin: it is given back
+    /// with a `workspace.coin-refund-requested`, in the same transaction.
     var sagaReplies: EventRouter {
         var router = EventRouter()
         let api = self
         router.on(PaymentEvents.CoinsDebited.self) { event, context in
             let c = context.connection
-            guard let workspace = try await api.workspaces.activate(debitRequest: event.data.requestId, c) else { return }
+            let debit = event.data
+            guard let workspace = try await api.workspaces.activate(debitRequest: debit.requestId, c) else {
+                if try await !api.workspaces.holdsDebit(debit.requestId, c) {
+                    try await api.emit(WorkspaceEvents.CoinRefundRequested(requestId: debit.requestId, workspaceId: debit.workspaceId, userId: debit.userId), c)
+                }
+                return
+            }
             guard let channel = try await api.channels.defaultChannel(in: workspace.id, c) else {
                 throw PostgresStoreError("pending workspace \(workspace.id) has no default channel")
             }

@@ -171,6 +171,11 @@ struct WorkspaceStore: Sendable {
             """, logger: logger)).first
     }
 
+    /// Whether a workspace (pending or active) was created with the debit request `requestId`.
+    func holdsDebit(_ requestId: CoinRequestID, _ c: PostgresConnection) async throws -> Bool {
+        try await exists(c.query("SELECT 1 FROM workspaces WHERE debit_request_id = \(requestId.uuid)", logger: logger))
+    }
+
     /// Deletes the pending workspace of `requestId`; returns it, nil when there is none.
     func discard(debitRequest requestId: CoinRequestID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         try await workspaces(c.query("""

@@ -237,4 +237,22 @@ extension WorkspaceEvents {
             self.reason = reason
         }
     }
+
+    /// A debit arrived for a creation that no longer exists (no pending or active workspace
+    /// holds `requestId`): `payment` gives the coins of that debit back, once per `requestId`,
+    /// and answers with `PaymentEvents.CoinsRefunded`.
+    public struct CoinRefundRequested: EventPayload {
+        public static let eventType = "workspace.coin-refund-requested"
+        public static let topic = Topic.workspace
+        public var requestId: CoinRequestID
+        public var workspaceId: WorkspaceID
+        public var userId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(requestId: CoinRequestID, workspaceId: WorkspaceID, userId: UserID) {
+            self.requestId = requestId
+            self.workspaceId = workspaceId
+            self.userId = userId
+        }
+    }
 }
