@@ -42,7 +42,11 @@ struct ReverseProxy: Sendable {
                 // race the upload and cut the response short.
                 upstream.body = .bytes(try await request.body.collect(upTo: Int(length)))
             } else if length > 0 {
-                upstream.body = .stream(request.body, length: .known(length))
+                // Sent chunked, not with its length: when a service answers a large upload early
+                // (a refusal before reading it), AsyncHTTPClient ends the upload short and, with a
+                // declared length, fails the whole request (`bodyLengthMismatch`) before the
+                // answer reaches us. The gateway has already checked the length against its limit.
+                upstream.body = .stream(request.body, length: .unknown)
             }
         } else if request.headers[.transferEncoding] != nil {
             upstream.body = .stream(request.body, length: .unknown)
