@@ -18,16 +18,35 @@ struct ChannelChatResponse: JSONWritable {
     var channel_id: ChannelID
     var channelName: String
     var chat_id: MessageID
+    var fields: MessageFields
+
+    init(_ message: StoredMessage, in channel: ChannelRef) {
+        channel_id = channel.id
+        channelName = channel.name
+        chat_id = message.id
+        fields = MessageFields(message)
+    }
+
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("channel_id", channel_id)
+        json.member("channelName", channelName)
+        json.member("chat_id", chat_id)
+        fields.write(to: &json)
+        json.endObject()
+    }
+}
+
+/// What `ChannelChat` and `DMChat` share after their ids: `content?`, `createdAt`, `files`
+/// (always an array), `user`, then the additive keys.
+struct MessageFields: Sendable {
     var content: String?
     var createdAt: String
     var files: [String]
     var user: MemberSummary
     var extras: MessageExtras
 
-    init(_ message: StoredMessage, in channel: ChannelRef) {
-        channel_id = channel.id
-        channelName = channel.name
-        chat_id = message.id
+    init(_ message: StoredMessage) {
         content = message.content
         createdAt = Timestamp.format(message.createdAt)
         files = message.files
@@ -36,17 +55,12 @@ struct ChannelChatResponse: JSONWritable {
     }
 
     func write(to json: inout JSONWriter) {
-        json.beginObject()
-        json.member("channel_id", channel_id)
-        json.member("channelName", channelName)
-        json.member("chat_id", chat_id)
         json.member("content", content)
         json.member("createdAt", createdAt)
         json.member("files", strings: files)
         json.key("user")
         user.write(to: &json)
         extras.write(to: &json)
-        json.endObject()
     }
 }
 
@@ -66,32 +80,19 @@ struct DMRoomResponse: ResponseEncodable, Sendable {
 struct DMChatResponse: JSONWritable {
     var dm_id: MessageID
     var room_id: RoomID
-    var content: String?
-    var createdAt: String
-    var files: [String]
-    var user: MemberSummary
-    var extras: MessageExtras
+    var fields: MessageFields
 
     init(_ message: StoredMessage, in room: RoomRef) {
         dm_id = message.id
         room_id = room.id
-        content = message.content
-        createdAt = Timestamp.format(message.createdAt)
-        files = message.files
-        user = MemberSummary(message.sender)
-        extras = MessageExtras(message)
+        fields = MessageFields(message)
     }
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
         json.member("dm_id", dm_id)
         json.member("room_id", room_id)
-        json.member("content", content)
-        json.member("createdAt", createdAt)
-        json.member("files", strings: files)
-        json.key("user")
-        user.write(to: &json)
-        extras.write(to: &json)
+        fields.write(to: &json)
         json.endObject()
     }
 }
