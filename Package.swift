@@ -116,6 +116,12 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "FanoutTests",
+        dependencies: ["SuiteTesting", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
+                       configuration],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "AccountsTests",
         dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
