@@ -3,6 +3,7 @@ import Common
 import Configuration
 import Events
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
 import Kafka
 import ServiceKit

@@ -37,12 +37,13 @@ struct FanoutRoutingTests {
         }
 
         // Interest withdrawn while the replica runs: b leaves c1, a leaves c2.
-        let withdrawn = [try await harness.setInterest(b.id, c1, false), try await harness.setInterest(a.id, c2, false)]
+        let bLeft = try await harness.setInterest(b.id, c1, false)
+        let aLeft = try await harness.setInterest(a.id, c2, false)
         // A barrier conversation both gateways join, published after each withdrawal in that
         // withdrawal's partition: once a message of every barrier reaches both gateways, the
         // replica has applied the withdrawals (the table applies each partition in order).
         var barriers: [UUID] = []
-        for partition in Set(withdrawn) {
+        for partition in Set([bLeft, aLeft]) {
             let barrier = UUID()
             barriers.append(barrier)
             try await harness.setInterest(a.id, barrier, true, partition: partition)

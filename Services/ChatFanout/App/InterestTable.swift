@@ -31,11 +31,6 @@ final class InterestTable: Sendable {
         return changed
     }
 
-    /// The gateways interested in `conversationId` (empty when none is).
-    func gateways(for conversationId: UUID) -> Set<String> {
-        state.withLock { $0.gatewaysByConversation[conversationId] ?? [] }
-    }
-
     /// The gateways interested in each conversation, looked up under one lock (a poll's batch).
     func gateways(for conversationIds: [UUID?]) -> [Set<String>] {
         state.withLock { s in conversationIds.map { id in id.flatMap { s.gatewaysByConversation[$0] } ?? [] } }
