@@ -10,8 +10,10 @@ import Testing
 /// wrongly made for an earlier one would have arrived before it. That makes "no delivery" exact.
 private let streamPartition: Int32 = 0
 
-@Suite("chat-fanout routes by gateway interest", .serialized)
-struct FanoutRoutingTests {
+/// One serialized suite: each test runs its own cluster and replicas, and two at once would
+/// compete for the same cores.
+@Suite("chat-fanout against the embedded broker", .serialized)
+struct FanoutServiceTests {
     @Test("interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none")
     func routing() async throws {
         let harness = try FanoutHarness()
@@ -96,5 +98,59 @@ struct FanoutRoutingTests {
 
         try await replica.stop()
         await gateway.stop()
+    }
+
+    @Test("3 replicas, 2 gateways, 1 000 messages over 50 conversations, one replica stopped mid-run: each gateway gets every message of its conversations, exactly once after de-duplication, in order")
+    func scaleOutWithReplicaStopped() async throws {
+        let harness = try FanoutHarness()
+        let a = try SimulatedGateway.start("gateway-1", on: harness)
+        let b = try SimulatedGateway.start("gateway-2", on: harness)
+        let conversations = (0..<50).map { _ in UUID() }
+        // a serves conversations 0..<30, b 20..<50: ten conversations are on both.
+        for conversation in conversations[0..<30] { try await harness.setInterest(a.id, conversation, true) }
+        for conversation in conversations[20..<50] { try await harness.setInterest(b.id, conversation, true) }
+
+        var replicas: [RunningService] = []
+        for name in ["fanout-1", "fanout-2", "fanout-3"] { replicas.append(try await harness.startReplica(name)) }
+
+        // 1 000 messages in 10 waves, keyed by conversation (the partitioner spreads them over
+        // all 12 partitions, so every replica owns some); the second replica is shut down while
+        // the waves flow, so its partitions move to the others mid-stream.
+        var sent: [SentMessage] = []
+        var stopping: Task<Void, any Error>?
+        for wave in 0..<10 {
+            sent += try await harness.sendMessages((0..<100).map { conversations[(wave * 100 + $0) % conversations.count] })
+            if wave == 3 {
+                let leaving = replicas.remove(at: 1)
+                stopping = Task { try await leaving.stop() }
+            }
+            try await Task.sleep(for: .milliseconds(150))
+        }
+        try await stopping?.value
+
+        let aConversations = Set(conversations[0..<30])
+        let bConversations = Set(conversations[20..<50])
+        let expectedA = sent.filter { aConversations.contains($0.conversation) }
+        let expectedB = sent.filter { bConversations.contains($0.conversation) }
+        #expect(expectedA.count == 600 && expectedB.count == 600)
+        try await a.waitFor(expectedA.map(\.id), timeout: .seconds(120))
+        try await b.waitFor(expectedB.map(\.id), timeout: .seconds(120))
+
+        for (gateway, expected) in [(a, expectedA), (b, expectedB)] {
+            let received = gateway.eventIds
+            #expect(Set(received) == Set(expected.map(\.id)), "\(gateway.id): exactly its conversations' messages after de-duplication")
+            // First arrivals per conversation in the order chat published them.
+            var firstArrivals: [UUID] = []
+            var seen = Set<UUID>()
+            for id in received where seen.insert(id).inserted { firstArrivals.append(id) }
+            let conversationOf = Dictionary(uniqueKeysWithValues: expected.map { ($0.id, $0.conversation) })
+            let arrivedOrder = Dictionary(grouping: firstArrivals) { conversationOf[$0] }
+            let sentOrder = Dictionary(grouping: expected.map(\.id)) { conversationOf[$0] }
+            #expect(arrivedOrder == sentOrder, "\(gateway.id): per-conversation order kept")
+        }
+
+        for replica in replicas { try await replica.stop() }
+        await a.stop()
+        await b.stop()
     }
 }
