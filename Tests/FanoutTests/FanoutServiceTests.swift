@@ -113,18 +113,21 @@ struct FanoutServiceTests {
         var replicas: [RunningService] = []
         for name in ["fanout-1", "fanout-2", "fanout-3"] { replicas.append(try await harness.startReplica(name)) }
 
-        // 1 000 messages in 10 waves, keyed by conversation (the partitioner spreads them over
-        // all 12 partitions, so every replica owns some); the second replica is shut down while
-        // the waves flow, so its partitions move to the others mid-stream.
+        // Let the group settle so each replica owns some of the 12 partitions.
+        try await Task.sleep(for: .seconds(2))
+
+        // 1 000 messages in 20 waves, keyed by conversation (the partitioner spreads them over
+        // all 12 partitions); the second replica is shut down while the waves flow, so its
+        // partitions move to the others mid-stream.
         var sent: [SentMessage] = []
         var stopping: Task<Void, any Error>?
-        for wave in 0..<10 {
-            sent += try await harness.sendMessages((0..<100).map { conversations[(wave * 100 + $0) % conversations.count] })
-            if wave == 3 {
+        for wave in 0..<20 {
+            sent += try await harness.sendMessages((0..<50).map { conversations[(wave * 50 + $0) % conversations.count] })
+            if wave == 6 {
                 let leaving = replicas.remove(at: 1)
                 stopping = Task { try await leaving.stop() }
             }
-            try await Task.sleep(for: .milliseconds(150))
+            try await Task.sleep(for: .milliseconds(100))
         }
         try await stopping?.value
 
