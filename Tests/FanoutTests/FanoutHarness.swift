@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Kafka
+import Logging
 import ServiceKit
 import SuiteTesting
 import TestSupport
