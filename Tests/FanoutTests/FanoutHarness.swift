@@ -43,11 +43,20 @@ struct FanoutHarness: Sendable {
     /// into `partition` when given; answers the partition it landed in.
     @discardableResult
     func setInterest(_ gateway: String, _ conversation: UUID, _ interested: Bool, partition: Int32? = nil) async throws -> Int32 {
-        let event = CloudEvent(source: "test-gateway", data: GatewayEvents.InterestChanged(gatewayId: gateway, conversationId: conversation, interested: interested))
-        let report = try await producer.sendAndAwait(KafkaProducerMessage(
-            topic: Topic.gatewayInterest.name, key: event.subject, value: try EventCoding.encode(event), partition: partition
-        ))
-        return report.partition
+        try await setInterests([(gateway, conversation, interested)], partition: partition)[0]
+    }
+
+    /// `setInterest` for many entries at once, in order; answers their partitions.
+    @discardableResult
+    func setInterests(_ entries: [(gateway: String, conversation: UUID, interested: Bool)], partition: Int32? = nil) async throws -> [Int32] {
+        let records = try entries.map { entry in
+            let event = CloudEvent(
+                source: "test-gateway",
+                data: GatewayEvents.InterestChanged(gatewayId: entry.gateway, conversationId: entry.conversation, interested: entry.interested)
+            )
+            return KafkaProducerMessage(topic: Topic.gatewayInterest.name, key: event.subject, value: try EventCoding.encode(event), partition: partition)
+        }
+        return try await producer.sendAllAndAwait(records).map { try $0.get().partition }
     }
 
     /// Publishes one `chat.message.v1` record per conversation, in order, as `chat`'s relay does

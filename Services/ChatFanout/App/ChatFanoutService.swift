@@ -30,7 +30,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let consumerConfiguration = FanoutConsumer.configuration(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, batchSize: batchSize)
     let producer = platform.producer
     platform.addGatedService {
-        FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, interest: interest, logger: logger)
+        FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }
     }
     platform.addReadinessCheck("gateway-interest") {
         guard interest.isCaughtUp else { throw InterestNotLoaded() }

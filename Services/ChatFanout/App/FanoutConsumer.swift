@@ -19,7 +19,7 @@ final class FanoutConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let producer: KafkaProducer
     private let table: InterestTable
-    private let interest: InterestReader
+    private let interestLoaded: @Sendable () -> Bool
     private let logger: Logger
     private let messages = Counter(label: "fanout_messages_total")
     private let deliveries = Counter(label: "fanout_deliveries_total")
@@ -27,11 +27,16 @@ final class FanoutConsumer: Service, Sendable {
     private let skippedUnreadable = Counter(label: "fanout_messages_skipped_total", dimensions: [("reason", "unreadable")])
     private let deliveryFailures = Counter(label: "fanout_delivery_failures_total")
 
-    init(configuration: KafkaConsumerConfiguration, producer: KafkaProducer, table: InterestTable, interest: InterestReader, logger: Logger) {
+    /// - Parameter interestLoaded: whether the interest table is complete (`InterestReader.isCaughtUp`);
+    ///   the group is joined only once it is.
+    init(
+        configuration: KafkaConsumerConfiguration, producer: KafkaProducer, table: InterestTable, logger: Logger,
+        interestLoaded: @escaping @Sendable () -> Bool
+    ) {
         self.configuration = configuration
         self.producer = producer
         self.table = table
-        self.interest = interest
+        self.interestLoaded = interestLoaded
         self.logger = logger
     }
 
@@ -47,7 +52,7 @@ final class FanoutConsumer: Service, Sendable {
     func run() async throws {
         // Join the group only with the whole interest table loaded (see InterestReader).
         let ready: Bool = await cancelWhenGracefulShutdown {
-            while !self.interest.isCaughtUp {
+            while !self.interestLoaded() {
                 do { try await Task.sleep(for: .milliseconds(10)) } catch { return false }
             }
             return true
