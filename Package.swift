@@ -35,7 +35,7 @@ let services: [ServiceSpec] = [
     .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, nioCore, nioHTTP1]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
     .init(folder: "Chat", executable: "chat", extra: []),
-    .init(folder: "ChatFanout", executable: "chat-fanout", extra: []),
+    .init(folder: "ChatFanout", executable: "chat-fanout", extra: [metrics, lifecycle]),
     .init(folder: "Presence", executable: "presence", extra: []),
     .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
 ]
@@ -113,6 +113,12 @@ var targets: [Target] = [
         name: "PaymentTests",
         dependencies: ["SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
                        postgres, nioCore, configuration, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "FanoutTests",
+        dependencies: ["SuiteTesting", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
+                       configuration],
         swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -57,6 +57,11 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// One element per poll: the events one blocking poll returned (never empty), in partition
+    /// order, for consumers that process a poll's records together. One iterator at a time, and
+    /// not together with `events`.
+    public var batches: KafkaConsumerBatches { KafkaConsumerBatches(consumer: self) }
+
     /// Marks `message` as processed; its offset + 1 is committed with the next commit.
     public func storeOffset(_ message: KafkaConsumerMessage) throws {
         let list = rd_kafka_topic_partition_list_new(1)
@@ -181,6 +186,25 @@ public struct KafkaConsumerEvents: AsyncSequence, Sendable {
             }
             defer { index += 1 }
             return buffer[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+}
+
+public struct KafkaConsumerBatches: AsyncSequence, Sendable {
+    public typealias Element = [KafkaConsumerEvent]
+    let consumer: KafkaConsumer
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let consumer: KafkaConsumer
+
+        public mutating func next() async throws -> [KafkaConsumerEvent]? {
+            while true {
+                if Task.isCancelled || consumer.isClosed { return nil }
+                let batch = try await consumer.pollBatch()
+                if !batch.isEmpty { return batch }
+            }
         }
     }
 

@@ -50,4 +50,10 @@ public enum LogKey {
     public static let eventId = "event.id"
     public static let error = "error"
     public static let errorType = "error.type"
+    public static let kafkaTopic = "kafka.topic"
+    public static let kafkaPartition = "kafka.partition"
+    public static let kafkaOffset = "kafka.offset"
+    public static let count = "count"
+    public static let gatewayId = "gateway.id"
+    public static let conversationId = "conversation.id"
 }

@@ -54,6 +54,34 @@ struct ProducerConsumerTests {
         await consumer.close()
     }
 
+    @Test("batches hands out each poll's records together, never an empty batch, in partition order")
+    func batches() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1)
+        let topic = TestKafka.uniqueTopic()
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try TestKafka.producer(cluster)
+        let values = (0..<200).map { Array("m\($0)".utf8) }
+        for result in await producer.sendAllAndAwait(values.map { KafkaProducerMessage(topic: topic, key: "k", value: $0) }) {
+            _ = try result.get()
+        }
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic]) { $0.maxBatchSize = 64 }
+        let batches = try await withTimeout(.seconds(20), "200 messages in batches") {
+            var out: [[KafkaConsumerEvent]] = []
+            for try await batch in consumer.batches {
+                out.append(batch)
+                if out.joined().count >= values.count { break }
+            }
+            return out
+        }
+        #expect(batches.allSatisfy { !$0.isEmpty && $0.count <= 64 })
+        let received = batches.joined().compactMap { event -> [UInt8]? in
+            if case .message(let m) = event { return m.value }
+            return nil
+        }
+        #expect(received == values)
+        await consumer.close()
+    }
+
     /// Acceptance: 10 000 keyed messages, a 2-member group, one member leaves mid-stream; none
     /// lost, per-key order kept within each member, the survivor finishes the stream.
     @Test("10 000 keyed messages, 2-member group, member leaves mid-stream")

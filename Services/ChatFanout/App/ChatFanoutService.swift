@@ -5,15 +5,41 @@ import Logging
 import ServiceKit
 
 /// `chat-fanout`: Turns `chat.message.v1` into one delivery per interested gateway on `gateway.delivery.v1`.
+///
+/// Every replica reads `gateway.interest.v1` whole (its own interest table) and joins the one
+/// `chat-fanout` consumer group over `chat.message.v1` once that table is caught up, so any number
+/// of replicas share the messages and each message reaches each interested gateway.
 public enum ChatFanoutService {
     public static let name = "chat-fanout"
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8084]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8084, "fanout.batch-size": 500]
 }
 
 /// Builds the `chat-fanout` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
+    let batchSize = try settings.int("fanout.batch-size")
+    guard batchSize > 0 else { throw StartupError("fanout.batch-size (FANOUT_BATCH_SIZE, --fanout-batch-size) must be at least 1, not \(batchSize)") }
+    var platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
+    let fetchWait = try settings.kafkaFetchWaitMilliseconds
+
+    let table = InterestTable()
+    let interest = try InterestReader(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, table: table, logger: logger)
+    // The interest table loads from the start; the group consumer joins once the service is
+    // ready and the table caught up. Shutdown runs in reverse: fan-out stops before the table.
+    platform.addService(interest)
+    let consumerConfiguration = FanoutConsumer.configuration(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, batchSize: batchSize)
+    let producer = platform.producer
+    platform.addGatedService {
+        FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }
+    }
+    platform.addReadinessCheck("gateway-interest") {
+        guard interest.isCaughtUp else { throw InterestNotLoaded() }
+    }
     let router = platform.makeRouter()
     return try platform.makeApplication(responder: router.buildResponder())
+}
+
+/// Readiness: the interest table has not yet read `gateway.interest.v1` up to its end.
+struct InterestNotLoaded: Error, CustomStringConvertible {
+    var description: String { "gateway interest not caught up yet" }
 }

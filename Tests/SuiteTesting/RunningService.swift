@@ -6,12 +6,12 @@ import Testing
 /// A service application running in the background on a real port until `stop()` — which shuts
 /// it down gracefully (consumers leave their groups, HTTP drains, Postgres closes) — so a test
 /// can take a service away mid-saga and start it again on the same database.
-struct RunningService: Sendable {
-    let client: any TestClientProtocol
+public struct RunningService: Sendable {
+    public let client: any TestClientProtocol
     private let task: Task<Void, any Error>
     private let stopSignal: AsyncStream<Void>.Continuation
 
-    static func start(_ make: @escaping @Sendable () async throws -> any ApplicationProtocol) async throws -> RunningService {
+    public static func start(_ make: @escaping @Sendable () async throws -> any ApplicationProtocol) async throws -> RunningService {
         let (clients, clientReady) = AsyncStream.makeStream(of: (any TestClientProtocol).self)
         let (stops, stopSignal) = AsyncStream.makeStream(of: Void.self)
         let task = Task {
@@ -31,10 +31,10 @@ struct RunningService: Sendable {
     }
 
     /// Shuts the service down and waits until it has stopped.
-    func stop() async throws {
+    public func stop() async throws {
         stopSignal.finish()
         try await task.value
     }
 
-    struct StartFailed: Error {}
+    public struct StartFailed: Error {}
 }

@@ -1,0 +1,145 @@
+import Events
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import ServiceKit
+import ServiceLifecycle
+
+/// The `chat-fanout` consumer group over `chat.message.v1`. For each poll's batch it produces one
+/// delivery per (record, interested gateway) to `gateway.delivery.v1` — the record's value and
+/// headers unchanged, keyed by the gateway id, into the gateway's own partition — waits for every
+/// delivery report, and only then stores the batch's offsets. At-least-once: a replica that dies
+/// mid-batch has stored nothing for it, and the partition's next owner re-reads from the last
+/// commit (gateways de-duplicate by event id). Batches are processed one after another and
+/// deliveries enqueued in poll order, so per-partition (per-conversation) order is kept per gateway.
+final class FanoutConsumer: Service, Sendable {
+    static let group = "chat-fanout"
+
+    private let configuration: KafkaConsumerConfiguration
+    private let producer: KafkaProducer
+    private let table: InterestTable
+    private let interestLoaded: @Sendable () -> Bool
+    private let logger: Logger
+    private let messages = Counter(label: "fanout_messages_total")
+    private let deliveries = Counter(label: "fanout_deliveries_total")
+    private let skippedUninterested = Counter(label: "fanout_messages_skipped_total", dimensions: [("reason", "no_interest")])
+    private let skippedUnreadable = Counter(label: "fanout_messages_skipped_total", dimensions: [("reason", "unreadable")])
+    private let deliveryFailures = Counter(label: "fanout_delivery_failures_total")
+
+    /// - Parameter interestLoaded: whether the interest table is complete (`InterestReader.isCaughtUp`);
+    ///   the group is joined only once it is.
+    init(
+        configuration: KafkaConsumerConfiguration, producer: KafkaProducer, table: InterestTable, logger: Logger,
+        interestLoaded: @escaping @Sendable () -> Bool
+    ) {
+        self.configuration = configuration
+        self.producer = producer
+        self.table = table
+        self.interestLoaded = interestLoaded
+        self.logger = logger
+    }
+
+    /// The group consumer's configuration for this replica.
+    static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
+        var config = KafkaConsumerConfiguration(client: client, mode: .group(id: group, topics: [Topic.chatMessage.name]))
+        config.client.clientId = "\(client.clientId)-\(group)"
+        config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        config.maxBatchSize = batchSize
+        return config
+    }
+
+    func run() async throws {
+        // Join the group only with the whole interest table loaded (see InterestReader).
+        let ready: Bool = await cancelWhenGracefulShutdown {
+            while !self.interestLoaded() {
+                do { try await Task.sleep(for: .milliseconds(10)) } catch { return false }
+            }
+            return true
+        }
+        guard ready, !Task.isCancelled else { return }
+        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
+        do {
+            try await cancelWhenGracefulShutdown {
+                for try await batch in consumer.batches {
+                    try await self.process(batch, consumer: consumer)
+                }
+            }
+        } catch is CancellationError {
+            // Shut down mid-batch: its offsets were not stored, the next owner re-delivers it.
+        } catch {
+            await consumer.close()
+            throw error
+        }
+        // Leaving the group commits what was stored; the partitions move to the other replicas.
+        await consumer.close()
+    }
+
+    func process(_ batch: [KafkaConsumerEvent], consumer: KafkaConsumer) async throws {
+        var records: [KafkaConsumerMessage] = []
+        records.reserveCapacity(batch.count)
+        for case .message(let message) in batch { records.append(message) }
+        guard !records.isEmpty else { return }
+        messages.increment(by: records.count)
+
+        let conversations = records.map { record in record.keyString.flatMap { UUID(uuidString: $0) } }
+        let interested = table.gateways(for: conversations)
+        var outgoing: [KafkaProducerMessage] = []
+        var uninterested = 0
+        for (index, record) in records.enumerated() {
+            guard let value = record.value, conversations[index] != nil else {
+                skippedUnreadable.increment()
+                logger.warning("skipping a chat record without a conversation key or value", metadata: [
+                    LogKey.kafkaTopic: "\(record.topic)", LogKey.kafkaPartition: "\(record.partition)", LogKey.kafkaOffset: "\(record.offset)",
+                ])
+                continue
+            }
+            let gateways = interested[index]
+            if gateways.isEmpty {
+                uninterested += 1
+                continue
+            }
+            for gateway in gateways {
+                outgoing.append(KafkaProducerMessage(
+                    topic: Topic.gatewayDelivery.name, key: gateway, value: value, headers: record.headers,
+                    partition: GatewayEvents.deliveryPartition(for: gateway)
+                ))
+            }
+        }
+        if uninterested > 0 { skippedUninterested.increment(by: uninterested) }
+        try await deliver(outgoing)
+
+        // Offsets only after every delivery was acknowledged: the last record of each partition.
+        var last: [Int32: KafkaConsumerMessage] = [:]
+        for record in records { last[record.partition] = record }
+        for record in last.values { try consumer.storeOffset(record) }
+    }
+
+    /// Produces `outgoing` and waits for every delivery report; failed records are produced again
+    /// (in their order) with backoff until acknowledged. Throws only on shutdown or a fatal error.
+    private func deliver(_ outgoing: [KafkaProducerMessage]) async throws {
+        var pending = outgoing
+        var backoff = Duration.milliseconds(50)
+        while !pending.isEmpty {
+            let results = await producer.sendAllAndAwait(pending)
+            var failed: [KafkaProducerMessage] = []
+            var firstError: (any Error)?
+            for (message, result) in zip(pending, results) {
+                if case .failure(let error) = result {
+                    if let kafka = error as? KafkaError, kafka.isFatal { throw kafka }
+                    failed.append(message)
+                    firstError = firstError ?? error
+                }
+            }
+            deliveries.increment(by: pending.count - failed.count)
+            guard let firstError else { return }
+            deliveryFailures.increment(by: failed.count)
+            logger.error("deliveries failed; retrying", metadata: [
+                LogKey.kafkaTopic: "\(Topic.gatewayDelivery.name)", LogKey.count: "\(failed.count)", LogKey.error: "\(firstError)",
+            ])
+            try await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, .seconds(5))
+            pending = failed
+        }
+    }
+}
