@@ -124,6 +124,13 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "GatewayRealtimeTests",
+        dependencies: ["SuiteTesting", "GatewayApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        exclude: ["clients"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "IntegrationTests",
         dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
