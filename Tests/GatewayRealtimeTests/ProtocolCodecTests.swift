@@ -17,8 +17,8 @@ struct ProtocolCodecTests {
 
     @Test("v3 payloads: text `<length>:` in UTF-16 units, the XHR2 binary form, malformed lengths refused")
     func payloadV3() {
-        #expect(EngineIOPayload.encode(["40", "42[\"안녕😀\"]"], version: .v3) == "2:4011:42[\"안녕😀\"]")
-        #expect(EngineIOPayload.decode(Array("2:4011:42[\"안녕😀\"]".utf8), version: .v3) == ["40", "42[\"안녕😀\"]"])
+        #expect(EngineIOPayload.encode(["40", "42[\"안녕😀\"]"], version: .v3) == "2:4010:42[\"안녕😀\"]")
+        #expect(EngineIOPayload.decode(Array("2:4010:42[\"안녕😀\"]".utf8), version: .v3) == ["40", "42[\"안녕😀\"]"])
         #expect(EngineIOPayload.decode([0, 2, 0xFF] + Array("40".utf8) + [0, 1, 0xFF] + Array("2".utf8), version: .v3) == ["40", "2"])
         for bad in ["5:40", "x:40", ":40", "0:", "2:40junk", "99999999999999999999:4"] {
             #expect(EngineIOPayload.decode(Array(bad.utf8), version: .v3) == nil, "\(bad)")

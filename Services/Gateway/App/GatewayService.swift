@@ -79,7 +79,7 @@ private func socketIOServer(
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: socketIO.gatewayId, logger: logger)
     let server = SocketIOServer(settings: socketIO, events: publisher, verifier: verifier, logger: logger)
     platform.addService(publisher)
-    platform.addService(SocketIOHeartbeat(server: server) { server.allSessions })
+    platform.addService(SocketIOHeartbeat(server: server))
     let client = platform.kafkaClient
     let fetchWait = try platform.settings.kafkaFetchWaitMilliseconds
     platform.addGatedService {

@@ -4,7 +4,6 @@ import ServiceLifecycle
 /// every ping interval; a session that sent nothing for interval + timeout is closed.
 struct SocketIOHeartbeat: Service {
     let server: SocketIOServer
-    let sessions: @Sendable () -> [EngineSession]
 
     func run() async throws {
         let interval = server.settings.pingInterval
@@ -14,7 +13,7 @@ struct SocketIOHeartbeat: Service {
             while !Task.isCancelled {
                 try await Task.sleep(for: tick)
                 let now = ContinuousClock.now
-                for session in sessions() {
+                for session in server.allSessions {
                     switch session.heartbeat(now: now, interval: interval, timeout: timeout) {
                     case .none: break
                     case .ping:

@@ -10,16 +10,15 @@ struct PollingTransport: Sendable {
     let server: SocketIOServer
 
     func addRoutes(to router: Router<GatewayRequestContext>) {
-        for path in ["/socket.io", "/socket.io/"] {
-            router.get(RouterPath(path)) { request, _ in await handle(request) }
-            router.post(RouterPath(path)) { request, _ in await handle(request) }
-        }
+        // Matches `/socket.io/` too (the router ignores a trailing slash).
+        router.get("/socket.io") { request, _ in await handle(request) }
+        router.post("/socket.io") { request, _ in await handle(request) }
     }
 
     func handle(_ request: Request) async -> Response {
         let query = request.uri.queryParameters
         guard let version = EngineIOVersion(query: query["EIO"].map(String.init)) else { return Self.error(.unsupportedVersion) }
-        switch query["transport"] {
+        switch query["transport"].map(String.init) {
         case "polling": break
         // A WebSocket request that reached HTTP was not upgradable (unknown or upgraded session).
         case "websocket": return Self.error(query["sid"] == nil ? .badRequest : .unknownSession)
