@@ -3,6 +3,7 @@ import Database
 import Events
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Kafka
 import Logging
 import PostgresNIO

@@ -64,7 +64,7 @@ struct PythonSocketClient: Sendable {
 
     /// Disconnects the client and waits for it to exit.
     func stop() async throws {
-        FileManager.default.createFile(atPath: stopFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
         if try await process.waitForExit(timeout: .seconds(10)) == nil {
             process.signal(SIGKILL)
             _ = try await process.waitForExit(timeout: .seconds(5))

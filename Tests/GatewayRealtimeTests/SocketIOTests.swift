@@ -1,3 +1,4 @@
+import Common
 import Events
 import Foundation
 import HTTPTypes
@@ -131,7 +132,7 @@ struct SocketIOTests {
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=nope") == #"400 {"code":1,"message":"Session ID unknown"}"#)
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling", method: .post, body: "40") == #"400 {"code":2,"message":"Bad handshake method"}"#)
             let handshake = try await engineError("/socket.io/?EIO=4&transport=polling")
-            #expect(handshake.hasPrefix(#"200 0{"sid":""#) && handshake.contains(#""upgrades":["websocket"]"#), handshake)
+            #expect(handshake.hasPrefix(#"200 0{"sid":""#) && handshake.contains(#""upgrades":["websocket"]"#), "\(handshake)")
             let sid = String(handshake.dropFirst(#"200 0{"sid":""#.count).prefix(20))
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)", method: .post, body: "4\u{1E}") == #"400 {"code":3,"message":"Bad request"}"#)
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)") == #"400 {"code":1,"message":"Session ID unknown"}"#, "the session ended")

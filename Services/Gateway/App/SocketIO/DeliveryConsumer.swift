@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Metrics
+import ServiceKit
 import ServiceLifecycle
 
 /// Reads this gateway's deliveries — `chat.message.v1` records that chat-fanout re-produced to

@@ -1,8 +1,10 @@
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOWebSocket
 
 /// Engine.IO over WebSocket (hummingbird-websocket): a WebSocket-only session (no `sid`: the
 /// open packet is the first message) or the upgrade of a polling session (`sid`: `2probe` →
