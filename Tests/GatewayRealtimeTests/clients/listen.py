@@ -5,6 +5,7 @@ venv holds. Lines: {"type":"connected"|"event"|"connect_error"|"connect_failed"|
 It stops when --stop-file exists (or after --seconds) and disconnects cleanly.
 """
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
@@ -29,7 +30,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
 
-    major = int(socketio.__version__.split(".")[0])
+    version = importlib.metadata.version("python-socketio")
+    major = int(version.split(".")[0])
     sio = socketio.Client(reconnection=False)
     namespaces = []
     for spec in args.namespace:
@@ -68,7 +70,7 @@ def main():
         time.sleep(0.5)
         out(type="done")
         return
-    out(type="ready", transport=sio.transport(), version=socketio.__version__)
+    out(type="ready", transport=sio.transport(), version=version)
     deadline = time.time() + args.seconds
     while time.time() < deadline and not os.path.exists(args.stop_file):
         time.sleep(0.05)
