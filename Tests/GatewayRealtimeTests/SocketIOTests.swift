@@ -77,9 +77,16 @@ struct SocketIOTests {
 
                 try await upgrading.stop()
                 try await websocketOnly.stop()
-                let key = "\(gatewayId)/\(cid)"
-                let history = try await interestHistory(s.cluster, key: key) { $0.last == false }
-                #expect(history == [true, false], "interest records for \(key): \(history)")
+                let conversation = try #require(UUID(uuidString: cid))
+                let interest = try await recordedEvents(s.cluster, GatewayEvents.InterestChanged.self) {
+                    $0.gatewayId == gatewayId && $0.conversationId == conversation
+                } until: { $0.last?.interested == false }
+                #expect(interest.map(\.interested) == [true, false], "interest records: \(interest)")
+                // Both Engine.IO sessions were announced on gateway.session.v1, opened and closed.
+                let opened = try await recordedEvents(s.cluster, GatewayEvents.SessionOpened.self) { $0.gatewayId == gatewayId } until: { $0.count >= 2 }
+                let closed = try await recordedEvents(s.cluster, GatewayEvents.SessionClosed.self) { $0.gatewayId == gatewayId } until: { $0.count >= 2 }
+                #expect(opened.count == 2 && opened.allSatisfy { $0.clientProtocol == .socketIO })
+                #expect(Set(opened.map(\.sessionId)) == Set(closed.map(\.sessionId)))
             }
         }
     }
@@ -98,8 +105,9 @@ struct SocketIOTests {
                 let eio3 = try PythonSocketClient.start(
                     .eio3, port: try port(s), namespaces: [(dmNamespace, "dm"), ("/ws-channel-\(cid)", "channel")], changesocketid: b.id
                 )
-                try await eio4.waitFor("ready")
-                try await eio3.waitFor("ready")
+                #expect(try await eio4.waitFor("ready")["version"] as? String != "4.6.1")
+                let eio3Ready = try await eio3.waitFor("ready")
+                #expect(eio3Ready["version"] as? String == "4.6.1" && eio3Ready["transport"] as? String == "websocket", "EIO3 upgraded: \(eio3Ready)")
                 try await eventually("the EIO3 client joined both namespaces") { eio3.lines("connected").count >= 3 }
 
                 let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", a, json: #"{"content":"디엠"}"#)))
@@ -143,29 +151,59 @@ struct SocketIOTests {
     }
 }
 
-/// The `interested` values recorded on `gateway.interest.v1` for `key`, oldest first, read until
-/// `done` holds (10 s at most).
-func interestHistory(_ cluster: EmbeddedKafkaCluster, key: String, until done: @escaping @Sendable ([Bool]) -> Bool) async throws -> [Bool] {
-    let partitions = (0..<Topic.gatewayInterest.partitions).map {
-        TopicPartitionOffset(topic: Topic.gatewayInterest.name, partition: Int32($0), offset: .beginning)
+extension SocketIOTests {
+    @Test("credentials: a verified member joins, a non-member or a bad token is refused, anonymous joins off by setting")
+    func credentials() async throws {
+        let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
+        let environment = Self.gatewayEnvironment(gatewayId).merging(["GATEWAY_SOCKETIO_ANONYMOUS": "false"]) { $1 }
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
+            let owner = try await s.user("주인")
+            let member = try await s.user("멤버")
+            let outsider = try await s.user("남")
+            let (wid, cid) = try await channel(s, owner, member)
+            let namespace = [("/ws-channel-\(cid)", "channel")]
+            try await TestFanoutStandIn.run(cluster: s.cluster, gatewayId: gatewayId) { _ in
+                let verified = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: namespace, token: member.token)
+                let stranger = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: namespace, token: outsider.token)
+                let forged = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: namespace, token: "not-a-jwt")
+                let anonymous = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: namespace, transports: "websocket")
+                try await verified.waitFor("ready")
+                for refused in [stranger, forged, anonymous] {
+                    try await refused.waitFor("connect_failed")
+                    #expect(refused.lines("connect_error").contains { "\($0["data"] ?? "")".contains("Not authorized") }, "\(refused.process.output)")
+                    try await refused.stop()
+                }
+                let answer = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"회원만"}"#)))
+                try await expectOnce(verified, "channel", "chat_id", equalTo: answer)
+                try await verified.stop()
+            }
+        }
     }
+}
+
+/// The events of type `P` on its topic, oldest first per partition, read until `done` holds for
+/// those `matching` (10 s at most).
+func recordedEvents<P: EventPayload>(
+    _ cluster: EmbeddedKafkaCluster, _ type: P.Type, matching: @escaping @Sendable (P) -> Bool, until done: @escaping @Sendable ([P]) -> Bool
+) async throws -> [P] {
+    let partitions = (0..<P.topic.partitions).map { TopicPartitionOffset(topic: P.topic.name, partition: Int32($0), offset: .beginning) }
     let consumer = try KafkaConsumer(
         configuration: KafkaConsumerConfiguration(
-            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-interest"), mode: .assignment(partitions)
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-reader"), mode: .assignment(partitions)
         ),
         logger: TestKafka.logger
     )
-    let history = Locked<[Bool]>([])
+    let events = Locked<[P]>([])
     let reader = Task {
-        for try await message in consumer.messages where message.keyString == key {
-            guard let value = message.value else { continue }
-            let event = try EventCoding.decode(GatewayEvents.InterestChanged.self, from: value)
-            history.withLock { $0.append(event.data.interested) }
+        for try await message in consumer.messages {
+            guard let value = message.value, (try? EventCoding.header(from: value))?.type == P.eventType else { continue }
+            let event = try EventCoding.decode(P.self, from: value).data
+            if matching(event) { events.withLock { $0.append(event) } }
         }
     }
     defer { reader.cancel() }
-    try? await eventually("interest records for \(key)") { done(history.value) }
+    try? await eventually("\(P.eventType) records") { done(events.value) }
     reader.cancel()
     await consumer.close()
-    return history.value
+    return events.value
 }

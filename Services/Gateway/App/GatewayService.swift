@@ -61,7 +61,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
     let socketIO = try SocketIOSettings(settings)
-    let webSocket = try socketIOServer(socketIO, platform: &platform, verifier: verifier, router: router, logger: logger)
+    let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[.chat] ?? "", logger: logger)
+    let webSocket = try socketIOServer(socketIO, platform: &platform, verifier: verifier, access: access, router: router, logger: logger)
     return try platform.makeApplication(
         responder: router.buildResponder(),
         server: .http1WebSocketUpgrade(
@@ -74,10 +75,11 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// The Socket.IO server (docs/realtime.md): its event publisher, heartbeat and delivery
 /// consumer run as platform services; its polling routes go on `router`.
 private func socketIOServer(
-    _ socketIO: SocketIOSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier, router: Router<GatewayRequestContext>, logger: Logger
+    _ socketIO: SocketIOSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier, access: ConversationAccess,
+    router: Router<GatewayRequestContext>, logger: Logger
 ) throws -> WebSocketTransport {
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: socketIO.gatewayId, logger: logger)
-    let server = SocketIOServer(settings: socketIO, events: publisher, verifier: verifier, logger: logger)
+    let server = SocketIOServer(settings: socketIO, events: publisher, verifier: verifier, access: access, logger: logger)
     platform.addService(publisher)
     platform.addService(SocketIOHeartbeat(server: server))
     let client = platform.kafkaClient

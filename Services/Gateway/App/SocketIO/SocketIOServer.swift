@@ -12,13 +12,15 @@ final class SocketIOServer: Sendable {
     let registry: SocketIORegistry
     private let events: GatewayEventPublisher
     private let verifier: AccessTokenVerifier
+    private let access: ConversationAccess
     private let logger: Logger
     private let sessions = Mutex<[String: EngineSession]>([:])
 
-    init(settings: SocketIOSettings, events: GatewayEventPublisher, verifier: AccessTokenVerifier, logger: Logger) {
+    init(settings: SocketIOSettings, events: GatewayEventPublisher, verifier: AccessTokenVerifier, access: ConversationAccess, logger: Logger) {
         self.settings = settings
         self.events = events
         self.verifier = verifier
+        self.access = access
         self.logger = logger
         let gatewayId = settings.gatewayId
         registry = SocketIORegistry(dedupeWindow: settings.dedupeWindow) { conversation, interested in
@@ -146,9 +148,18 @@ final class SocketIOServer: Sendable {
         guard let namespace = ConversationNamespace(packet.namespace), namespace.name == packet.namespace else {
             return refuse(packet.namespace, "Invalid namespace", session)
         }
+        // Credentials are optional (the existing clients send none); presented ones must verify
+        // and their user must be able to read the conversation.
+        var user = session.userId
         if let token = packet.connectToken {
-            guard (try? await verifier.verify(token)) != nil else { return refuse(packet.namespace, "Not authorized", session) }
-        } else if session.userId == nil && !settings.anonymous {
+            guard let claims = try? await verifier.verify(token) else { return refuse(packet.namespace, "Not authorized", session) }
+            user = claims.userId
+        }
+        if let user {
+            guard await access.mayRead(user: user, conversation: namespace.conversationId) else {
+                return refuse(packet.namespace, "Not authorized", session)
+            }
+        } else if !settings.anonymous {
             return refuse(packet.namespace, "Not authorized", session)
         }
         if session.connect(namespace) {
