@@ -155,7 +155,10 @@ extension SocketIOTests {
     @Test("credentials: a verified member joins, a non-member or a bad token is refused, anonymous joins off by setting")
     func credentials() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
-        let environment = Self.gatewayEnvironment(gatewayId).merging(["GATEWAY_SOCKETIO_ANONYMOUS": "false"]) { $1 }
+        // Short heartbeats: clients that answer stay connected; a session that goes silent expires.
+        let environment = Self.gatewayEnvironment(gatewayId).merging([
+            "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "400", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "400",
+        ]) { $1 }
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
@@ -173,10 +176,21 @@ extension SocketIOTests {
                     #expect(refused.lines("connect_error").contains { "\($0["data"] ?? "")".contains("Not authorized") }, "\(refused.process.output)")
                     try await refused.stop()
                 }
+                // Several heartbeats later the verified client is still there and receives.
+                try await Task.sleep(for: .seconds(2))
                 let answer = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"회원만"}"#)))
                 try await expectOnce(verified, "channel", "chat_id", equalTo: answer)
                 try await verified.stop()
             }
+
+            // A polling session that stops polling is closed after interval + timeout.
+            let handshake = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling", method: .get, headers: [:], body: nil)
+            let sid = String(String(buffer: handshake.body).dropFirst(#"0{"sid":""#.count).prefix(20))
+            let poll = "/socket.io/?EIO=4&transport=polling&sid=\(sid)"
+            #expect(String(buffer: try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil).body) == "2", "a ping arrives")
+            try await Task.sleep(for: .milliseconds(1500))
+            let expired = try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil)
+            #expect(expired.status == .badRequest && String(buffer: expired.body).contains(#""code":1"#))
         }
     }
 }
