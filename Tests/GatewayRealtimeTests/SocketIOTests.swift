@@ -18,16 +18,6 @@ struct SocketIOTests {
         ["GATEWAY_ID": gatewayId]
     }
 
-    /// A workspace with `owner` and `member` in its default channel (as chat sees it).
-    func channel(_ s: Stack, _ owner: User, _ member: User) async throws -> (workspace: String, channel: String) {
-        let wid = id(try await s.createWorkspace(owner), "workspace_id")
-        try await s.invite(member, to: wid, by: owner)
-        let channel = id(try #require(jsonArray(try await s.get("/v1/workspaces/\(wid)/channels", owner))).first, "channel_id")
-        try await s.waitForChatMember(owner.id, channel: channel)
-        try await s.waitForChatMember(member.id, channel: channel)
-        return (wid, channel)
-    }
-
     func port(_ s: Stack) throws -> Int { try #require(s.client.port) }
 
     /// Exactly one event with this id arrives, equal to the REST answer; checked again after a pause
@@ -48,7 +38,7 @@ struct SocketIOTests {
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.gatewayEnvironment(gatewayId)) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
-            let (wid, cid) = try await channel(s, owner, member)
+            let (wid, cid) = try await s.sharedChannel(owner, member)
             let namespace = "/ws-channel-\(cid)"
             try await TestFanoutStandIn.run(cluster: s.cluster, gatewayId: gatewayId) { fanout in
                 let upgrading = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: [(namespace, "channel")])
@@ -97,7 +87,7 @@ struct SocketIOTests {
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.gatewayEnvironment(gatewayId)) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
-            let (wid, cid) = try await channel(s, a, b)
+            let (wid, cid) = try await s.sharedChannel(a, b)
             let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
             try await TestFanoutStandIn.run(cluster: s.cluster, gatewayId: gatewayId) { _ in
                 let dmNamespace = "/ws-dm-\(room)"
@@ -163,7 +153,7 @@ extension SocketIOTests {
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let outsider = try await s.user("남")
-            let (wid, cid) = try await channel(s, owner, member)
+            let (wid, cid) = try await s.sharedChannel(owner, member)
             let namespace = [("/ws-channel-\(cid)", "channel")]
             try await TestFanoutStandIn.run(cluster: s.cluster, gatewayId: gatewayId) { _ in
                 let verified = try PythonSocketClient.start(.eio4, port: try port(s), namespaces: namespace, token: member.token)

@@ -16,6 +16,12 @@ enum EngineIOVersion: Int, Sendable {
     }
 }
 
+/// The value of a packet's leading type digit.
+func leadingDigit(_ text: Substring) -> UInt8? {
+    guard let first = text.utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { return nil }
+    return first - UInt8(ascii: "0")
+}
+
 enum EngineIOPacketType: UInt8, Sendable {
     case open = 0, close, ping, pong, message, upgrade, noop
 
@@ -28,9 +34,7 @@ struct EngineIOPacket: Sendable, Equatable {
 
     /// Parses one text packet; nil for an empty or unknown one.
     init?(_ text: Substring) {
-        guard let first = text.utf8.first, first >= UInt8(ascii: "0"), let type = EngineIOPacketType(rawValue: first &- UInt8(ascii: "0")) else {
-            return nil
-        }
+        guard let type = leadingDigit(text).flatMap(EngineIOPacketType.init(rawValue:)) else { return nil }
         self.type = type
         self.data = text.dropFirst()
     }

@@ -15,9 +15,7 @@ struct SocketIOPacket: Sendable, Equatable {
 
     /// Parses a packet; nil when malformed.
     init?(_ text: Substring) {
-        guard let first = text.utf8.first, first >= UInt8(ascii: "0"), let type = SocketIOPacketType(rawValue: first &- UInt8(ascii: "0")) else {
-            return nil
-        }
+        guard let type = leadingDigit(text).flatMap(SocketIOPacketType.init(rawValue:)) else { return nil }
         self.type = type
         var rest = text.dropFirst()
         if type == .binaryEvent || type == .binaryAck {
