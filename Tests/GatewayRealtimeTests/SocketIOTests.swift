@@ -81,10 +81,14 @@ struct SocketIOTests {
         }
     }
 
-    @Test("DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 on a channel; invalid namespaces refused; Engine.IO errors are 400s")
+    @Test("DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 polling-upgrade and WebSocket-only on a channel across client heartbeats; invalid namespaces refused; Engine.IO errors are 400s")
     func directMessagesEIO3AndRefusals() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.gatewayEnvironment(gatewayId)) { s in
+        // Short heartbeats so EIO3 clients ping (and the server answers) during the test.
+        let environment = Self.gatewayEnvironment(gatewayId).merging([
+            "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "2000",
+        ]) { $1 }
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, cid) = try await s.sharedChannel(a, b)
@@ -99,6 +103,13 @@ struct SocketIOTests {
                 let eio3Ready = try await eio3.waitFor("ready")
                 #expect(eio3Ready["version"] as? String == "4.6.1" && eio3Ready["transport"] as? String == "websocket", "EIO3 upgraded: \(eio3Ready)")
                 try await eventually("the EIO3 client joined both namespaces") { eio3.lines("connected").count >= 3 }
+                // The study app's way: Engine.IO v3 over WebSocket only, default namespace + changesocketid.
+                let eio3WebSocket = try PythonSocketClient.start(
+                    .eio3, port: try port(s), namespaces: [("/ws-channel-\(cid)", "channel")], transports: "websocket", changesocketid: a.id
+                )
+                #expect(try await eio3WebSocket.waitFor("ready")["transport"] as? String == "websocket")
+                try await eventually("the EIO3 WebSocket client joined") { eio3WebSocket.lines("connected").count >= 2 }
+                try await Task.sleep(for: .seconds(3))  // several client pings
 
                 let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", a, json: #"{"content":"디엠"}"#)))
                 #expect(Set(dm.keys) == ["dm_id", "room_id", "content", "createdAt", "files", "user"])
@@ -106,6 +117,8 @@ struct SocketIOTests {
                 try await expectOnce(eio3, "dm", "dm_id", equalTo: dm)
                 let chat = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", b, json: #"{"content":"채널"}"#)))
                 try await expectOnce(eio3, "channel", "chat_id", equalTo: chat)
+                try await expectOnce(eio3WebSocket, "channel", "chat_id", equalTo: chat)
+                try await eio3WebSocket.stop()
                 #expect(eio4.events("channel").isEmpty && eio3.events("dm").count == 1)
                 try await eio4.stop()
                 try await eio3.stop()

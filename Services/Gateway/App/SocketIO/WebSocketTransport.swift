@@ -38,6 +38,13 @@ struct WebSocketTransport: Sendable {
 
     private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
         var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
+        // An upgrade that does not complete within the ping timeout is dropped: closing the
+        // WebSocket ends the reads below.
+        let watchdog = Task { [timeout = server.settings.pingTimeout] in
+            try await Task.sleep(for: timeout)
+            if session.transport != .websocket { try? await outbound.close(.policyViolation, reason: "upgrade timeout") }
+        }
+        defer { watchdog.cancel() }
         // A failed probe leaves the polling session as it was; the client keeps polling.
         guard case .text("2probe")? = try? await messages.next(), !session.isClosed else { return }
         do {
@@ -51,6 +58,7 @@ struct WebSocketTransport: Sendable {
             return
         }
         session.completeUpgrade()
+        watchdog.cancel()
         await serve(session, messages: &messages, outbound: outbound, first: [])
     }
 
