@@ -183,9 +183,7 @@ final class EngineSession: Sendable {
         }
     }
 
-    var announcedUserId: String? {
-        get { state.withLock { $0.announcedUserId } }
-    }
+    var announcedUserId: String? { state.withLock { $0.announcedUserId } }
 
     func announce(userId: String) {
         state.withLock { $0.announcedUserId = userId }

@@ -21,7 +21,10 @@ struct PollingTransport: Sendable {
         switch query["transport"].map(String.init) {
         case "polling": break
         // A WebSocket request that reached HTTP was not upgradable (unknown or upgraded session).
-        case "websocket": return Self.error(query["sid"] == nil ? .badRequest : .unknownSession)
+        case "websocket":
+            if query["sid"] != nil { return Self.error(.unknownSession) }
+            if case .failure(let error) = await server.authenticate(authorization: request.headers[.authorization]) { return Self.error(error) }
+            return Self.error(.badRequest)
         default: return Self.error(.unknownTransport)
         }
         guard let sid = query["sid"] else {
