@@ -150,6 +150,9 @@ struct SocketIOTests {
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling", method: .get).hasPrefix("200"))
             let bad = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling", method: .get, headers: [.authorization: "not-a-jwt"], body: nil)
             #expect(bad.status == .forbidden)
+            let badWebSocket = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=websocket", method: .get, headers: [.authorization: "not-a-jwt"], body: nil)
+            #expect(badWebSocket.status == .forbidden)
+            #expect(try await engineError("/socket.io/?EIO=4&transport=websocket") == #"400 {"code":3,"message":"Bad request"}"#, "not an upgrade request")
         }
     }
 }
