@@ -131,7 +131,8 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "GatewayRealtimeTests",
-        dependencies: ["SuiteTesting", "GatewayApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
+        dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
+                       configuration,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         exclude: ["clients"],
         swiftSettings: swiftSettings
