@@ -84,9 +84,10 @@ struct SocketIOTests {
     @Test("DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 polling-upgrade and WebSocket-only on a channel across client heartbeats; invalid namespaces refused; Engine.IO errors are 400s")
     func directMessagesEIO3AndRefusals() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
-        // Short heartbeats so EIO3 clients ping (and the server answers) during the test.
+        // Short ping intervals so EIO3 clients ping (and the server answers) during the test; a
+        // generous timeout, so a loaded machine (many stacks in parallel) does not expire them.
         let environment = Self.gatewayEnvironment(gatewayId).merging([
-            "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "2000",
+            "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "10000",
         ]) { $1 }
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let a = try await s.user("에이")
