@@ -33,6 +33,16 @@ def main():
     version = importlib.metadata.version("python-socketio")
     major = int(version.split(".")[0])
     sio = socketio.Client(reconnection=False)
+    # python-engineio runs every message handler on a new thread (`run_async=True`), so the order
+    # in which this client prints events would not be the order they arrived in. Run them on the
+    # reading thread instead: the tests check the server's order per conversation.
+    trigger = sio.eio._trigger_event
+
+    def in_order(event, *args, **kwargs):
+        kwargs["run_async"] = False
+        return trigger(event, *args, **kwargs)
+
+    sio.eio._trigger_event = in_order
     namespaces = []
     for spec in args.namespace:
         namespace, event = spec.rsplit(":", 1)
