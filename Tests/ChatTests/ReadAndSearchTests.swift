@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Kafka
 import NIOCore
+import PostgresNIO
 import SuiteTesting
 import Testing
 import TestSupport
@@ -74,6 +75,24 @@ struct ReadAndSearchTests {
             #expect(events.allSatisfy { $0.key == owner.id.lowercased() })
             #expect(events.map { Timestamp.format($0.event.data.readAt) }.prefix(2) == [cursor, sent[3]["createdAt"] as? String ?? ""])
             #expect(events[2].event.data.conversation.kind == .dm)
+
+            // A deleted channel takes its read cursors with it (nothing left behind in chat).
+            let side = id(try await s.createChannel(owner, in: place.workspace, name: "잠깐"), "channel_id")
+            try await s.waitForChatMember(owner.id, channel: side)
+            let sidePrefix = "/v1/workspaces/\(place.workspace)/channels/\(side)"
+            #expect(try await s.send(.put, sidePrefix + "/read", owner, json: "{}").status == .ok)
+            let db = try #require(s.chatDatabase)
+            let sideId = try #require(UUID(uuidString: side))
+            func cursorRows() async throws -> Int {
+                for try await count in try await db.query("SELECT count(*)::int FROM read_cursors WHERE conversation_id = \(sideId)").decode(Int.self) {
+                    return count
+                }
+                return 0
+            }
+            #expect(try await cursorRows() == 1)
+            #expect(try await s.request(.delete, sidePrefix, token: owner.token).status == .ok)
+            try await s.waitForChatMember(owner.id, channel: side, present: false)
+            #expect(try await cursorRows() == 0)
         }
     }
 

@@ -30,6 +30,9 @@ enum MembershipProjection {
             _ = try await context.connection.query("""
                 DELETE FROM messages WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
                 """, logger: context.logger)
+            _ = try await context.connection.query("""
+                DELETE FROM read_cursors WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
+                """, logger: context.logger)
             _ = try await context.connection.query("DELETE FROM dm_rooms WHERE workspace_id = \(workspace)", logger: context.logger)
             _ = try await context.connection.query("DELETE FROM workspace_members WHERE workspace_id = \(workspace)", logger: context.logger)
         }
@@ -74,6 +77,7 @@ enum MembershipProjection {
         guard !channels.isEmpty else { return }
         let ids = channels.map(\.uuid)
         _ = try await context.connection.query("DELETE FROM messages WHERE conversation_id = ANY(\(ids)::uuid[])", logger: context.logger)
+        _ = try await context.connection.query("DELETE FROM read_cursors WHERE conversation_id = ANY(\(ids)::uuid[])", logger: context.logger)
         _ = try await context.connection.query("DELETE FROM channels WHERE id = ANY(\(ids)::uuid[])", logger: context.logger)
     }
 }

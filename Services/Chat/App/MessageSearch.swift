@@ -26,7 +26,7 @@ extension MessageStore {
         return found.compactMap { hit in byId[hit.id].map { (hit.channel, $0) } }
     }
 
-    func searchRooms(_ keyword: String, reader: UserID, in workspace: WorkspaceID, limit: Int, rooms: [RoomRef], _ c: PostgresConnection) async throws
+    func searchRooms(_ keyword: String, limit: Int, in rooms: [RoomRef], _ c: PostgresConnection) async throws
         -> [(room: RoomRef, message: StoredMessage)]
     {
         guard !rooms.isEmpty else { return [] }

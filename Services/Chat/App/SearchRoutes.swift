@@ -45,7 +45,7 @@ extension ChatAPI {
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 let channelHits = try await messages.searchChannels(keyword, reader: me, in: workspace, limit: limit, c)
                 let myRooms = try await rooms.rooms(of: me, in: workspace, c)
-                let roomHits = try await messages.searchRooms(keyword, reader: me, in: workspace, limit: limit, rooms: myRooms, c)
+                let roomHits = try await messages.searchRooms(keyword, limit: limit, in: myRooms, c)
                 return JSONResponse(SearchResponse(
                     channelChats: channelHits.map { ChannelChatResponse($0.message, in: $0.channel) },
                     dmChats: roomHits.map { DMChatResponse($0.message, in: $0.room) }
