@@ -23,6 +23,7 @@ let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package
 let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
 struct ServiceSpec {
@@ -31,7 +32,7 @@ struct ServiceSpec {
     let extra: [Target.Dependency]
 }
 let services: [ServiceSpec] = [
-    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle]),
+    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
     .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, nioCore, nioHTTP1]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
     .init(folder: "Chat", executable: "chat", extra: []),
@@ -129,6 +130,14 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "GatewayRealtimeTests",
+        dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
+                       configuration,
+                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        exclude: ["clients"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "IntegrationTests",
         dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
@@ -147,6 +156,7 @@ let package = Package(
     products: products,
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),

@@ -3,7 +3,7 @@
 # Swift 6.3 itself is expected on PATH (see README).
 set -euo pipefail
 
-packages=(librdkafka-dev libcrypt-dev pkg-config postgresql postgresql-contrib)
+packages=(librdkafka-dev libcrypt-dev pkg-config postgresql postgresql-contrib python3-venv)
 [ "${WITH_COMPOSE:-0}" = 1 ] && packages+=(docker-compose)
 
 missing=()
@@ -22,3 +22,22 @@ if ! command -v swift >/dev/null 2>&1; then
   echo "swift is not on PATH: install Swift 6.3 (https://www.swift.org/install/linux/debian/12/)" >&2
   exit 1
 fi
+
+# Python Socket.IO clients for the real-time tests (Tests/GatewayRealtimeTests/clients): one venv
+# per Engine.IO generation, rebuilt only when its requirement list changes.
+#   .devdata/pyenv       python-socketio 5 (Engine.IO v4, Socket.IO protocol v5)
+#   .devdata/pyenv-eio3  python-socketio 4.6.1 + python-engineio 3.14.2 (Engine.IO v3, Socket.IO 2)
+cd "$(dirname "$0")/.."
+make_venv() {
+  local dir="$1"; shift
+  local wanted="$*"
+  if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.requirements" 2>/dev/null)" = "$wanted" ]; then return; fi
+  echo "creating $dir ($wanted)"
+  rm -rf "$dir"
+  /usr/bin/python3 -m venv "$dir"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+  echo "$wanted" > "$dir/.requirements"
+}
+mkdir -p .devdata
+make_venv .devdata/pyenv "python-socketio[client]>=5.11,<6" "websocket-client>=1.6,<2" "requests>=2.31,<3"
+make_venv .devdata/pyenv-eio3 "python-socketio==4.6.1" "python-engineio==3.14.2" "websocket-client>=0.57,<2" "requests>=2.25,<3" "six>=1.15"

@@ -3,6 +3,7 @@ import Database
 import Events
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Kafka
 import Logging
 import PostgresNIO
@@ -161,11 +162,13 @@ public struct ServicePlatform: Sendable {
     }
 
     /// The Hummingbird application with the platform's services and startup step.
-    public func makeApplication<Responder: HTTPResponder>(responder: Responder) throws -> Application<Responder>
+    /// - Parameter server: the HTTP server's channel (e.g. HTTP/1 with WebSocket upgrades).
+    public func makeApplication<Responder: HTTPResponder>(responder: Responder, server: HTTPServerBuilder = .http1()) throws -> Application<Responder>
     where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let configuration = ApplicationConfiguration(address: .hostname(try settings.httpHost, port: try settings.httpPort), serverName: nil)
         var app = Application(
             responder: responder,
+            server: server,
             configuration: configuration,
             services: services,
             logger: logger

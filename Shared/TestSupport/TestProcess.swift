@@ -21,11 +21,20 @@ public final class TestProcess: Sendable {
         public let description: String
     }
 
-    public init(executable name: String, arguments: [String] = [], environment: [String: String] = [:], inheritEnvironment: Bool = true) throws {
+    public convenience init(executable name: String, arguments: [String] = [], environment: [String: String] = [:], inheritEnvironment: Bool = true) throws {
         let path = Self.binDirectory.appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw NotBuilt(description: "\(path) is missing: run `swift build` before the integration tests")
         }
+        try self.init(path: path, arguments: arguments, environment: environment, inheritEnvironment: inheritEnvironment)
+    }
+
+    /// Any program by path (e.g. a test client's interpreter).
+    public init(path: String, arguments: [String] = [], environment: [String: String] = [:], inheritEnvironment: Bool = true) throws {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw NotBuilt(description: "\(path) is missing or not executable")
+        }
+        let name = URL(fileURLWithPath: path).lastPathComponent
         outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(name)-\(UUID().uuidString).log").path
         var env = inheritEnvironment ? ProcessInfo.processInfo.environment : [:]
         for (k, v) in environment { env[k] = v }

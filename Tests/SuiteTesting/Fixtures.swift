@@ -56,6 +56,16 @@ extension Stack {
     }
 
     /// Invites `user` by email (owner only).
+    /// A new workspace of `owner` with `member` invited; its default channel once chat sees both in it.
+    public func sharedChannel(_ owner: User, _ member: User) async throws -> (workspace: String, channel: String) {
+        let wid = id(try await createWorkspace(owner), "workspace_id")
+        try await invite(member, to: wid, by: owner)
+        let channel = id(try #require(jsonArray(try await get("/v1/workspaces/\(wid)/channels", owner))).first, "channel_id")
+        try await waitForChatMember(owner.id, channel: channel)
+        try await waitForChatMember(member.id, channel: channel)
+        return (wid, channel)
+    }
+
     public func invite(_ user: User, to workspace: String, by owner: User) async throws {
         let response = try await send(.post, "/v1/workspaces/\(workspace)/members", owner, json: #"{"email":"\#(user.email)"}"#)
         #expect(response.status == .ok, "invite: \(String(buffer: response.body))")

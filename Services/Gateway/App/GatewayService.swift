@@ -4,6 +4,7 @@ import HTTPTypes
 import ServiceLifecycle
 import Database
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import ServiceKit
 
@@ -26,6 +27,13 @@ public enum GatewayService {
         // 5 files × 5 MB per message plus form overhead.
         "gateway.max-body-bytes": 27_262_976,
         "gateway.upstream-timeout-seconds": 60,
+        // Socket.IO (docs/realtime.md). `gateway.id` defaults to the instance id.
+        "gateway.socketio.ping-interval-ms": 25_000,
+        "gateway.socketio.ping-timeout-ms": 20_000,
+        "gateway.socketio.max-payload-bytes": 1_000_000,
+        "gateway.socketio.max-queued-packets": 1_000,
+        "gateway.socketio.anonymous": "true",
+        "gateway.socketio.dedupe-window": 100_000,
     ]
 }
 
@@ -52,5 +60,33 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
-    return try platform.makeApplication(responder: router.buildResponder())
+    let socketIO = try SocketIOSettings(settings)
+    let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[.chat] ?? "", logger: logger)
+    let webSocket = try socketIOServer(socketIO, platform: &platform, verifier: verifier, access: access, router: router, logger: logger)
+    return try platform.makeApplication(
+        responder: router.buildResponder(),
+        server: .http1WebSocketUpgrade(
+            configuration: .init(ws: .init(maxFrameSize: socketIO.maxPayloadBytes, autoPing: .disabled)),
+            shouldUpgrade: { head, _, _ in await webSocket.shouldUpgrade(head) }
+        )
+    )
+}
+
+/// The Socket.IO server (docs/realtime.md): its event publisher, heartbeat and delivery
+/// consumer run as platform services; its polling routes go on `router`.
+private func socketIOServer(
+    _ socketIO: SocketIOSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier, access: ConversationAccess,
+    router: Router<GatewayRequestContext>, logger: Logger
+) throws -> WebSocketTransport {
+    let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: socketIO.gatewayId, logger: logger)
+    let server = SocketIOServer(settings: socketIO, events: publisher, verifier: verifier, access: access, logger: logger)
+    platform.addService(publisher)
+    platform.addService(SocketIOHeartbeat(server: server))
+    let client = platform.kafkaClient
+    let fetchWait = try platform.settings.kafkaFetchWaitMilliseconds
+    platform.addGatedService {
+        DeliveryConsumer(server: server, client: client, gatewayId: socketIO.gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
+    }
+    PollingTransport(server: server).addRoutes(to: router)
+    return WebSocketTransport(server: server)
 }

@@ -1,0 +1,83 @@
+import Events
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import ServiceKit
+import ServiceLifecycle
+
+/// Reads this gateway's deliveries — `chat.message.v1` records that chat-fanout re-produced to
+/// `gateway.delivery.v1` keyed by the gateway id, in partition `deliveryPartition(for:)` — and
+/// emits them to the local Socket.IO namespaces.
+///
+/// The partition is read by manual assignment from its end when the gateway starts (a socket
+/// only receives what is sent while it is connected; clients fetch history over REST first).
+/// Deliveries are at-least-once; the registry's recent-id memory emits each message at most once.
+/// Types other than channel and DM creations (edits, deletions, reactions) have no Socket.IO
+/// event in the client contract and are skipped.
+final class DeliveryConsumer: Service, Sendable {
+    private let server: SocketIOServer
+    private let configuration: KafkaConsumerConfiguration
+    private let gatewayId: String
+    private let logger: Logger
+    private let emitted = Counter(label: "socketio_emits_total")
+    private let duplicates = Counter(label: "socketio_duplicate_deliveries_total")
+
+    init(server: SocketIOServer, client: KafkaClientConfiguration, gatewayId: String, fetchWaitMilliseconds: Int, logger: Logger) {
+        self.server = server
+        self.gatewayId = gatewayId
+        self.logger = logger
+        let partition = GatewayEvents.deliveryPartition(for: gatewayId)
+        var configuration = KafkaConsumerConfiguration(
+            client: client, mode: .assignment([TopicPartitionOffset(topic: Topic.gatewayDelivery.name, partition: partition, offset: .end)])
+        )
+        configuration.client.clientId = "\(client.clientId)-delivery"
+        configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        self.configuration = configuration
+    }
+
+    func run() async throws {
+        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
+        try await cancelWhenGracefulShutdown {
+            for try await message in consumer.messages where message.keyString == self.gatewayId {
+                self.process(message)
+            }
+        }
+        await consumer.close()
+    }
+
+    func process(_ message: KafkaConsumerMessage) {
+        guard let value = message.value else { return }
+        let type = message.header(CloudEventKafkaHeader.type).map { String(decoding: $0, as: UTF8.self) }
+            ?? (try? EventCoding.header(from: value))?.type
+        do {
+            switch type {
+            case ChatEvents.ChannelMessageCreated.eventType:
+                let event = try EventCoding.decode(ChatEvents.ChannelMessageCreated.self, from: value).data
+                emit(event, messageId: event.messageId.uuid, to: .channel(event.channelId.uuid))
+            case ChatEvents.DirectMessageCreated.eventType:
+                let event = try EventCoding.decode(ChatEvents.DirectMessageCreated.self, from: value).data
+                emit(event, messageId: event.messageId.uuid, to: .dm(event.roomId.uuid))
+            default:
+                return
+            }
+        } catch {
+            logger.error("skipping an undecodable delivery", metadata: [
+                "event.type": "\(type ?? "-")", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)", "error": "\(error)",
+            ])
+        }
+    }
+
+    private func emit(_ payload: some JSONWritable, messageId: UUID, to namespace: ConversationNamespace) {
+        guard let sessions = server.registry.recipients(of: messageId, in: namespace) else {
+            duplicates.increment()
+            return
+        }
+        guard !sessions.isEmpty else { return }
+        let packet = SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: payload.jsonString)
+        for session in sessions where !session.send(packet) {
+            server.close(session, reason: "send queue full")
+        }
+        emitted.increment(by: sessions.count)
+    }
+}

@@ -1,0 +1,28 @@
+import ServiceLifecycle
+
+/// One loop for every session's heartbeat (no task per socket): Engine.IO v4 sessions get a ping
+/// every ping interval; a session that sent nothing for interval + timeout is closed.
+struct SocketIOHeartbeat: Service {
+    let server: SocketIOServer
+
+    func run() async throws {
+        let interval = server.settings.pingInterval
+        let timeout = server.settings.pingTimeout
+        let tick = min(.seconds(1), interval / 4)
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: tick)
+                let now = ContinuousClock.now
+                for session in server.allSessions {
+                    switch session.heartbeat(now: now, interval: interval, timeout: timeout) {
+                    case .none: break
+                    case .ping:
+                        if !session.send(EngineIOPacket.encode(.ping)) { server.close(session, reason: "send queue full") }
+                    case .expire:
+                        server.close(session, reason: "ping timeout")
+                    }
+                }
+            }
+        }
+    }
+}

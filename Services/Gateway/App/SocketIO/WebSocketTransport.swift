@@ -1,0 +1,91 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOWebSocket
+
+/// Engine.IO over WebSocket (hummingbird-websocket): a WebSocket-only session (no `sid`: the
+/// open packet is the first message) or the upgrade of a polling session (`sid`: `2probe` →
+/// `3probe`, the pending poll returns a noop, then `5` switches the session to the WebSocket).
+/// Requests this transport does not take fall through to the polling routes, which answer them
+/// with an Engine.IO error.
+struct WebSocketTransport: Sendable {
+    typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
+    let server: SocketIOServer
+
+    func shouldUpgrade(_ head: HTTPRequest) async -> ShouldUpgradeResult<Handler> {
+        let uri = URI(head.path ?? "")
+        let query = uri.queryParameters
+        guard uri.path == "/socket.io" || uri.path == "/socket.io/", query["transport"] == "websocket",
+              let version = EngineIOVersion(query: query["EIO"].map(String.init)) else {
+            return .dontUpgrade
+        }
+        if let sid = query["sid"] {
+            guard let session = server.session(String(sid)), session.version == version, session.transport == .polling else { return .dontUpgrade }
+            return .upgrade([:]) { inbound, outbound, _ in
+                await upgrade(session, inbound: inbound, outbound: outbound)
+            }
+        }
+        guard case .success(let userId) = await server.authenticate(authorization: head.headerFields[.authorization]) else { return .dontUpgrade }
+        return .upgrade([:]) { inbound, outbound, _ in
+            let (session, packets) = server.open(version: version, transport: .websocket, userId: userId)
+            var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
+            await serve(session, messages: &messages, outbound: outbound, first: packets)
+        }
+    }
+
+    private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
+        // An upgrade that does not complete within the ping timeout is dropped: closing the
+        // WebSocket ends the reads below.
+        let watchdog = Task { [timeout = server.settings.pingTimeout] in
+            try await Task.sleep(for: timeout)
+            if session.transport != .websocket { try? await outbound.close(.policyViolation, reason: "upgrade timeout") }
+        }
+        defer { watchdog.cancel() }
+        // A failed probe leaves the polling session as it was; the client keeps polling.
+        guard case .text("2probe")? = try? await messages.next(), !session.isClosed else { return }
+        do {
+            try await outbound.write(.text("3probe"))
+        } catch {
+            return
+        }
+        session.beginUpgrade()
+        guard case .text("5")? = try? await messages.next() else {
+            server.close(session, reason: "upgrade not completed")
+            return
+        }
+        session.completeUpgrade()
+        watchdog.cancel()
+        await serve(session, messages: &messages, outbound: outbound, first: [])
+    }
+
+    /// Runs the session on the WebSocket until either side ends it.
+    private func serve(
+        _ session: EngineSession, messages: inout WebSocketInboundMessageStream.AsyncIterator, outbound: WebSocketOutboundWriter, first: [String]
+    ) async {
+        let server = self.server
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for packet in first { try await outbound.write(.text(packet)) }
+                    while case .packets(let batch) = await session.next(poll: false) {
+                        for packet in batch { try await outbound.write(.text(packet)) }
+                    }
+                } catch {
+                    server.close(session, reason: "websocket write failed")
+                }
+                try? await outbound.close(.normalClosure, reason: nil)
+            }
+            while true {
+                guard let message = try? await messages.next() else { break }
+                guard case .text(let text) = message else { continue }  // binary packets are not spoken
+                guard await server.receive(text[...], from: session) else { break }
+            }
+            server.close(session, reason: "websocket closed")
+            await group.waitForAll()
+        }
+    }
+}

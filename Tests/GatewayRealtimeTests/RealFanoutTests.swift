@@ -1,0 +1,94 @@
+import ChatFanoutApp
+import Common
+import Configuration
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Kafka
+import ServiceKit
+import SuiteTesting
+import Testing
+import TestSupport
+
+/// The whole real-time path with no stand-in: REST post → chat → `chat.message.v1` → the real
+/// `chat-fanout` (two replicas, one stopped mid-run) → `gateway.delivery.v1` → gateway →
+/// python-socketio clients.
+@Suite("Real-time path with the real chat-fanout", .serialized)
+struct RealFanoutTests {
+    static func startReplica(_ s: Stack, _ name: String) async throws -> RunningService {
+        let environment = [
+            "HTTP_PORT": "0", "KAFKA_BROKERS": s.cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
+            "INSTANCE_ID": name,
+        ]
+        let settings = ServiceSettings(
+            serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]
+        )
+        let replica = try await RunningService.start { try await ChatFanoutApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
+        try await eventually("\(name) ready", timeout: .seconds(30)) {
+            try await replica.client.execute(uri: "/health/ready", method: .get).status == .ok
+        }
+        return replica
+    }
+
+    @Test("40 channel messages and 10 DMs posted over REST reach EIO4 and EIO3 clients exactly once each through two fan-out replicas, one stopped mid-run")
+    func wholePath() async throws {
+        let gatewayId = "gw-e2e-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: ["GATEWAY_ID": gatewayId]) { s in
+            let owner = try await s.user("주인")
+            let member = try await s.user("멤버")
+            let (wid, cid) = try await s.sharedChannel(owner, member)
+            let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", owner, json: #"{"opponent_id":"\#(member.id)"}"#)), "room_id")
+            let first = try await Self.startReplica(s, "fanout-a")
+            let second = try await Self.startReplica(s, "fanout-b")
+            let port = try #require(s.client.port)
+            let modern = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel"), ("/ws-dm-\(room)", "dm")])
+            let legacy = try PythonSocketClient.start(.eio3, port: port, namespaces: [("/ws-channel-\(cid)", "channel")], transports: "websocket")
+            try await modern.waitFor("ready")
+            try await legacy.waitFor("ready")
+            try await eventually("both clients joined") { modern.lines("connected").count >= 2 && legacy.lines("connected").count >= 1 }
+            // The interest announcement reaches the replicas through Kafka: a message sent before
+            // they applied it would not be fanned out to this gateway (documented), so wait until
+            // one probe message arrives before counting.
+            var probes = 0
+            try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(20)) {
+                probes += 1
+                _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"probe \#(probes)"}"#)
+                try await Task.sleep(for: .milliseconds(200))
+                return !modern.events("channel").isEmpty && !legacy.events("channel").isEmpty
+            }
+
+            var channelIds: [String] = []
+            var dmIds: [String] = []
+            for i in 0..<40 {
+                if i == 20 { try await first.stop() }  // one replica leaves mid-run; the group rebalances
+                let author = i % 2 == 0 ? owner : member
+                let chat = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", author, json: #"{"content":"메시지 \#(i)"}"#)))
+                channelIds.append(try #require(chat["chat_id"] as? String))
+                if i % 4 == 0 {
+                    let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", member, json: #"{"content":"디엠 \#(i)"}"#)))
+                    dmIds.append(try #require(dm["dm_id"] as? String))
+                }
+            }
+            func received(_ client: PythonSocketClient, _ event: String, _ key: String) -> [String] {
+                client.events(event).compactMap { $0[key] as? String }
+            }
+            try await eventually("every message at both clients", timeout: .seconds(30)) {
+                Set(channelIds).isSubset(of: Set(received(modern, "channel", "chat_id")))
+                    && Set(channelIds).isSubset(of: Set(received(legacy, "channel", "chat_id")))
+                    && Set(dmIds).isSubset(of: Set(received(modern, "dm", "dm_id")))
+            }
+            try await Task.sleep(for: .seconds(1))  // a late duplicate would show now
+            for (client, event, key) in [(modern, "channel", "chat_id"), (legacy, "channel", "chat_id"), (modern, "dm", "dm_id")] {
+                let ids = received(client, event, key)
+                #expect(ids.count == Set(ids).count, "a \(event) arrived twice at one socket")
+            }
+            // In order per conversation, as sent (the client prints events on its reading thread).
+            #expect(received(modern, "channel", "chat_id").filter(channelIds.contains) == channelIds)
+            #expect(received(legacy, "channel", "chat_id").filter(channelIds.contains) == channelIds)
+            #expect(received(modern, "dm", "dm_id") == dmIds)
+            try await modern.stop()
+            try await legacy.stop()
+            try await second.stop()
+        }
+    }
+}
