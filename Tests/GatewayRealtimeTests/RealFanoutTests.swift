@@ -50,7 +50,7 @@ struct RealFanoutTests {
             // they applied it would not be fanned out to this gateway (documented), so wait until
             // one probe message arrives before counting.
             var probes = 0
-            try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(20)) {
+            try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(60)) {
                 probes += 1
                 _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"probe \#(probes)"}"#)
                 try await Task.sleep(for: .milliseconds(200))

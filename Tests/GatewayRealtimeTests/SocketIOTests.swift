@@ -84,10 +84,11 @@ struct SocketIOTests {
     @Test("DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 polling-upgrade and WebSocket-only on a channel across client heartbeats; invalid namespaces refused; Engine.IO errors are 400s")
     func directMessagesEIO3AndRefusals() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
-        // Short ping intervals so EIO3 clients ping (and the server answers) during the test; a
-        // generous timeout, so a loaded machine (many stacks in parallel) does not expire them.
+        // Ping intervals short enough that EIO3 clients ping (and the server answers) during the
+        // test, yet long enough for a loaded machine: python-engineio 3 drops the connection when
+        // a PONG takes longer than one ping interval.
         let environment = Self.gatewayEnvironment(gatewayId).merging([
-            "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "10000",
+            "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "3000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "10000",
         ]) { $1 }
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let a = try await s.user("에이")
@@ -110,7 +111,7 @@ struct SocketIOTests {
                 )
                 #expect(try await eio3WebSocket.waitFor("ready")["transport"] as? String == "websocket")
                 try await eventually("the EIO3 WebSocket client joined") { eio3WebSocket.lines("connected").count >= 2 }
-                try await Task.sleep(for: .seconds(3))  // several client pings
+                try await Task.sleep(for: .seconds(7))  // several client pings
 
                 let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", a, json: #"{"content":"디엠"}"#)))
                 #expect(Set(dm.keys) == ["dm_id", "room_id", "content", "createdAt", "files", "user"])
@@ -164,7 +165,7 @@ extension SocketIOTests {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
         // Short heartbeats: clients that answer stay connected; a session that goes silent expires.
         let environment = Self.gatewayEnvironment(gatewayId).merging([
-            "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "400", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "400",
+            "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "1000",
         ]) { $1 }
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let owner = try await s.user("주인")
@@ -184,7 +185,7 @@ extension SocketIOTests {
                     try await refused.stop()
                 }
                 // Several heartbeats later the verified client is still there and receives.
-                try await Task.sleep(for: .seconds(2))
+                try await Task.sleep(for: .seconds(3))
                 let answer = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"회원만"}"#)))
                 try await expectOnce(verified, "channel", "chat_id", equalTo: answer)
                 try await verified.stop()
@@ -195,7 +196,7 @@ extension SocketIOTests {
             let sid = String(String(buffer: handshake.body).dropFirst(#"0{"sid":""#.count).prefix(20))
             let poll = "/socket.io/?EIO=4&transport=polling&sid=\(sid)"
             #expect(String(buffer: try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil).body) == "2", "a ping arrives")
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Task.sleep(for: .milliseconds(3000))
             let expired = try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil)
             #expect(expired.status == .badRequest && String(buffer: expired.body).contains(#""code":1"#))
         }
