@@ -132,7 +132,7 @@ var targets: [Target] = [
     .testTarget(
         name: "GatewayRealtimeTests",
         dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
-                       configuration,
+                       configuration, .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         exclude: ["clients"],
         swiftSettings: swiftSettings

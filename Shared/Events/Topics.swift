@@ -37,6 +37,8 @@ extension Topic {
     public static let gatewayInterest = Topic(name: "gateway.interest.v1", partitions: 6, cleanupPolicy: .compact, key: "gateway id + channel id")
     /// One record per (message, interested gateway); each gateway reads only its own.
     public static let gatewayDelivery = Topic(name: "gateway.delivery.v1", partitions: 12, key: "gateway id")
+    /// Typing indicators from native gateway sessions; read by `chat-fanout` like messages.
+    public static let gatewayTyping = Topic(name: "gateway.typing.v1", partitions: 12, key: "channel id or DM room id")
     /// Online/offline state per user; produced by `presence`.
     public static let presence = Topic(name: "presence.v1", partitions: 6, cleanupPolicy: .compact, key: "user id")
     /// Coin ledger outcomes (credited, debited, debit rejected); produced by `payment`.
@@ -45,7 +47,7 @@ extension Topic {
     /// Every topic of the suite, in the order an operator would read them.
     public static let catalog: [Topic] = [
         .authUser, .workspace, .chatMessage, .chatRead,
-        .gatewaySession, .gatewayInterest, .gatewayDelivery, .presence, .payment,
+        .gatewaySession, .gatewayInterest, .gatewayTyping, .gatewayDelivery, .presence, .payment,
     ]
 
     public static func named(_ name: String) -> Topic? {

@@ -34,6 +34,8 @@ public struct Stack: Sendable {
     public let chatFilesDirectory: String?
     /// A running client for the payment service's database (nil without payment).
     public var paymentDatabase: PostgresClient? = nil
+    /// The gateway's environment (upstream URLs, JWT key, Kafka): to start more gateways.
+    public var gatewayEnvironment: [String: String] = [:]
     public static let appKey = "test-app-key"
 
     /// A service started behind the gateway (auth always runs).
@@ -105,6 +107,7 @@ public struct Stack: Sendable {
             var env = common.merging(["JWT_PUBLIC_KEY": keys.publicKey, "SESAC_KEYS": "other-key, \(appKey)"]) { $1 }
             env.merge(upstreams) { $1 }
             env.merge(gatewayEnvironment) { $1 }
+            let finalEnvironment = env
             let gateway = try await GatewayApp.buildApplication(
                 settings: ServiceSettings(serviceName: "gateway", defaults: GatewayService.defaults, environment: env, arguments: ["gateway"]),
                 logger: logger
@@ -123,6 +126,7 @@ public struct Stack: Sendable {
                                 var stack = Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
                                                   chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory)
                                 stack.paymentDatabase = paymentClient
+                                stack.gatewayEnvironment = finalEnvironment
                                 try await body(stack)
                             } catch {
                                 failure.withLock { $0 = error }

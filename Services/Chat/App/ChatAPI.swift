@@ -25,6 +25,7 @@ struct ChatAPI: Sendable {
         addReadCursorRoutes(to: router)
         addSearchRoutes(to: router)
         addReaderCheckRoutes(to: router)
+        addSessionRoutes(to: router)
         router.get("/v1/static/channelChats/:file") { request, context in try await file(request, context, .channel) }
         router.get("/v1/static/dmChats/:file") { request, context in try await file(request, context, .dm) }
     }

@@ -1,28 +1,35 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import PostgresNIO
 import ServiceKit
 
 /// `GET /internal/v1/conversations/{conversation}/readers/{user}`: 204 when the user may read the
-/// channel (a member) or the DM room (a participant still in its workspace), else 404; 400 for
-/// malformed ids. Asked by the gateway before a credentialed Socket.IO client joins a namespace
-/// (docs/realtime.md). Not under `/v1`, so the gateway's route table never forwards clients here.
+/// channel (a member) or the DM room (a participant still in its workspace), with header
+/// `Chatsuite-Conversation-Kind: channel|dm`, else 404; 400 for malformed ids. Asked by the
+/// gateway before a credentialed Socket.IO client joins a namespace (docs/realtime.md) and before
+/// a native session subscribes to a conversation. Not under `/v1`, so the gateway's route table
+/// never forwards clients here.
 extension ChatAPI {
+    static let conversationKindHeader = HTTPField.Name("Chatsuite-Conversation-Kind")!
+
     func addReaderCheckRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/internal/v1/conversations/:conversation/readers/:user") { _, context -> HTTPResponse.Status in
+        router.get("/internal/v1/conversations/:conversation/readers/:user") { _, context -> Response in
             guard let conversation = context.parameters.get("conversation").flatMap(UUID.init(uuidString:)),
                   let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
-                return .badRequest
+                return Response(status: .badRequest)
             }
             let rows = try await postgres.query("""
-                SELECT 1 FROM channel_members WHERE channel_id = \(conversation) AND user_id = \(user)
+                SELECT 'channel' FROM channel_members WHERE channel_id = \(conversation) AND user_id = \(user)
                 UNION ALL
-                SELECT 1 FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
+                SELECT 'dm' FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
                 WHERE r.id = \(conversation) AND \(user) IN (r.user_low, r.user_high)
                 LIMIT 1
                 """, logger: logger)
-            for try await _ in rows { return .noContent }
-            return .notFound
+            for try await kind in rows.decode(String.self) {
+                return Response(status: .noContent, headers: [Self.conversationKindHeader: kind])
+            }
+            return Response(status: .notFound)
         }
     }
 }

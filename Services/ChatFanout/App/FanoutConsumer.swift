@@ -6,7 +6,8 @@ import Metrics
 import ServiceKit
 import ServiceLifecycle
 
-/// The `chat-fanout` consumer group over `chat.message.v1`. For each poll's batch it produces one
+/// The `chat-fanout` consumer group over `chat.message.v1` and `gateway.typing.v1` (typing
+/// indicators of native sessions, keyed by conversation like messages). For each poll's batch it produces one
 /// delivery per (record, interested gateway) to `gateway.delivery.v1` — the record's value and
 /// headers unchanged, keyed by the gateway id, into the gateway's own partition — waits for every
 /// delivery report, and only then stores the batch's offsets. At-least-once: a replica that dies
@@ -42,7 +43,7 @@ final class FanoutConsumer: Service, Sendable {
 
     /// The group consumer's configuration for this replica.
     static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
-        var config = KafkaConsumerConfiguration(client: client, mode: .group(id: group, topics: [Topic.chatMessage.name]))
+        var config = KafkaConsumerConfiguration(client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         config.maxBatchSize = batchSize
@@ -109,9 +110,10 @@ final class FanoutConsumer: Service, Sendable {
         if uninterested > 0 { skippedUninterested.increment(by: uninterested) }
         try await deliver(outgoing)
 
-        // Offsets only after every delivery was acknowledged: the last record of each partition.
-        var last: [Int32: KafkaConsumerMessage] = [:]
-        for record in records { last[record.partition] = record }
+        // Offsets only after every delivery was acknowledged: the last record of each partition
+        // (of each topic: messages and typing share partition numbers).
+        var last: [String: KafkaConsumerMessage] = [:]
+        for record in records { last["\(record.topic)/\(record.partition)"] = record }
         for record in last.values { try consumer.storeOffset(record) }
     }
 

@@ -34,6 +34,13 @@ public enum GatewayService {
         "gateway.socketio.max-queued-packets": 1_000,
         "gateway.socketio.anonymous": "true",
         "gateway.socketio.dedupe-window": 100_000,
+        // Native protocol (docs/native-gateway.md).
+        "gateway.native.heartbeat-interval-ms": 41_250,
+        "gateway.native.resume-window-seconds": 300,
+        "gateway.native.max-frame-bytes": 65_536,
+        "gateway.native.max-queued-frames": 2_000,
+        "gateway.native.resume-marks": 1_000,
+        "gateway.native.replay-limit": 1_000,
     ]
 }
 
@@ -61,32 +68,49 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
     let socketIO = try SocketIOSettings(settings)
+    let native = try NativeSettings(settings)
     let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[.chat] ?? "", logger: logger)
-    let webSocket = try socketIOServer(socketIO, platform: &platform, verifier: verifier, access: access, router: router, logger: logger)
+    let (socketIOTransport, nativeTransport) = try realtime(
+        socketIO, native, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
+    )
     return try platform.makeApplication(
         responder: router.buildResponder(),
         server: .http1WebSocketUpgrade(
-            configuration: .init(ws: .init(maxFrameSize: socketIO.maxPayloadBytes, autoPing: .disabled)),
-            shouldUpgrade: { head, _, _ in await webSocket.shouldUpgrade(head) }
+            configuration: .init(ws: .init(maxFrameSize: max(socketIO.maxPayloadBytes, native.maxFrameBytes), autoPing: .disabled)),
+            shouldUpgrade: { head, _, _ in
+                if case .upgrade(let headers, let handler) = nativeTransport.shouldUpgrade(head) { return .upgrade(headers, handler) }
+                return await socketIOTransport.shouldUpgrade(head)
+            }
         )
     )
 }
 
-/// The Socket.IO server (docs/realtime.md): its event publisher, heartbeat and delivery
-/// consumer run as platform services; its polling routes go on `router`.
-private func socketIOServer(
-    _ socketIO: SocketIOSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier, access: ConversationAccess,
-    router: Router<GatewayRequestContext>, logger: Logger
-) throws -> WebSocketTransport {
-    let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: socketIO.gatewayId, logger: logger)
-    let server = SocketIOServer(settings: socketIO, events: publisher, verifier: verifier, access: access, logger: logger)
-    platform.addService(publisher)
-    platform.addService(SocketIOHeartbeat(server: server))
+/// The real-time protocols (docs/realtime.md, docs/native-gateway.md): the event publisher,
+/// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
+/// Socket.IO's polling routes go on `router`.
+private func realtime(
+    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier,
+    access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
+) throws -> (WebSocketTransport, NativeTransport) {
+    let gatewayId = socketIO.gatewayId
+    let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
+    let interest = GatewayInterest(gatewayId: gatewayId, events: publisher)
+    let server = SocketIOServer(settings: socketIO, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
     let client = platform.kafkaClient
     let fetchWait = try platform.settings.kafkaFetchWaitMilliseconds
+    let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)
+    let native = NativeGateway(
+        settings: nativeSettings, gatewayId: gatewayId, verifier: verifier, access: access, events: publisher, interest: interest,
+        checkpoints: checkpoints, logger: logger
+    )
+    // Shutdown runs in reverse: the heartbeats checkpoint native sessions while the publisher still runs.
+    platform.addService(publisher)
+    platform.addService(SocketIOHeartbeat(server: server))
+    platform.addService(NativeHeartbeat(gateway: native))
+    platform.addGatedService { checkpoints }
     platform.addGatedService {
-        DeliveryConsumer(server: server, client: client, gatewayId: socketIO.gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
+        DeliveryConsumer(server: server, native: native, client: client, gatewayId: gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
-    return WebSocketTransport(server: server)
+    return (WebSocketTransport(server: server), NativeTransport(gateway: native))
 }

@@ -39,57 +39,38 @@ enum ConversationNamespace: Sendable, Hashable {
     }
 }
 
-/// Which local sessions listen to which conversation, the gateway's interest in each, and the
-/// recently emitted message ids (so a redelivered message is emitted at most once).
-///
-/// Interest changes are handed to the announcer under the lock, so "interested" and "not
-/// interested" for one conversation reach Kafka in the order they happened.
+/// Which local Socket.IO sessions listen to which conversation; the namespace's first
+/// subscriber holds the gateway's interest in the conversation, its last releases it (under the
+/// lock, so the two reach the interest tracker in order).
 final class SocketIORegistry: Sendable {
-    private struct State {
-        var subscribers: [ConversationNamespace: [String: EngineSession]] = [:]
-        var recent: RecentIds
-    }
+    private let subscribers = Mutex<[ConversationNamespace: [String: EngineSession]]>([:])
+    private let interest: GatewayInterest
 
-    private let state: Mutex<State>
-    private let announce: @Sendable (UUID, Bool) -> Void
-
-    /// - Parameters:
-    ///   - dedupeWindow: how many recent message ids are remembered.
-    ///   - announce: called (under the lock) with a conversation and whether this gateway now
-    ///     has local subscribers for it.
-    init(dedupeWindow: Int, announce: @escaping @Sendable (UUID, Bool) -> Void) {
-        state = Mutex(State(recent: RecentIds(capacity: dedupeWindow)))
-        self.announce = announce
+    init(interest: GatewayInterest) {
+        self.interest = interest
     }
 
     func subscribe(_ namespace: ConversationNamespace, _ session: EngineSession) {
-        state.withLock { state in
-            let wasEmpty = state.subscribers[namespace]?.isEmpty ?? true
-            state.subscribers[namespace, default: [:]][session.id] = session
-            if wasEmpty { announce(namespace.conversationId, true) }
+        subscribers.withLock { subscribers in
+            let wasEmpty = subscribers[namespace]?.isEmpty ?? true
+            subscribers[namespace, default: [:]][session.id] = session
+            if wasEmpty { interest.hold(namespace.conversationId) }
         }
     }
 
     func unsubscribe(_ namespace: ConversationNamespace, _ session: EngineSession) {
-        state.withLock { state in
-            guard state.subscribers[namespace]?.removeValue(forKey: session.id) != nil else { return }
-            if state.subscribers[namespace]?.isEmpty ?? true {
-                state.subscribers[namespace] = nil
-                announce(namespace.conversationId, false)
+        subscribers.withLock { subscribers in
+            guard subscribers[namespace]?.removeValue(forKey: session.id) != nil else { return }
+            if subscribers[namespace]?.isEmpty ?? true {
+                subscribers[namespace] = nil
+                interest.release(namespace.conversationId)
             }
         }
     }
 
-    /// The sessions to emit a message to, or nil when this message id was emitted already.
-    func recipients(of messageId: UUID, in namespace: ConversationNamespace) -> [EngineSession]? {
-        state.withLock { state in
-            guard state.recent.insert(messageId) else { return nil }
-            return state.subscribers[namespace].map { Array($0.values) } ?? []
-        }
-    }
-
-    func subscriberCount(_ namespace: ConversationNamespace) -> Int {
-        state.withLock { $0.subscribers[namespace]?.count ?? 0 }
+    /// The sessions listening to the namespace.
+    func recipients(in namespace: ConversationNamespace) -> [EngineSession] {
+        subscribers.withLock { $0[namespace].map { Array($0.values) } ?? [] }
     }
 }
 

@@ -16,16 +16,16 @@ final class SocketIOServer: Sendable {
     private let logger: Logger
     private let sessions = Mutex<[String: EngineSession]>([:])
 
-    init(settings: SocketIOSettings, events: GatewayEventPublisher, verifier: AccessTokenVerifier, access: ConversationAccess, logger: Logger) {
+    init(
+        settings: SocketIOSettings, events: GatewayEventPublisher, interest: GatewayInterest, verifier: AccessTokenVerifier,
+        access: ConversationAccess, logger: Logger
+    ) {
         self.settings = settings
         self.events = events
         self.verifier = verifier
         self.access = access
         self.logger = logger
-        let gatewayId = settings.gatewayId
-        registry = SocketIORegistry(dedupeWindow: settings.dedupeWindow) { conversation, interested in
-            events.publish(GatewayEvents.InterestChanged(gatewayId: gatewayId, conversationId: conversation, interested: interested))
-        }
+        registry = SocketIORegistry(interest: interest)
     }
 
     func session(_ id: String) -> EngineSession? {
@@ -156,7 +156,7 @@ final class SocketIOServer: Sendable {
             user = claims.userId
         }
         if let user {
-            guard await access.mayRead(user: user, conversation: namespace.conversationId) else {
+            guard await access.mayRead(user: user, conversation: namespace.conversationId) != nil else {
                 return refuse(packet.namespace, "Not authorized", session)
             }
         } else if !settings.anonymous {

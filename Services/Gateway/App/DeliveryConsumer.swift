@@ -5,26 +5,34 @@ import Logging
 import Metrics
 import ServiceKit
 import ServiceLifecycle
+import Synchronization
 
-/// Reads this gateway's deliveries — `chat.message.v1` records that chat-fanout re-produced to
-/// `gateway.delivery.v1` keyed by the gateway id, in partition `deliveryPartition(for:)` — and
-/// emits them to the local Socket.IO namespaces.
+/// Reads this gateway's deliveries — `chat.message.v1` and `gateway.typing.v1` records that
+/// chat-fanout re-produced to `gateway.delivery.v1` keyed by the gateway id, in partition
+/// `deliveryPartition(for:)` — and emits them to the local Socket.IO namespaces and native
+/// sessions.
 ///
 /// The partition is read by manual assignment from its end when the gateway starts (a socket
-/// only receives what is sent while it is connected; clients fetch history over REST first).
-/// Deliveries are at-least-once; the registry's recent-id memory emits each message at most once.
-/// Types other than channel and DM creations (edits, deletions, reactions) have no Socket.IO
-/// event in the client contract and are skipped.
+/// only receives what is sent while it is connected; clients fetch history over REST first, and
+/// native sessions resume from history). Deliveries are at-least-once; a memory of recent message
+/// and event ids passes each one on at most once. Edits, deletions and reactions have no event in
+/// either protocol yet and are skipped; typing goes to native sessions only.
 final class DeliveryConsumer: Service, Sendable {
     private let server: SocketIOServer
+    private let native: NativeGateway
+    private let recent: Mutex<RecentIds>
     private let configuration: KafkaConsumerConfiguration
     private let gatewayId: String
     private let logger: Logger
     private let emitted = Counter(label: "socketio_emits_total")
     private let duplicates = Counter(label: "socketio_duplicate_deliveries_total")
 
-    init(server: SocketIOServer, client: KafkaClientConfiguration, gatewayId: String, fetchWaitMilliseconds: Int, logger: Logger) {
+    init(
+        server: SocketIOServer, native: NativeGateway, client: KafkaClientConfiguration, gatewayId: String, fetchWaitMilliseconds: Int, logger: Logger
+    ) {
         self.server = server
+        self.native = native
+        recent = Mutex(RecentIds(capacity: server.settings.dedupeWindow))
         self.gatewayId = gatewayId
         self.logger = logger
         let partition = GatewayEvents.deliveryPartition(for: gatewayId)
@@ -54,10 +62,17 @@ final class DeliveryConsumer: Service, Sendable {
             switch type {
             case ChatEvents.ChannelMessageCreated.eventType:
                 let event = try EventCoding.decode(ChatEvents.ChannelMessageCreated.self, from: value).data
-                emit(event, messageId: event.messageId.uuid, to: .channel(event.channelId.uuid))
+                emit(event, messageId: event.messageId.uuid, createdAt: event.createdAt, to: .channel(event.channelId.uuid))
             case ChatEvents.DirectMessageCreated.eventType:
                 let event = try EventCoding.decode(ChatEvents.DirectMessageCreated.self, from: value).data
-                emit(event, messageId: event.messageId.uuid, to: .dm(event.roomId.uuid))
+                emit(event, messageId: event.messageId.uuid, createdAt: event.createdAt, to: .dm(event.roomId.uuid))
+            case GatewayEvents.TypingStarted.eventType:
+                let event = try EventCoding.decode(GatewayEvents.TypingStarted.self, from: value)
+                guard recent.withLock({ $0.insert(event.id) }) else {
+                    duplicates.increment()
+                    return
+                }
+                native.deliverTyping(event.data)
             default:
                 return
             }
@@ -68,16 +83,23 @@ final class DeliveryConsumer: Service, Sendable {
         }
     }
 
-    private func emit(_ payload: some JSONWritable, messageId: UUID, to namespace: ConversationNamespace) {
-        guard let sessions = server.registry.recipients(of: messageId, in: namespace) else {
+    private func emit(_ payload: some JSONWritable, messageId: UUID, createdAt: Date, to namespace: ConversationNamespace) {
+        guard recent.withLock({ $0.insert(messageId) }) else {
             duplicates.increment()
             return
         }
-        guard !sessions.isEmpty else { return }
-        let packet = SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: payload.jsonString)
-        for session in sessions where !session.send(packet) {
-            server.close(session, reason: "send queue full")
+        let json = payload.jsonString
+        let sessions = server.registry.recipients(in: namespace)
+        if !sessions.isEmpty {
+            let packet = SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: json)
+            for session in sessions where !session.send(packet) {
+                server.close(session, reason: "send queue full")
+            }
+            emitted.increment(by: sessions.count)
         }
-        emitted.increment(by: sessions.count)
+        native.deliver(
+            type: namespace.eventName == "channel" ? "channel.message" : "dm.message", conversation: namespace.conversationId,
+            messageId: messageId, createdAt: createdAt, json: json
+        )
     }
 }

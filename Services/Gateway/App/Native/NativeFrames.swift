@@ -1,0 +1,69 @@
+import Foundation
+
+/// The frames of the native protocol (docs/native-gateway.md): written by hand around payloads
+/// that are already JSON (a message is encoded once and spliced into every session's dispatch);
+/// client frames are small and parsed with Foundation.
+enum NativeFrames {
+    static func hello(heartbeatMilliseconds: Int64) -> String {
+        #"{"op":"hello","d":{"heartbeat_interval":\#(heartbeatMilliseconds)}}"#
+    }
+
+    static func dispatch(type: String, seq: Int, json: String) -> String {
+        #"{"op":"dispatch","t":"\#(type)","s":\#(seq),"d":\#(json)}"#
+    }
+
+    static let heartbeatAck = #"{"op":"heartbeat_ack"}"#
+
+    static func resumed(sessionId: String, replayed: Int) -> String {
+        #"{"op":"resumed","d":{"session_id":"\#(sessionId)","replayed":\#(replayed)}}"#
+    }
+
+    static func subscribed(_ conversation: UUID) -> String {
+        #"{"op":"subscribed","d":{"conversation_id":"\#(conversation.uuidString.lowercased())"}}"#
+    }
+
+    static func error(code: Int, message: String) -> String {
+        #"{"op":"error","d":{"code":\#(code),"message":\#(JSONText.quoted(message))}}"#
+    }
+
+    static func typing(conversation: UUID, user: String, kind: String) -> String {
+        #"{"conversation_id":"\#(conversation.uuidString.lowercased())","user_id":"\#(user)","kind":"\#(kind)"}"#
+    }
+
+    /// A client frame: `op` and the members of `d` the gateway reads (others are ignored; a
+    /// member of the wrong type makes the frame undecodable).
+    struct Inbound: Decodable {
+        struct Data: Decodable {
+            var token: String?
+            var session_id: String?
+            var seq: Int?
+            var conversation_id: String?
+        }
+        var op: String
+        var d: Data?
+
+        init?(_ text: String) {
+            guard let frame = try? JSONDecoder().decode(Inbound.self, from: Foundation.Data(text.utf8)) else { return nil }
+            self = frame
+        }
+
+        func string(_ key: KeyPath<Data, String?>) -> String? { d?[keyPath: key] }
+        var seq: Int? { d?.seq }
+    }
+}
+
+/// WebSocket close codes of the native protocol.
+enum NativeClose {
+    static let unknownError: UInt16 = 4000
+    static let unknownOp: UInt16 = 4001
+    static let decodeError: UInt16 = 4002
+    static let notIdentified: UInt16 = 4003
+    static let authenticationFailed: UInt16 = 4004
+    static let alreadyIdentified: UInt16 = 4005
+    static let notResumable: UInt16 = 4006
+    static let invalidSeq: UInt16 = 4007
+    static let rateLimited: UInt16 = 4008
+    static let timedOut: UInt16 = 4009
+    static let notMember = 4010
+    static let goingAway: UInt16 = 1001
+}

@@ -1,0 +1,301 @@
+import Events
+import Foundation
+import Logging
+import NIOCore
+import ServiceKit
+import Synchronization
+
+/// The native `/v1/gateway` protocol behind its WebSocket transport (docs/native-gateway.md):
+/// sessions, their conversations, identify and resume, live dispatch, typing, and checkpoints.
+final class NativeGateway: Sendable {
+    let settings: NativeSettings
+    let gatewayId: String
+    private let verifier: AccessTokenVerifier
+    private let access: ConversationAccess
+    private let events: GatewayEventPublisher
+    private let interest: GatewayInterest
+    private let checkpoints: SessionCheckpoints
+    private let logger: Logger
+    private let sessions = Mutex<[String: NativeSession]>([:])
+    /// Conversation → the sessions following it (by session id).
+    private let followers = Mutex<[UUID: [String: NativeSession]]>([:])
+    private let connections = Mutex<[ObjectIdentifier: NativeConnection]>([:])
+
+    init(
+        settings: NativeSettings, gatewayId: String, verifier: AccessTokenVerifier, access: ConversationAccess, events: GatewayEventPublisher,
+        interest: GatewayInterest, checkpoints: SessionCheckpoints, logger: Logger
+    ) {
+        self.settings = settings
+        self.gatewayId = gatewayId
+        self.verifier = verifier
+        self.access = access
+        self.events = events
+        self.interest = interest
+        self.checkpoints = checkpoints
+        self.logger = logger
+    }
+
+    // MARK: connections
+
+    /// A new WebSocket: registered for heartbeat checks, greeted with hello.
+    func open() -> NativeConnection {
+        let connection = NativeConnection(maxQueuedFrames: settings.maxQueuedFrames)
+        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+        connection.send(NativeFrames.hello(heartbeatMilliseconds: settings.heartbeatIntervalMilliseconds))
+        return connection
+    }
+
+    /// The WebSocket ended: its session (if any) detaches and is checkpointed for a resume.
+    func closed(_ connection: NativeConnection, session: NativeSession?) {
+        connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+        connection.close(code: NativeClose.unknownError, reason: "closed")
+        if let session, session.detach(connection) {
+            events.publish(session.checkpoint(gatewayId: gatewayId))
+        }
+    }
+
+    // MARK: inbound frames
+
+    /// Handles one client frame; returns the connection's session (set by identify or resume).
+    func receive(_ text: String, on connection: NativeConnection, session: NativeSession?) async -> NativeSession? {
+        guard let frame = NativeFrames.Inbound(text) else {
+            connection.close(code: NativeClose.decodeError, reason: "not a JSON object with an op")
+            return session
+        }
+        switch frame.op {
+        case "heartbeat":
+            connection.heartbeat()
+            connection.send(NativeFrames.heartbeatAck)
+            return session
+        case "identify", "resume":
+            guard session == nil, !connection.isIdentified else {
+                return refuse(connection, NativeClose.alreadyIdentified, "already identified", session)
+            }
+            // From here on the identify deadline is met; heartbeats are due (a failure closes anyway).
+            connection.markIdentified()
+            return frame.op == "identify" ? await identify(frame, on: connection) : await resume(frame, on: connection)
+        case "typing", "subscribe":
+            guard let session else { return refuse(connection, NativeClose.notIdentified, "identify first", nil) }
+            guard let conversation = frame.string(\.conversation_id).flatMap(UUID.init(uuidString:)) else {
+                return refuse(connection, NativeClose.decodeError, "conversation_id must be a UUID", session)
+            }
+            if frame.op == "typing" {
+                typing(in: conversation, by: session)
+            } else {
+                await subscribe(session, to: conversation, connection: connection)
+            }
+            return session
+        default:
+            return refuse(connection, NativeClose.unknownOp, "unknown op", session)
+        }
+    }
+
+    private func refuse(_ connection: NativeConnection, _ code: UInt16, _ reason: String, _ session: NativeSession?) -> NativeSession? {
+        connection.close(code: code, reason: reason)
+        return session
+    }
+
+    private func user(of frame: NativeFrames.Inbound) async -> UserID? {
+        guard let token = frame.string(\.token), let bare = bareToken(fromAuthorizationHeader: token),
+              let claims = try? await verifier.verify(bare) else { return nil }
+        return UserID(claims.userId)
+    }
+
+    private func identify(_ frame: NativeFrames.Inbound, on connection: NativeConnection) async -> NativeSession? {
+        guard let user = await user(of: frame) else { return refuse(connection, NativeClose.authenticationFailed, "authentication failed", nil) }
+        let snapshot: ReadySnapshot
+        do {
+            snapshot = try ReadySnapshot(try await access.sessionSnapshot(user: user))
+        } catch {
+            logger.warning("native identify: chat's session snapshot failed", metadata: ["error": "\(error)"])
+            return refuse(connection, NativeClose.unknownError, "try again", nil)
+        }
+        let session = NativeSession(id: SocketIOServer.randomId(), userId: user, openedAt: Date(), maxMarks: settings.resumeMarks)
+        let now = Timestamp.milliseconds(Date())
+        for (conversation, kind) in snapshot.conversations {
+            _ = session.follow(conversation, kind: kind, from: now)
+        }
+        register(session)
+        let ready = #"{"session_id":"\#(session.id)","user_id":"\#(user)","heartbeat_interval":\#(settings.heartbeatIntervalMilliseconds),"#
+            + snapshot.members
+        guard session.attachReady(connection, json: ready) else { return refuse(connection, NativeClose.unknownError, "try again", nil) }
+        events.publish(GatewayEvents.SessionOpened(sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt))
+        return session
+    }
+
+    private func resume(_ frame: NativeFrames.Inbound, on connection: NativeConnection) async -> NativeSession? {
+        guard let sessionId = frame.string(\.session_id), sessionId.utf8.count <= 64 else {
+            return refuse(connection, NativeClose.decodeError, "session_id must be a string", nil)
+        }
+        let seq = frame.seq ?? 0
+        guard seq >= 0 else { return refuse(connection, NativeClose.invalidSeq, "invalid seq", nil) }
+        guard let user = await user(of: frame) else { return refuse(connection, NativeClose.authenticationFailed, "authentication failed", nil) }
+        guard let session = await resumable(sessionId), session.userId == user else {
+            return refuse(connection, NativeClose.notResumable, "session not resumable", nil)
+        }
+        let cursors: [(UUID, Int64)]
+        switch session.beginResume(from: seq, on: connection) {
+        case .cursors(let found, let replaced):
+            replaced?.close(code: NativeClose.notResumable, reason: "the session was resumed on another connection")
+            cursors = found
+        case .seqAhead: return refuse(connection, NativeClose.invalidSeq, "seq is ahead of the session", nil)
+        case .tooOld, .ended: return refuse(connection, NativeClose.notResumable, "session not resumable", nil)
+        }
+        do {
+            guard let replayed = try await access.replay(user: user, cursors: cursors, limit: settings.replayLimit) else {
+                return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
+            }
+            if !session.finishResume(replayed: replayed) {
+                return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
+            }
+        } catch {
+            logger.warning("native resume: chat's replay failed", metadata: ["error": "\(error)"])
+            return refuse(connection, NativeClose.unknownError, "try again", session)
+        }
+        return session
+    }
+
+    /// A session of this gateway, or one rebuilt from its checkpoint (which may take a moment to
+    /// arrive after a restart: waits up to 3 s for it).
+    private func resumable(_ sessionId: String) async -> NativeSession? {
+        if let session = sessions.withLock({ $0[sessionId] }) { return session }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while true {
+            if let checkpoint = checkpoints.checkpoint(sessionId) {
+                let rebuilt = NativeSession(checkpoint: checkpoint, maxMarks: settings.resumeMarks)
+                // Two resumes racing for one unknown session: the first registration wins.
+                let (session, isNew) = sessions.withLock { sessions -> (NativeSession, Bool) in
+                    if let existing = sessions[sessionId] { return (existing, false) }
+                    sessions[sessionId] = rebuilt
+                    return (rebuilt, true)
+                }
+                if isNew { follow(session, session.conversationIds) }
+                return session
+            }
+            guard ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private func register(_ session: NativeSession) {
+        sessions.withLock { $0[session.id] = session }
+        follow(session, session.conversationIds)
+    }
+
+    private func follow(_ session: NativeSession, _ conversations: [UUID]) {
+        followers.withLock { followers in
+            for conversation in conversations {
+                let wasEmpty = followers[conversation]?.isEmpty ?? true
+                followers[conversation, default: [:]][session.id] = session
+                if wasEmpty { interest.hold(conversation) }
+            }
+        }
+    }
+
+    private func subscribe(_ session: NativeSession, to conversation: UUID, connection: NativeConnection) async {
+        guard let kind = await access.mayRead(user: session.userId.description, conversation: conversation) else {
+            connection.send(NativeFrames.error(code: NativeClose.notMember, message: "not a member of the conversation"))
+            return
+        }
+        if session.follow(conversation, kind: kind, from: Timestamp.milliseconds(Date())) {
+            follow(session, [conversation])
+        }
+        connection.send(NativeFrames.subscribed(conversation))
+    }
+
+    private func typing(in conversation: UUID, by session: NativeSession) {
+        guard let kind = session.kind(of: conversation), session.mayType(in: conversation, now: .now, interval: settings.typingInterval) else { return }
+        events.publish(GatewayEvents.TypingStarted(conversationId: conversation, kind: kind, userId: session.userId, startedAt: Date()))
+    }
+
+    // MARK: live dispatch
+
+    /// A message from the delivery stream, to every session following its conversation.
+    func deliver(type: String, conversation: UUID, messageId: UUID, createdAt: Date, json: String) {
+        let event = NativeSession.Pending(
+            type: type, conversationId: conversation, messageId: messageId, createdAtMilliseconds: Timestamp.milliseconds(createdAt), json: json
+        )
+        for session in followers(of: conversation) where !session.dispatch(event) {
+            session.connection?.close(code: NativeClose.unknownError, reason: "send queue full: resume")
+        }
+    }
+
+    /// A typing event, to the followers of the conversation other than the typist.
+    func deliverTyping(_ typing: GatewayEvents.TypingStarted) {
+        let json = NativeFrames.typing(conversation: typing.conversationId, user: typing.userId.description, kind: typing.kind.rawValue)
+        let event = NativeSession.Pending(type: "typing", conversationId: typing.conversationId, messageId: nil, createdAtMilliseconds: 0, json: json)
+        for session in followers(of: typing.conversationId) where session.userId != typing.userId && !session.dispatch(event) {
+            session.connection?.close(code: NativeClose.unknownError, reason: "send queue full: resume")
+        }
+    }
+
+    private func followers(of conversation: UUID) -> [NativeSession] {
+        followers.withLock { $0[conversation].map { Array($0.values) } ?? [] }
+    }
+
+    var hasFollowers: Bool { followers.withLock { !$0.isEmpty } }
+
+    // MARK: housekeeping
+
+    /// Closes connections that never identified or stopped heartbeating, and ends sessions
+    /// detached for longer than the resume window (run by `NativeHeartbeat` every second).
+    func sweep(now: ContinuousClock.Instant) {
+        for connection in connections.withLock({ Array($0.values) }) {
+            switch connection.health(now: now, interval: settings.heartbeatInterval) {
+            case .fine: break
+            case .notIdentified: connection.close(code: NativeClose.notIdentified, reason: "not identified in time")
+            case .zombie: connection.close(code: NativeClose.timedOut, reason: "no heartbeat")
+            }
+        }
+        for session in sessions.withLock({ Array($0.values) }) where session.detachedLongerThan(settings.resumeWindow, now: now) {
+            end(session)
+        }
+    }
+
+    private func end(_ session: NativeSession) {
+        guard let conversations = session.end() else { return }
+        sessions.withLock { _ = $0.removeValue(forKey: session.id) }
+        followers.withLock { followers in
+            for conversation in conversations where followers[conversation]?.removeValue(forKey: session.id) != nil {
+                if followers[conversation]?.isEmpty ?? true {
+                    followers[conversation] = nil
+                    interest.release(conversation)
+                }
+            }
+        }
+        events.publish(GatewayEvents.SessionClosed(sessionId: session.id, gatewayId: gatewayId, userId: session.userId, closedAt: Date()))
+    }
+
+    /// Shutdown: every attached session is checkpointed (so it resumes on another gateway or
+    /// after the restart) and its connection closed with 1001.
+    func shutdown() {
+        for session in sessions.withLock({ Array($0.values) }) {
+            guard let connection = session.connection, session.detach(connection) else { continue }
+            events.publish(session.checkpoint(gatewayId: gatewayId))
+            connection.close(code: NativeClose.goingAway, reason: "gateway shutting down: resume")
+        }
+        for connection in connections.withLock({ Array($0.values) }) {
+            connection.close(code: NativeClose.goingAway, reason: "gateway shutting down")
+        }
+    }
+}
+
+/// Chat's session snapshot: the conversations to follow, and its members to splice into ready.
+struct ReadySnapshot {
+    var conversations: [(UUID, ChatEvents.Conversation.Kind)] = []
+    /// The snapshot object without its opening brace (`"workspaces":[…],…}`).
+    var members: String
+
+    init(_ buffer: ByteBuffer) throws {
+        let text = String(buffer: buffer)
+        guard text.hasPrefix("{"),
+              let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { throw ChatInternalError(status: 0) }
+        for channel in object["channels"] as? [[String: Any]] ?? [] {
+            if let id = (channel["channel_id"] as? String).flatMap(UUID.init(uuidString:)) { conversations.append((id, .channel)) }
+        }
+        for room in object["dms"] as? [[String: Any]] ?? [] {
+            if let id = (room["room_id"] as? String).flatMap(UUID.init(uuidString:)) { conversations.append((id, .dm)) }
+        }
+        members = String(text.dropFirst())
+    }
+}

@@ -1,0 +1,272 @@
+import Events
+import Foundation
+import Synchronization
+
+/// One native session (docs/native-gateway.md): its user, conversations, sequence numbers and
+/// resume cursors, and the connection it is attached to (none while detached).
+///
+/// Resume cursors: `base` holds, per conversation, the last message dispatched with a sequence
+/// number ≤ `baseSeq` (or the subscription time); `marks` the message dispatches after it, oldest
+/// first, at most `maxMarks` (older ones fold into `base`). The cursor as of any `seq` ≥ `baseSeq`
+/// is exact, so a resume replays from history exactly what the client did not receive.
+final class NativeSession: Sendable {
+    struct Conversation: Sendable {
+        var kind: ChatEvents.Conversation.Kind
+        /// The base cursor: the last dispatched message's time (epoch ms) and whether it is a
+        /// message (strictly after) or a subscription time (from it on).
+        var cursorMilliseconds: Int64
+        var cursorIsMessage: Bool
+        var lastTyping: ContinuousClock.Instant?
+    }
+
+    struct Mark: Sendable {
+        var seq: Int
+        var conversationId: UUID
+        var createdAtMilliseconds: Int64
+        var messageId: UUID
+    }
+
+    /// A live dispatch that arrived while a resume was replaying history.
+    struct Pending: Sendable {
+        var type: String
+        var conversationId: UUID
+        var messageId: UUID?
+        var createdAtMilliseconds: Int64
+        var json: String
+    }
+
+    private struct State: Sendable {
+        var seq = 0
+        var baseSeq = 0
+        var conversations: [UUID: Conversation] = [:]
+        var marks: [Mark] = []
+        var connection: NativeConnection?
+        var detachedAt: ContinuousClock.Instant?
+        var resuming = false
+        var pending: [Pending] = []
+        var ended = false
+    }
+
+    let id: String
+    let userId: UserID
+    let openedAt: Date
+    private let maxMarks: Int
+    private let state: Mutex<State>
+
+    init(id: String, userId: UserID, openedAt: Date, maxMarks: Int) {
+        self.id = id
+        self.userId = userId
+        self.openedAt = openedAt
+        self.maxMarks = maxMarks
+        state = Mutex(State())
+    }
+
+    // MARK: conversations
+
+    /// Adds a conversation followed from `milliseconds` on; false when already followed.
+    func follow(_ conversation: UUID, kind: ChatEvents.Conversation.Kind, from milliseconds: Int64) -> Bool {
+        state.withLock { state in
+            guard !state.ended, state.conversations[conversation] == nil else { return false }
+            state.conversations[conversation] = Conversation(kind: kind, cursorMilliseconds: milliseconds, cursorIsMessage: false)
+            return true
+        }
+    }
+
+    var conversationIds: [UUID] { state.withLock { Array($0.conversations.keys) } }
+
+    func kind(of conversation: UUID) -> ChatEvents.Conversation.Kind? {
+        state.withLock { $0.conversations[conversation]?.kind }
+    }
+
+    /// Whether a typing event may be forwarded now (and records it).
+    func mayType(in conversation: UUID, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        state.withLock { state in
+            guard var entry = state.conversations[conversation] else { return false }
+            if let last = entry.lastTyping, now - last < interval { return false }
+            entry.lastTyping = now
+            state.conversations[conversation] = entry
+            return true
+        }
+    }
+
+    // MARK: connection
+
+    var connection: NativeConnection? { state.withLock { $0.connection } }
+
+    /// Detaches `connection` if it is still the session's; true when it was.
+    func detach(_ connection: NativeConnection) -> Bool {
+        state.withLock { state in
+            guard state.connection === connection else { return false }
+            state.connection = nil
+            state.detachedAt = .now
+            state.resuming = false
+            state.pending = []
+            return true
+        }
+    }
+
+    func detachedLongerThan(_ window: Duration, now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard let detachedAt = state.detachedAt else { return false }
+            return now - detachedAt > window
+        }
+    }
+
+    /// Marks the session ended (once); returns its conversations to release.
+    func end() -> [UUID]? {
+        state.withLock { state in
+            guard !state.ended else { return nil }
+            state.ended = true
+            state.connection = nil
+            return Array(state.conversations.keys)
+        }
+    }
+
+    // MARK: dispatch
+
+    /// Dispatches one event: the next sequence number, a resume mark for a message, the frame
+    /// queued on the connection. While detached nothing is dispatched (a resume replays messages
+    /// from history); while a resume replays, live events wait in `pending`. False when the
+    /// connection's queue is full (the caller closes it).
+    func dispatch(_ event: Pending) -> Bool {
+        // Frames are queued under the session's lock (then the connection's, never the other
+        // way round), so their order on the connection is their sequence order.
+        state.withLock { state in
+            guard !state.ended, let connection = state.connection else { return true }
+            if state.resuming {
+                state.pending.append(event)
+                return true
+            }
+            return connection.send(Self.record(event, in: &state, maxMarks: maxMarks))
+        }
+    }
+
+    /// The next sequence number and its frame; a message also moves its conversation's marks.
+    private static func record(_ event: Pending, in state: inout State, maxMarks: Int) -> String {
+        state.seq += 1
+        if let messageId = event.messageId, state.conversations[event.conversationId] != nil {
+            state.marks.append(Mark(seq: state.seq, conversationId: event.conversationId, createdAtMilliseconds: event.createdAtMilliseconds, messageId: messageId))
+            if state.marks.count > maxMarks {
+                let folded = state.marks.removeFirst()
+                state.baseSeq = folded.seq
+                state.conversations[folded.conversationId]?.cursorMilliseconds = folded.createdAtMilliseconds
+                state.conversations[folded.conversationId]?.cursorIsMessage = true
+            }
+        }
+        return NativeFrames.dispatch(type: event.type, seq: state.seq, json: event.json)
+    }
+
+    /// Attaches the identifying connection and queues the ready dispatch (sequence number 1).
+    func attachReady(_ connection: NativeConnection, json: String) -> Bool {
+        state.withLock { state in
+            guard !state.ended else { return false }
+            state.connection = connection
+            state.seq = 1
+            return connection.send(NativeFrames.dispatch(type: "ready", seq: 1, json: json))
+        }
+    }
+
+    // MARK: resume
+
+    enum ResumeStart: Sendable {
+        /// Per conversation: replay strictly after this time (epoch ms); and the connection the
+        /// resume replaced (to be closed).
+        case cursors([(UUID, Int64)], replaced: NativeConnection?)
+        case seqAhead
+        case tooOld
+        case ended
+    }
+
+    /// Starts a resume from `seq` on `connection`: attaches it, forgets the dispatches after `seq`
+    /// (they are replayed), returns the cursors to replay from, and holds live events until
+    /// `finishResume`.
+    func beginResume(from seq: Int, on connection: NativeConnection) -> ResumeStart {
+        state.withLock { state in
+            guard !state.ended else { return .ended }
+            guard seq <= state.seq else { return .seqAhead }
+            guard seq >= state.baseSeq else { return .tooOld }
+            let replaced = state.connection
+            state.connection = connection
+            state.detachedAt = nil
+            state.marks.removeAll { $0.seq > seq }
+            state.seq = seq
+            var cursors: [UUID: (Int64, Bool)] = state.conversations.mapValues { ($0.cursorMilliseconds, $0.cursorIsMessage) }
+            for mark in state.marks { cursors[mark.conversationId] = (mark.createdAtMilliseconds, true) }
+            state.resuming = true
+            state.pending = []
+            // Chat replays strictly after a time: a subscription time t means "from t on", i.e. after t − 1.
+            return .cursors(cursors.map { ($0.key, $0.value.1 ? $0.value.0 : $0.value.0 - 1) }, replaced: replaced === connection ? nil : replaced)
+        }
+    }
+
+    /// Dispatches the replayed messages, then `resumed`, then the live events that arrived
+    /// meanwhile (those the replay did not already contain). False when the queue overflowed.
+    func finishResume(replayed: [ConversationAccess.ReplayedMessage]) -> Bool {
+        state.withLock { state in
+            guard !state.ended, let connection = state.connection, state.resuming else { return true }
+            var frames: [String] = []
+            frames.reserveCapacity(replayed.count + state.pending.count + 1)
+            var seen = Set<UUID>()
+            for message in replayed {
+                seen.insert(message.messageId)
+                frames.append(Self.record(
+                    Pending(type: message.type, conversationId: message.conversationId, messageId: message.messageId,
+                            createdAtMilliseconds: message.createdAtMilliseconds, json: message.json),
+                    in: &state, maxMarks: maxMarks
+                ))
+            }
+            frames.append(NativeFrames.resumed(sessionId: id, replayed: replayed.count))
+            for event in state.pending where event.messageId.map({ !seen.contains($0) }) ?? true {
+                frames.append(Self.record(event, in: &state, maxMarks: maxMarks))
+            }
+            state.pending = []
+            state.resuming = false
+            return connection.send(contentsOf: frames)
+        }
+    }
+
+    // MARK: checkpoints
+
+    func checkpoint(gatewayId: String) -> GatewayEvents.SessionCheckpoint {
+        state.withLock { state in
+            GatewayEvents.SessionCheckpoint(
+                sessionId: id, gatewayId: gatewayId, userId: userId, openedAt: openedAt, seq: state.seq, baseSeq: state.baseSeq,
+                conversations: state.conversations.map { id, conversation in
+                    GatewayEvents.ConversationCursor(
+                        conversationId: id, kind: conversation.kind, createdAt: Date(milliseconds: conversation.cursorMilliseconds),
+                        afterMessage: conversation.cursorIsMessage
+                    )
+                },
+                marks: state.marks.map {
+                    GatewayEvents.DispatchMark(seq: $0.seq, conversationId: $0.conversationId, createdAt: Date(milliseconds: $0.createdAtMilliseconds), messageId: MessageID($0.messageId))
+                },
+                checkpointedAt: Date()
+            )
+        }
+    }
+
+    /// A session rebuilt from a checkpoint (on another gateway, or after a restart), detached.
+    convenience init(checkpoint: GatewayEvents.SessionCheckpoint, maxMarks: Int) {
+        self.init(id: checkpoint.sessionId, userId: checkpoint.userId, openedAt: checkpoint.openedAt, maxMarks: maxMarks)
+        state.withLock { state in
+            state.seq = checkpoint.seq
+            state.baseSeq = checkpoint.baseSeq
+            for cursor in checkpoint.conversations {
+                state.conversations[cursor.conversationId] = Conversation(
+                    kind: cursor.kind, cursorMilliseconds: Timestamp.milliseconds(cursor.createdAt), cursorIsMessage: cursor.afterMessage
+                )
+            }
+            state.marks = checkpoint.marks.map {
+                Mark(seq: $0.seq, conversationId: $0.conversationId, createdAtMilliseconds: Timestamp.milliseconds($0.createdAt), messageId: $0.messageId.uuid)
+            }
+            state.detachedAt = .now
+        }
+    }
+}
+
+extension Date {
+    /// The date of epoch milliseconds (`Timestamp.milliseconds` gives them back exactly).
+    init(milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}

@@ -1,0 +1,37 @@
+import ServiceKit
+
+/// The native `/v1/gateway` protocol's settings (docs/native-gateway.md, docs/configuration.md).
+struct NativeSettings: Sendable {
+    /// Milliseconds between client heartbeats (sent in hello); 1.5 × this without one closes 4009.
+    var heartbeatInterval: Duration
+    /// How long a session stays resumable after its connection ended.
+    var resumeWindow: Duration
+    /// Largest frame accepted from a client.
+    var maxFrameBytes: Int
+    /// Frames queued for a client that does not read; beyond this the connection is closed.
+    var maxQueuedFrames: Int
+    /// Recent dispatches remembered per session to resume from (older resumes are refused).
+    var resumeMarks: Int
+    /// Most messages one resume replays from history (more: 4006, identify anew).
+    var replayLimit: Int
+    /// Minimum time between two forwarded typing events of one session in one conversation.
+    var typingInterval: Duration
+
+    init(_ settings: ServiceSettings) throws {
+        heartbeatInterval = .milliseconds(try settings.int("gateway.native.heartbeat-interval-ms"))
+        resumeWindow = .seconds(try settings.int("gateway.native.resume-window-seconds"))
+        maxFrameBytes = try settings.int("gateway.native.max-frame-bytes")
+        maxQueuedFrames = try settings.int("gateway.native.max-queued-frames")
+        resumeMarks = try settings.int("gateway.native.resume-marks")
+        replayLimit = try settings.int("gateway.native.replay-limit")
+        typingInterval = .seconds(3)
+        guard heartbeatInterval >= .milliseconds(100), resumeWindow > .zero, maxFrameBytes >= 1024, maxQueuedFrames >= 1,
+              resumeMarks >= 1, (1...10_000).contains(replayLimit) else {
+            throw StartupError("gateway.native.* settings out of range (see docs/configuration.md)")
+        }
+    }
+
+    var heartbeatIntervalMilliseconds: Int64 {
+        heartbeatInterval.components.seconds * 1000 + heartbeatInterval.components.attoseconds / 1_000_000_000_000_000
+    }
+}

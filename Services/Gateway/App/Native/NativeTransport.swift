@@ -1,0 +1,79 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOWebSocket
+import ServiceLifecycle
+
+/// The native protocol's WebSocket at `/v1/gateway`: one writer task drains the connection's
+/// queue; the handler's task reads client frames in order.
+struct NativeTransport: Sendable {
+    typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
+    static let path = "/v1/gateway"
+    let gateway: NativeGateway
+
+    func shouldUpgrade(_ head: HTTPRequest) -> ShouldUpgradeResult<Handler> {
+        let uri = URI(head.path ?? "")
+        guard uri.path == Self.path || uri.path == Self.path + "/" else { return .dontUpgrade }
+        return .upgrade([:]) { inbound, outbound, _ in
+            await serve(inbound: inbound, outbound: outbound)
+        }
+    }
+
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let gateway = self.gateway
+        let connection = gateway.open()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                writing: while true {
+                    switch await connection.next() {
+                    case .frames(let frames):
+                        do {
+                            for frame in frames { try await outbound.write(.text(frame)) }
+                        } catch {
+                            break writing
+                        }
+                    case .close(let code, let reason):
+                        try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                        break writing
+                    }
+                }
+            }
+            var session: NativeSession?
+            await withGracefulShutdownHandler {
+                var messages = inbound.messages(maxSize: gateway.settings.maxFrameBytes).makeAsyncIterator()
+                while !connection.isClosing {
+                    guard let message = try? await messages.next() else { break }
+                    guard case .text(let text) = message else {
+                        connection.close(code: NativeClose.decodeError, reason: "binary frames are not spoken")
+                        break
+                    }
+                    session = await gateway.receive(text, on: connection, session: session)
+                }
+            } onGracefulShutdown: {
+                gateway.shutdown()
+            }
+            gateway.closed(connection, session: session)
+            await group.waitForAll()
+        }
+    }
+}
+
+/// One loop for every native connection and session (no task per socket): identify deadlines,
+/// zombie connections, expired detached sessions; at shutdown, checkpoints every session.
+struct NativeHeartbeat: Service {
+    let gateway: NativeGateway
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                do { try await Task.sleep(for: .seconds(1)) } catch { break }
+                gateway.sweep(now: .now)
+            }
+        } onGracefulShutdown: {
+            gateway.shutdown()
+        }
+    }
+}

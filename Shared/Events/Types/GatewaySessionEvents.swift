@@ -1,0 +1,90 @@
+import Foundation
+
+extension GatewayEvents {
+    /// A native session's resume point (`gateway.session.v1`, keyed by session id), written when
+    /// its connection ends and when its gateway shuts down. Any gateway can resume the session
+    /// from it: the cursor of each conversation as of a sequence number `seq` is its `base`
+    /// cursor advanced by the `marks` with `seq` ≤ that number; messages after the cursors are
+    /// replayed from chat's history. `SessionClosed` ends resumability.
+    public struct SessionCheckpoint: EventPayload {
+        public static let eventType = "gateway.session.checkpoint"
+        public static let topic = Topic.gatewaySession
+        public var sessionId: String
+        public var gatewayId: String
+        public var userId: UserID
+        public var openedAt: Date
+        /// The last sequence number the session dispatched.
+        public var seq: Int
+        /// Marks with a sequence number ≤ `baseSeq` are folded into the base cursors; a resume
+        /// from an older `seq` is refused.
+        public var baseSeq: Int
+        public var conversations: [ConversationCursor]
+        public var marks: [DispatchMark]
+        public var checkpointedAt: Date
+        public var subject: String { sessionId }
+
+        public init(sessionId: String, gatewayId: String, userId: UserID, openedAt: Date, seq: Int, baseSeq: Int,
+                    conversations: [ConversationCursor], marks: [DispatchMark], checkpointedAt: Date) {
+            self.sessionId = sessionId
+            self.gatewayId = gatewayId
+            self.userId = userId
+            self.openedAt = Timestamp.truncated(openedAt)
+            self.seq = seq
+            self.baseSeq = baseSeq
+            self.conversations = conversations
+            self.marks = marks
+            self.checkpointedAt = Timestamp.truncated(checkpointedAt)
+        }
+    }
+
+    /// Where a session stands in one conversation: after the message created at `createdAt`
+    /// (`afterMessage`; a conversation's message times are strictly increasing), or — when
+    /// nothing was dispatched there yet — from `createdAt` (the subscription time) on.
+    public struct ConversationCursor: Codable, Sendable, Equatable {
+        public var conversationId: UUID
+        public var kind: ChatEvents.Conversation.Kind
+        public var createdAt: Date
+        public var afterMessage: Bool
+
+        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, createdAt: Date, afterMessage: Bool) {
+            self.conversationId = conversationId
+            self.kind = kind
+            self.createdAt = Timestamp.truncated(createdAt)
+            self.afterMessage = afterMessage
+        }
+    }
+
+    /// A message dispatched to a session with sequence number `seq`.
+    public struct DispatchMark: Codable, Sendable, Equatable {
+        public var seq: Int
+        public var conversationId: UUID
+        public var createdAt: Date
+        public var messageId: MessageID
+
+        public init(seq: Int, conversationId: UUID, createdAt: Date, messageId: MessageID) {
+            self.seq = seq
+            self.conversationId = conversationId
+            self.createdAt = createdAt
+            self.messageId = messageId
+        }
+    }
+
+    /// A user is typing in a conversation (`gateway.typing.v1`, keyed by the conversation id so
+    /// chat-fanout routes it like a message). Ephemeral: never stored or replayed.
+    public struct TypingStarted: EventPayload {
+        public static let eventType = "gateway.typing.started"
+        public static let topic = Topic.gatewayTyping
+        public var conversationId: UUID
+        public var kind: ChatEvents.Conversation.Kind
+        public var userId: UserID
+        public var startedAt: Date
+        public var subject: String { conversationId.uuidString.lowercased() }
+
+        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, userId: UserID, startedAt: Date) {
+            self.conversationId = conversationId
+            self.kind = kind
+            self.userId = userId
+            self.startedAt = Timestamp.truncated(startedAt)
+        }
+    }
+}

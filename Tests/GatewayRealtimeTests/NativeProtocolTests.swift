@@ -1,0 +1,241 @@
+import Foundation
+import GatewayApp
+import HTTPTypes
+import HummingbirdTesting
+import NIOWebSocket
+import ServiceKit
+import SuiteTesting
+import Testing
+import TestSupport
+
+/// The native `/v1/gateway` protocol (docs/native-gateway.md) against the in-process suite with
+/// the real chat-fanout, driven by hummingbird-websocket's WebSocket client.
+@Suite("Native gateway protocol", .serialized)
+struct NativeProtocolTests {
+    static func environment(_ gatewayId: String) -> [String: String] {
+        ["GATEWAY_ID": gatewayId, "GATEWAY_NATIVE_HEARTBEAT_INTERVAL_MS": "2000"]
+    }
+
+    /// Identifies `user` and waits for ready.
+    static func connect(_ port: Int, _ user: User, heartbeats: Bool = true) async throws -> (NativeTestClient, [String: Any]) {
+        let client = NativeTestClient(port: port, heartbeats: heartbeats)
+        let hello = try await client.waitForOp("hello")
+        #expect(hello["heartbeat_interval"] as? Int == 2000)
+        client.identify(user.token)
+        try await client.waitFor("ready") { $0.contains { $0["t"] as? String == "ready" } }
+        return (client, try #require(client.dispatches("ready").first).data)
+    }
+
+    /// Posts probes until `clients` each received one: the fan-out learned the gateway's interest.
+    static func awaitInterest(_ s: Stack, _ author: User, _ path: String, _ clients: [NativeTestClient]) async throws {
+        var probes = 0
+        try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(60)) {
+            probes += 1
+            _ = try await s.send(.post, path, author, json: #"{"content":"probe \#(probes)"}"#)
+            try await Task.sleep(for: .milliseconds(200))
+            return clients.allSatisfy { !$0.dispatches("channel.message").isEmpty }
+        }
+    }
+
+    @Test("identify → ready with conversations and unread counts; live messages and DMs with consecutive sequence numbers; typing to others only; heartbeat ack; kill the socket, resume → missed messages in order, then live")
+    func identifyReceiveResume() async throws {
+        let gatewayId = "gw-native-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            _ = try await s.send(.post, channelPath, b, json: #"{"content":"읽지 않음"}"#)
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-native")
+            let port = try #require(s.client.port)
+
+            let (alice, ready) = try await Self.connect(port, a)
+            #expect(ready["user_id"] as? String == a.id && (ready["session_id"] as? String)?.isEmpty == false)
+            let channels = try #require(ready["channels"] as? [[String: Any]])
+            #expect(channels.contains { $0["channel_id"] as? String == cid && $0["unread_count"] as? Int == 1 && $0["workspace_id"] as? String == wid })
+            #expect((ready["dms"] as? [[String: Any]])?.contains { $0["room_id"] as? String == room && $0["user_id"] as? String == b.id } == true)
+            #expect((ready["workspaces"] as? [[String: Any]])?.contains { $0["workspace_id"] as? String == wid } == true)
+            let (bob, _) = try await Self.connect(port, b)
+            try await Self.awaitInterest(s, a, channelPath, [alice, bob])
+
+            // Live: a channel message (the sender gets its echo) and a DM, in sequence.
+            let chat = try #require(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"안녕"}"#)))
+            let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", b, json: #"{"content":"디엠"}"#)))
+            let (chatId, dmId, channelName) = (id(chat, "chat_id"), id(dm, "dm_id"), chat["channelName"] as? String)
+            for client in [alice, bob] {
+                try await client.waitFor("the message and the DM") { _ in
+                    client.dispatches("channel.message").contains { $0.data["chat_id"] as? String == chatId }
+                        && client.dispatches("dm.message").contains { $0.data["dm_id"] as? String == dmId }
+                }
+                #expect(client.sequence == Array(1...client.sequence.count), "consecutive sequence numbers from 1: \(client.sequence)")
+            }
+            let delivered = try #require(alice.dispatches("channel.message").last?.data)
+            #expect(delivered["content"] as? String == "안녕" && delivered["channelName"] as? String == channelName)
+
+            // Typing reaches the others in the conversation, not the typist.
+            bob.send(#"{"op":"typing","d":{"conversation_id":"\#(cid)"}}"#)
+            try await alice.waitFor("typing") { _ in !alice.dispatches("typing").isEmpty }
+            let typing = try #require(alice.dispatches("typing").first?.data)
+            #expect(typing["user_id"] as? String == b.id && typing["conversation_id"] as? String == cid && typing["kind"] as? String == "channel")
+            alice.send(#"{"op":"heartbeat","d":{"seq":\#(alice.lastSeq)}}"#)
+            _ = try await alice.waitForOp("heartbeat_ack")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(bob.dispatches("typing").isEmpty)
+
+            // Kill Alice's socket; what is posted meanwhile is replayed on resume, in order.
+            let session = try #require(ready["session_id"] as? String)
+            let seq = alice.lastSeq
+            await alice.kill()
+            var missed: [String] = []
+            for i in 0..<6 {
+                if i % 3 == 2 {
+                    missed.append(id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", b, json: #"{"content":"놓친 디엠 \#(i)"}"#)), "dm_id"))
+                } else {
+                    missed.append(id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"놓친 \#(i)"}"#)), "chat_id"))
+                }
+            }
+            let resumed = NativeTestClient(port: port)
+            _ = try await resumed.waitForOp("hello")
+            resumed.resume(a.token, session: session, seq: seq)
+            let done = try await resumed.waitForOp("resumed")
+            #expect(done["replayed"] as? Int == 6 && done["session_id"] as? String == session)
+            let replayed = resumed.frames.filter { $0["op"] as? String == "dispatch" }
+            #expect(replayed.compactMap { $0["s"] as? Int } == Array(seq + 1...seq + 6))
+            #expect(replayed.compactMap { (($0["d"] as? [String: Any])?["chat_id"] ?? ($0["d"] as? [String: Any])?["dm_id"]) as? String } == missed)
+            // Live again, continuing the sequence.
+            let after = id(jsonObject(try await s.send(.post, channelPath, a, json: #"{"content":"다시"}"#)), "chat_id")
+            try await resumed.waitFor("the live message after resume") { _ in
+                resumed.dispatches("channel.message").contains { $0.data["chat_id"] as? String == after }
+            }
+            #expect(resumed.dispatches("channel.message").last.map { $0.seq } == seq + 7)
+            let ids = resumed.dispatches("channel.message").compactMap { $0.data["chat_id"] as? String }
+            #expect(ids.count == Set(ids).count, "no message twice")
+
+            // The session is resumable only by its user, and not from a seq it never sent.
+            let stranger = NativeTestClient(port: port)
+            _ = try await stranger.waitForOp("hello")
+            stranger.resume(b.token, session: session, seq: 0)
+            #expect(try await stranger.closed().code == WebSocketErrorCode(codeNumber: 4006))
+            let ahead = NativeTestClient(port: port)
+            _ = try await ahead.waitForOp("hello")
+            ahead.resume(a.token, session: session, seq: 10_000)
+            #expect(try await ahead.closed().code == WebSocketErrorCode(codeNumber: 4007))
+
+            await resumed.kill()
+            await bob.kill()
+            try await replica.stop()
+        }
+    }
+
+    @Test("restart the gateway: a session resumes on the new process with what was posted meanwhile, replayed from history; a second gateway can resume it too")
+    func resumeAfterRestart() async throws {
+        let gatewayId = "gw-restart-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment("gw-other-\(UUID().uuidString.prefix(8).lowercased())")) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-restart")
+            func startGateway() async throws -> RunningService {
+                let environment = s.gatewayEnvironment.merging(Self.environment(gatewayId)) { $1 }
+                let settings = ServiceSettings(serviceName: "gateway", defaults: GatewayService.defaults, environment: environment, arguments: ["gateway"])
+                return try await RunningService.start { try await GatewayApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
+            }
+            let gateway = try await startGateway()
+            let port = try #require(gateway.client.port)
+            let (alice, ready) = try await Self.connect(port, a)
+            try await Self.awaitInterest(s, b, channelPath, [alice])
+            let session = try #require(ready["session_id"] as? String)
+            let seq = alice.lastSeq
+
+            // A graceful stop: the session is checkpointed to gateway.session.v1 and its socket closed.
+            try await gateway.stop()
+            let stopped = try await alice.closed()
+            #expect([.goingAway, .normalClosure].contains(stopped.code), "\(String(describing: stopped.code)) \(stopped.reason)")
+            var missed: [String] = []
+            for i in 0..<5 {
+                missed.append(id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"재시작 중 \#(i)"}"#)), "chat_id"))
+            }
+            let restarted = try await startGateway()
+            let newPort = try #require(restarted.client.port)
+            let resumed = NativeTestClient(port: newPort)
+            _ = try await resumed.waitForOp("hello")
+            resumed.resume(a.token, session: session, seq: seq)
+            let done = try await resumed.waitForOp("resumed")
+            #expect(done["replayed"] as? Int == 5)
+            let replayed = resumed.dispatches("channel.message")
+            #expect(replayed.map(\.seq) == Array(seq + 1...seq + 5))
+            #expect(replayed.compactMap { $0.data["chat_id"] as? String } == missed)
+            // Live on the restarted process (its interest is announced again on resume).
+            try await eventually("live after the restart", timeout: .seconds(60)) {
+                _ = try await s.send(.post, channelPath, b, json: #"{"content":"재시작 후"}"#)
+                try await Task.sleep(for: .milliseconds(300))
+                return resumed.dispatches("channel.message").count > 5
+            }
+            let sequence = resumed.sequence
+            #expect(sequence == Array(seq + 1...seq + sequence.count), "one sequence without gaps: \(sequence)")
+
+            // Drop it again: another gateway (the stack's) resumes it from the new checkpoint.
+            let seqNow = resumed.lastSeq
+            await resumed.kill()
+            let later = id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"다른 게이트웨이"}"#)), "chat_id")
+            let elsewhere = NativeTestClient(port: try #require(s.client.port))
+            _ = try await elsewhere.waitForOp("hello")
+            try await Task.sleep(for: .milliseconds(500))  // the checkpoint travels through Kafka
+            elsewhere.resume(a.token, session: session, seq: seqNow)
+            let again = try await elsewhere.waitForOp("resumed")
+            #expect(again["replayed"] as? Int == 1)
+            #expect(elsewhere.dispatches("channel.message").map { $0.data["chat_id"] as? String } == [later])
+            #expect(elsewhere.dispatches("channel.message").first?.seq == seqNow + 1)
+
+            await elsewhere.kill()
+            try await restarted.stop()
+            try await replica.stop()
+        }
+    }
+
+    @Test("protocol errors close with their documented codes; subscribing to someone else's conversation is refused")
+    func errors() async throws {
+        let gatewayId = "gw-native-err-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let c = try await s.user("씨")
+            let (_, cid) = try await s.sharedChannel(a, b)
+            let port = try #require(s.client.port)
+            for (frames, code) in [
+                ([#"{"op":"identify","d":{"token":"not-a-jwt"}}"#], 4004),
+                ([#"{"op":"dance"}"#], 4001),
+                (["not json"], 4002),
+                ([#"{"op":"resume","d":{"token":"x","session_id":7}}"#], 4002),
+                ([#"{"op":"typing","d":{"conversation_id":"\#(cid)"}}"#], 4003),
+                ([#"{"op":"identify","d":{"token":"\#(a.token)"}}"#, #"{"op":"identify","d":{"token":"\#(a.token)"}}"#], 4005),
+                ([#"{"op":"resume","d":{"token":"\#(a.token)","session_id":"unknown","seq":1}}"#], 4006),
+            ] {
+                let client = NativeTestClient(port: port)
+                _ = try await client.waitForOp("hello")
+                for frame in frames {
+                    client.send(frame)
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                let closed = try await client.closed(timeout: .seconds(10))
+                #expect(closed.code == WebSocketErrorCode(codeNumber: code), "\(frames) → \(String(describing: closed.code)) \(closed.reason)")
+            }
+            // No identify within the heartbeat interval (2 s here) → 4003; no heartbeat for 1.5 intervals → 4009.
+            let silent = NativeTestClient(port: port, heartbeats: false)
+            #expect(try await silent.closed(timeout: .seconds(10)).code == WebSocketErrorCode(codeNumber: 4003))
+            let (zombie, _) = try await Self.connect(port, c, heartbeats: false)
+            #expect(try await zombie.closed(timeout: .seconds(10)).code == WebSocketErrorCode(codeNumber: 4009))
+
+            let (outsider, _) = try await Self.connect(port, c)
+            outsider.send(#"{"op":"subscribe","d":{"conversation_id":"\#(cid)"}}"#)
+            let error = try await outsider.waitForOp("error")
+            #expect(error["code"] as? Int == 4010)
+            outsider.send(#"{"op":"typing","d":{"conversation_id":"\#(cid)"}}"#)  // not its conversation: dropped
+            outsider.send(#"{"op":"heartbeat","d":{"seq":1}}"#)
+            _ = try await outsider.waitForOp("heartbeat_ack")
+            await outsider.kill()
+        }
+    }
+}
