@@ -30,7 +30,7 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "rest (POST …/chats through the gateway) or kafka (produce chat.message.v1 events directly; needs --brokers).") var inject: Inject = .rest
     @Option(help: "Kafka bootstrap servers for --inject kafka (chatsuite dev prints them).") var brokers: String?
     @Option(help: "Gateway process id: its RSS is sampled before the sockets open, when they are open and idle, and at the end.") var gatewayPid: Int32?
-    @Option(help: "name=pid of a process whose CPU time over the send phase is reported (repeatable).") var watch: [String] = []
+    @Option(help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.") var watch: [String] = []
     @Option(help: "REST requests in flight during setup.") var setupConcurrency = 16
     @Option(help: "WebSocket handshakes in flight.") var handshakes = 64
     @Option(help: "Seconds the open sockets stay idle before the idle RSS sample.") var idleSeconds = 5
@@ -52,6 +52,7 @@ struct LoadGenCommand: AsyncParsableCommand {
             return (String(parts[0]), pid)
         }
         if let gatewayPid, !watched.contains(where: { $0.1 == gatewayPid }) { watched.append(("gateway", gatewayPid)) }
+        watched.append(("loadgen", getpid()))
         say("loadgen run \(plan.runId): open-files limit \(fileLimit)")
 
         var httpConfig = HTTPClient.Configuration()
@@ -177,7 +178,6 @@ struct LoadGenCommand: AsyncParsableCommand {
         for (i, (name, _)) in watched.enumerated() {
             if let a = cpuStart[i], let b = cpuEnd[i] { report.cpuSeconds[name] = b - a }
         }
-        if let a = ProcessStats.cpuSeconds(pid: getpid()) { report.cpuSeconds["loadgen (whole run)"] = a }
         say(report.summary(failures: sends.snapshot.failures, socketErrors: events.errors))
         if json { say(report.jsonLine()) }
     }

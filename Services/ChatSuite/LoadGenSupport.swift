@@ -75,15 +75,28 @@ enum ProcessStats {
         return nil
     }
 
-    /// User + system CPU seconds of a process (/proc/<pid>/stat fields 14 and 15).
+    /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
+    /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
     static func cpuSeconds(pid: Int32) -> Double? {
+        guard let own = stat(pid) else { return nil }
+        var total = own.cpu
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
+            for entry in entries {
+                guard let child = Int32(entry), child != pid, let s = stat(child), s.parent == pid else { continue }
+                total += s.cpu
+            }
+        }
+        return total
+    }
+
+    private static func stat(_ pid: Int32) -> (parent: Int32, cpu: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         // Fields after the command name (which may contain spaces), starting at field 3.
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        guard fields.count > 13, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return (user + system) / (ticks > 0 ? ticks : 100)
+        return (parent, (user + system) / (ticks > 0 ? ticks : 100))
     }
 }
 
