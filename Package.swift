@@ -24,6 +24,7 @@ let httpClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
+let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
 struct ServiceSpec {
@@ -76,7 +77,7 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
         swiftSettings: swiftSettings

@@ -4,7 +4,7 @@ import ArgumentParser
 struct ChatSuite: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chatsuite",
-        abstract: "The chat suite's developer tool: run the whole suite locally, tail events, benchmark.",
-        subcommands: [DevCommand.self, BrokerCommand.self, PostgresCommand.self, EventsCommand.self, BenchCommand.self, JWTKeysCommand.self]
+        abstract: "The chat suite's developer tool: run the whole suite locally, tail events, benchmark, generate real-time load.",
+        subcommands: [DevCommand.self, BrokerCommand.self, PostgresCommand.self, EventsCommand.self, BenchCommand.self, LoadGenCommand.self, JWTKeysCommand.self]
     )
 }

@@ -68,6 +68,8 @@ struct LoadRunner {
 struct GatewayClient: Sendable {
     let base: String
     let sesacKey: String
+    /// The shared client keeps 8 connections per host; the load generator brings its own pool.
+    var http: HTTPClient = .shared
 
     func send(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: HTTPResponseStatus, body: ByteBuffer) {
         var request = HTTPClientRequest(url: base + path)
@@ -78,7 +80,7 @@ struct GatewayClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: json))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: .seconds(30))
         return (response.status, try await response.body.collect(upTo: 8 << 20))
     }
 

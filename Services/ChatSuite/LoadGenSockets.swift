@@ -1,0 +1,167 @@
+import ArgumentParser
+import Common
+import Events
+import Foundation
+import HummingbirdWSClient
+import Logging
+
+enum LoadGenProtocol: String, ExpressibleByArgument, Sendable {
+    case socketio, native, mixed
+}
+
+/// One socket of the run: its user, the channels it follows, its protocol.
+struct LoadGenSocketSpec: Sendable {
+    enum Kind: String, Sendable { case socketio, native }
+    let index: Int
+    let kind: Kind
+    let token: String
+    /// (channel index, channel id)
+    let channels: [(index: Int, id: ChannelID)]
+}
+
+/// Recognises the load generator's messages inside a received frame without decoding it: the
+/// content `lg <run>-<n>` of a measured message, or `lgprobe <run>-<channel>` of a probe.
+struct DeliveryMarkers: Sendable {
+    let message: [UInt8]
+    let probe: [UInt8]
+
+    init(runId: String) {
+        message = Array(#""content":"lg \#(runId)-"#.utf8)
+        probe = Array(#""content":"lgprobe \#(runId)-"#.utf8)
+    }
+
+    static func content(runId: String, message n: Int) -> String { "lg \(runId)-\(n)" }
+    static func content(runId: String, probeOf channel: Int) -> String { "lgprobe \(runId)-\(channel)" }
+
+    /// Records what `bytes` carries; returns false when it is none of ours.
+    func record(_ bytes: UnsafeRawBufferPointer, socket: Int, at nanos: UInt64, in log: DeliveryLog) -> Bool {
+        if let start = Bytes.end(of: message, in: bytes), let n = Bytes.integer(at: start, in: bytes) {
+            log.delivered(socket: socket, message: n, at: nanos)
+            return true
+        }
+        if let start = Bytes.end(of: probe, in: bytes), let c = Bytes.integer(at: start, in: bytes) {
+            log.probed(socket: socket, channel: c)
+            return true
+        }
+        return false
+    }
+}
+
+/// Opens and holds the run's sockets: one task each (no thread per socket), at most
+/// `handshakes` handshakes at a time. `stop()` closes them all.
+final class SocketPool: Sendable {
+    let specs: [LoadGenSocketSpec]
+    let wsBase: String
+    let markers: DeliveryMarkers
+    let log: DeliveryLog
+    let gate: AsyncGate
+    private let task = Locked<Task<Void, Never>?>(nil)
+
+    init(specs: [LoadGenSocketSpec], gatewayURL: String, markers: DeliveryMarkers, log: DeliveryLog, handshakes: Int) {
+        self.specs = specs
+        // http://host:port → ws://host:port (https → wss)
+        self.wsBase = gatewayURL.hasPrefix("https") ? "wss" + gatewayURL.dropFirst(5) : "ws" + gatewayURL.dropFirst(4)
+        self.markers = markers
+        self.log = log
+        self.gate = AsyncGate(permits: handshakes)
+    }
+
+    func start() {
+        let t = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for spec in specs {
+                    group.addTask { await self.run(spec) }
+                }
+            }
+        }
+        task.withLock { $0 = t }
+    }
+
+    /// Waits until every socket is ready or failed, or `timeout` passes; returns (ready, failed).
+    func waitForHandshakes(timeout: Duration) async -> (ready: Int, failed: Int) {
+        let deadline = ContinuousClock.now + timeout
+        var last = ContinuousClock.now
+        while true {
+            let e = log.socketEvents
+            if e.ready + e.failed >= specs.count || ContinuousClock.now >= deadline { return (e.ready, e.failed) }
+            if ContinuousClock.now - last >= .seconds(2) {
+                say("  sockets ready \(e.ready)/\(specs.count), failed \(e.failed)")
+                last = ContinuousClock.now
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    func stop() async {
+        log.stopping.open()
+        let t = task.withLock { $0 }
+        t?.cancel()
+        _ = try? await withTimeout(.seconds(20), "closing sockets") { await t?.value }
+    }
+
+    private func run(_ spec: LoadGenSocketSpec) async {
+        await gate.acquire()
+        let handshake = HandshakeState(gate: gate)
+        let log = self.log
+        let markers = self.markers
+        var logger = Logger(label: "loadgen.socket")
+        logger.logLevel = .critical
+        let url: String
+        switch spec.kind {
+        case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
+        case .native: url = wsBase + "/v1/gateway"
+        }
+        let client = WebSocketClient(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
+            let session = LoadGenSession(spec: spec, inbound: inbound, outbound: outbound, markers: markers, log: log, handshake: handshake)
+            try await session.run()
+        }
+        do {
+            let close = try await client.run()
+            if !handshake.isDone {
+                let detail = close.map { "closed with \($0.closeCode)\($0.reason.map { " \($0)" } ?? "")" } ?? "closed before the handshake completed"
+                handshake.finish()
+                log.failed("\(spec.kind.rawValue): \(detail)", socket: spec.index, afterReady: false)
+            } else {
+                log.failed("\(spec.kind.rawValue): closed by the server\(close.map { " (\($0.closeCode)\($0.reason.map { " \($0)" } ?? ""))" } ?? "")", socket: spec.index, afterReady: true)
+            }
+        } catch {
+            let wasReady = handshake.wasReady
+            handshake.finish()
+            log.failed(Self.describe(error, kind: spec.kind), socket: spec.index, afterReady: wasReady)
+        }
+    }
+
+    static func describe(_ error: any Error, kind: LoadGenSocketSpec.Kind) -> String {
+        if let e = error as? WebSocketClientError, e == .webSocketUpgradeFailed {
+            switch kind {
+            case .native: return "native: the gateway refused the WebSocket upgrade of /v1/gateway (no native server in this gateway?)"
+            case .socketio: return "socketio: the gateway refused the WebSocket upgrade of /socket.io/"
+            }
+        }
+        if error is CancellationError { return "\(kind.rawValue): cancelled" }
+        return "\(kind.rawValue): \(error)"
+    }
+}
+
+/// The handshake of one socket: releases its handshake permit exactly once (ready or failed).
+final class HandshakeState: Sendable {
+    private let state = Locked<(done: Bool, ready: Bool)>((false, false))
+    private let gate: AsyncGate
+
+    init(gate: AsyncGate) { self.gate = gate }
+
+    var isDone: Bool { state.value.done }
+    var wasReady: Bool { state.value.ready }
+
+    /// Returns true the first time.
+    @discardableResult
+    func finish(ready: Bool = false) -> Bool {
+        let first = state.withLock { s -> Bool in
+            guard !s.done else { return false }
+            s = (true, ready)
+            return true
+        }
+        if first { gate.release() }
+        return first
+    }
+}
