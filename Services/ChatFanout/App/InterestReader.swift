@@ -21,12 +21,7 @@ final class InterestReader: Service, Sendable {
     private static let topic = Topic.gatewayInterest
 
     init(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, table: InterestTable, logger: Logger) throws {
-        let partitions = (0..<Self.topic.partitions).map {
-            TopicPartitionOffset(topic: Self.topic.name, partition: Int32($0), offset: .beginning)
-        }
-        var config = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
-        config.client.clientId = "\(client.clientId)-interest"
-        config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        var config = KafkaConsumerConfiguration.wholeTopic(Self.topic, client: client, role: "interest", fetchWaitMilliseconds: fetchWaitMilliseconds)
         config.reportEndOfPartition = true
         self.consumer = try KafkaConsumer(configuration: config, logger: logger)
         self.table = table

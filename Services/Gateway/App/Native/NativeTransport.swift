@@ -50,7 +50,12 @@ struct NativeTransport: Sendable {
                         connection.close(code: NativeClose.decodeError, reason: "binary frames are not spoken")
                         break
                     }
-                    session = await gateway.receive(text, on: connection, session: session)
+                    // Each frame is handled in a short-lived task: identify and resume go deep
+                    // (HTTP to chat, JSON), and a task keeps the stack slabs of its deepest call
+                    // for as long as it lives, which for this reading task is the connection's
+                    // life (heaptrack: ~9 KiB per idle socket from identify's HTTP call alone).
+                    let current = session
+                    session = await Task { await gateway.receive(text, on: connection, session: current) }.value
                 }
             } onGracefulShutdown: {
                 gateway.shutdown()

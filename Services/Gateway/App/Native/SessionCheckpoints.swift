@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import ServiceKit
 import ServiceLifecycle
 import Synchronization
 
@@ -21,13 +22,7 @@ final class SessionCheckpoints: Service, Sendable {
     private let logger: Logger
 
     init(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, retention: Duration, logger: Logger) {
-        let partitions = (0..<Topic.gatewaySession.partitions).map {
-            TopicPartitionOffset(topic: Topic.gatewaySession.name, partition: Int32($0), offset: .beginning)
-        }
-        var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
-        configuration.client.clientId = "\(client.clientId)-sessions"
-        configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
-        self.configuration = configuration
+        configuration = .wholeTopic(Topic.gatewaySession, client: client, role: "sessions", fetchWaitMilliseconds: fetchWaitMilliseconds)
         self.retention = retention
         self.logger = logger
     }

@@ -1,0 +1,15 @@
+import Events
+import Kafka
+
+extension KafkaConsumerConfiguration {
+    /// Reads every partition of `topic` from its beginning by manual assignment (no consumer
+    /// group): how a process keeps a whole compacted topic as a table (chat-fanout's interest
+    /// table, the gateway's session checkpoints).
+    public static func wholeTopic(_ topic: Topic, client: KafkaClientConfiguration, role: String, fetchWaitMilliseconds: Int) -> KafkaConsumerConfiguration {
+        let partitions = (0..<topic.partitions).map { TopicPartitionOffset(topic: topic.name, partition: Int32($0), offset: .beginning) }
+        var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
+        configuration.client.clientId = "\(client.clientId)-\(role)"
+        configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        return configuration
+    }
+}
