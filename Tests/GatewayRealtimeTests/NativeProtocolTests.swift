@@ -2,6 +2,7 @@ import Foundation
 import GatewayApp
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
 import NIOWebSocket
 import ServiceKit
 import SuiteTesting
@@ -192,6 +193,52 @@ struct NativeProtocolTests {
 
             await elsewhere.kill()
             try await restarted.stop()
+            try await replica.stop()
+        }
+    }
+
+    @Test("leaving a channel: the member's native session gets conversation.removed and no more of its messages, live or on resume")
+    func leavingStopsDelivery() async throws {
+        let gatewayId = "gw-native-leave-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, general) = try await s.sharedChannel(a, b)
+            let extra = id(try await s.createChannel(a, in: wid), "channel_id")
+            let joined = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(extra)/join", b, json: "{}")
+            #expect(joined.status == .ok)
+            try await s.waitForChatMember(b.id, channel: extra)
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-leave")
+            let port = try #require(s.client.port)
+            let (bob, ready) = try await Self.connect(port, b)
+            #expect((ready["channels"] as? [[String: Any]])?.contains { $0["channel_id"] as? String == extra } == true)
+            let extraPath = "/v1/workspaces/\(wid)/channels/\(extra)/chats"
+            try await Self.awaitInterest(s, a, extraPath, [bob])
+
+            let left = try await s.get("/v1/workspaces/\(wid)/channels/\(extra)/exit", b)
+            #expect(left.status == .ok, "exit: \(String(buffer: left.body))")
+            try await bob.waitFor("conversation.removed") { _ in
+                bob.dispatches("conversation.removed").contains { $0.data["conversation_id"] as? String == extra }
+            }
+            let seq = bob.lastSeq
+            let secret = id(jsonObject(try await s.send(.post, extraPath, a, json: #"{"content":"나간 뒤"}"#)), "chat_id")
+            let visible = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(general)/chats", a, json: #"{"content":"일반"}"#)), "chat_id")
+            try await bob.waitFor("the message of the channel still followed") { _ in
+                bob.dispatches("channel.message").contains { $0.data["chat_id"] as? String == visible }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!bob.dispatches("channel.message").contains { $0.data["chat_id"] as? String == secret }, "a message of a channel left")
+
+            // Resuming from before those messages replays the followed channel's only.
+            let session = try #require(ready["session_id"] as? String)
+            await bob.kill()
+            let resumed = NativeTestClient(port: port)
+            _ = try await resumed.waitForOp("hello")
+            resumed.resume(b.token, session: session, seq: seq)
+            _ = try await resumed.waitForOp("resumed")
+            let replayed = resumed.dispatches("channel.message").compactMap { $0.data["chat_id"] as? String }
+            #expect(replayed.contains(visible) && !replayed.contains(secret), "\(replayed)")
+            await resumed.kill()
             try await replica.stop()
         }
     }

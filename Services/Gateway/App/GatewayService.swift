@@ -108,6 +108,7 @@ private func realtime(
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
     platform.addGatedService { checkpoints }
+    platform.addGatedService { MembershipWatcher(native: native, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     platform.addGatedService {
         DeliveryConsumer(server: server, native: native, client: client, gatewayId: gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
     }

@@ -112,8 +112,8 @@ final class NativeGateway: Sendable {
         }
         let session = NativeSession(id: SocketIOServer.randomId(), userId: user, openedAt: Date(), maxMarks: settings.resumeMarks)
         let now = Timestamp.milliseconds(Date())
-        for (conversation, kind) in snapshot.conversations {
-            _ = session.follow(conversation, kind: kind, from: now)
+        for (conversation, kind, workspace) in snapshot.conversations {
+            _ = session.follow(conversation, kind: kind, workspace: workspace, from: now)
         }
         register(session)
         let ready = #"{"session_id":"\#(session.id)","user_id":"\#(user)","heartbeat_interval":\#(settings.heartbeatIntervalMilliseconds),"#
@@ -229,6 +229,39 @@ final class NativeGateway: Sendable {
         }
     }
 
+    // MARK: membership changes
+
+    /// Someone may no longer read conversations (they left a channel or a workspace, or it was
+    /// deleted): sessions of `user` (of everyone when nil) stop following them — and the DM
+    /// rooms they follow in `workspace`, when given — and get `conversation.removed`.
+    func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
+        var affected: [String: (session: NativeSession, conversations: [UUID])] = [:]
+        for conversation in conversations {
+            for session in followers(of: conversation) where user == nil || session.userId == user {
+                affected[session.id, default: (session, [])].conversations.append(conversation)
+            }
+        }
+        if let workspace {
+            for session in sessions.withLock({ Array($0.values) }) where user == nil || session.userId == user {
+                affected[session.id, default: (session, [])].conversations.append(contentsOf: session.rooms(in: workspace))
+            }
+        }
+        for (session, conversations) in affected.values {
+            unfollow(session, conversations.filter { session.unfollow($0) })
+        }
+    }
+
+    private func unfollow(_ session: NativeSession, _ conversations: [UUID]) {
+        followers.withLock { followers in
+            for conversation in conversations where followers[conversation]?.removeValue(forKey: session.id) != nil {
+                if followers[conversation]?.isEmpty ?? true {
+                    followers[conversation] = nil
+                    interest.release(conversation)
+                }
+            }
+        }
+    }
+
     private func followers(of conversation: UUID) -> [NativeSession] {
         followers.withLock { $0[conversation].map { Array($0.values) } ?? [] }
     }
@@ -255,14 +288,7 @@ final class NativeGateway: Sendable {
     private func end(_ session: NativeSession) {
         guard let conversations = session.end() else { return }
         sessions.withLock { _ = $0.removeValue(forKey: session.id) }
-        followers.withLock { followers in
-            for conversation in conversations where followers[conversation]?.removeValue(forKey: session.id) != nil {
-                if followers[conversation]?.isEmpty ?? true {
-                    followers[conversation] = nil
-                    interest.release(conversation)
-                }
-            }
-        }
+        unfollow(session, conversations)
         events.publish(GatewayEvents.SessionClosed(sessionId: session.id, gatewayId: gatewayId, userId: session.userId, closedAt: Date()))
     }
 
@@ -282,7 +308,7 @@ final class NativeGateway: Sendable {
 
 /// Chat's session snapshot: the conversations to follow, and its members to splice into ready.
 struct ReadySnapshot {
-    var conversations: [(UUID, ChatEvents.Conversation.Kind)] = []
+    var conversations: [(UUID, ChatEvents.Conversation.Kind, UUID?)] = []
     /// The snapshot object without its opening brace (`"workspaces":[…],…}`).
     var members: String
 
@@ -291,10 +317,14 @@ struct ReadySnapshot {
         guard text.hasPrefix("{"),
               let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { throw ChatInternalError(status: 0) }
         for channel in object["channels"] as? [[String: Any]] ?? [] {
-            if let id = (channel["channel_id"] as? String).flatMap(UUID.init(uuidString:)) { conversations.append((id, .channel)) }
+            if let id = (channel["channel_id"] as? String).flatMap(UUID.init(uuidString:)) {
+                conversations.append((id, .channel, (channel["workspace_id"] as? String).flatMap(UUID.init(uuidString:))))
+            }
         }
         for room in object["dms"] as? [[String: Any]] ?? [] {
-            if let id = (room["room_id"] as? String).flatMap(UUID.init(uuidString:)) { conversations.append((id, .dm)) }
+            if let id = (room["room_id"] as? String).flatMap(UUID.init(uuidString:)) {
+                conversations.append((id, .dm, (room["workspace_id"] as? String).flatMap(UUID.init(uuidString:))))
+            }
         }
         members = String(text.dropFirst())
     }

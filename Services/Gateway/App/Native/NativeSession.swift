@@ -12,6 +12,8 @@ import Synchronization
 final class NativeSession: Sendable {
     struct Conversation: Sendable {
         var kind: ChatEvents.Conversation.Kind
+        /// The workspace, when known (from ready; nil for a later `subscribe`).
+        var workspaceId: UUID? = nil
         /// The base cursor: the last dispatched message's time (epoch ms) and whether it is a
         /// message (strictly after) or a subscription time (from it on).
         var cursorMilliseconds: Int64
@@ -64,11 +66,32 @@ final class NativeSession: Sendable {
     // MARK: conversations
 
     /// Adds a conversation followed from `milliseconds` on; false when already followed.
-    func follow(_ conversation: UUID, kind: ChatEvents.Conversation.Kind, from milliseconds: Int64) -> Bool {
+    func follow(_ conversation: UUID, kind: ChatEvents.Conversation.Kind, workspace: UUID? = nil, from milliseconds: Int64) -> Bool {
         state.withLock { state in
             guard !state.ended, state.conversations[conversation] == nil else { return false }
-            state.conversations[conversation] = Conversation(kind: kind, cursorMilliseconds: milliseconds, cursorIsMessage: false)
+            state.conversations[conversation] = Conversation(kind: kind, workspaceId: workspace, cursorMilliseconds: milliseconds, cursorIsMessage: false)
             return true
+        }
+    }
+
+    /// Stops following a conversation the user may no longer read; queues `conversation.removed`.
+    /// False when it was not followed.
+    func unfollow(_ conversation: UUID) -> Bool {
+        state.withLock { state in
+            guard !state.ended, state.conversations.removeValue(forKey: conversation) != nil else { return false }
+            state.marks.removeAll { $0.conversationId == conversation }
+            state.pending.removeAll { $0.conversationId == conversation }
+            guard let connection = state.connection, !state.resuming else { return true }
+            let json = #"{"conversation_id":"\#(conversation.uuidString.lowercased())"}"#
+            _ = connection.send(Self.record(Pending(type: "conversation.removed", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0, json: json), in: &state, maxMarks: maxMarks))
+            return true
+        }
+    }
+
+    /// The DM rooms followed in a workspace.
+    func rooms(in workspace: UUID) -> [UUID] {
+        state.withLock { state in
+            state.conversations.compactMap { $0.value.kind == .dm && $0.value.workspaceId == workspace ? $0.key : nil }
         }
     }
 

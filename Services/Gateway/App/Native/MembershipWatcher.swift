@@ -1,0 +1,56 @@
+import Events
+import Foundation
+import Kafka
+import Logging
+import ServiceLifecycle
+
+/// Follows `workspace.v1` (every partition from its end, no consumer group: each gateway needs
+/// every event) so native sessions stop receiving a conversation as soon as their user may no
+/// longer read it: a channel left or deleted, a workspace left or deleted (with its DM rooms).
+/// Chat's own checks cover everything else (ready, subscribe and resume ask chat).
+final class MembershipWatcher: Service, Sendable {
+    private let native: NativeGateway
+    private let configuration: KafkaConsumerConfiguration
+    private let logger: Logger
+
+    init(native: NativeGateway, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
+        self.native = native
+        let partitions = (0..<Topic.workspace.partitions).map { TopicPartitionOffset(topic: Topic.workspace.name, partition: Int32($0), offset: .end) }
+        var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
+        configuration.client.clientId = "\(client.clientId)-membership"
+        configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func run() async throws {
+        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
+        try await cancelWhenGracefulShutdown {
+            for try await message in consumer.messages {
+                self.apply(message)
+            }
+        }
+        await consumer.close()
+    }
+
+    private func apply(_ message: KafkaConsumerMessage) {
+        guard let value = message.value else { return }
+        let type = message.header(CloudEventKafkaHeader.type).map { String(decoding: $0, as: UTF8.self) } ?? (try? EventCoding.header(from: value))?.type
+        switch type {
+        case WorkspaceEvents.ChannelMemberLeft.eventType:
+            guard let event = try? EventCoding.decode(WorkspaceEvents.ChannelMemberLeft.self, from: value).data else { return }
+            native.revoke(user: event.userId, conversations: [event.channelId.uuid], roomsIn: nil)
+        case WorkspaceEvents.MemberLeft.eventType:
+            guard let event = try? EventCoding.decode(WorkspaceEvents.MemberLeft.self, from: value).data else { return }
+            native.revoke(user: event.userId, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
+        case WorkspaceEvents.ChannelDeleted.eventType:
+            guard let event = try? EventCoding.decode(WorkspaceEvents.ChannelDeleted.self, from: value).data else { return }
+            native.revoke(user: nil, conversations: [event.channelId.uuid], roomsIn: nil)
+        case WorkspaceEvents.WorkspaceDeleted.eventType:
+            guard let event = try? EventCoding.decode(WorkspaceEvents.WorkspaceDeleted.self, from: value).data else { return }
+            native.revoke(user: nil, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
+        default:
+            return
+        }
+    }
+}
