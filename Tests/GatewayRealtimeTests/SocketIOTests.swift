@@ -24,7 +24,12 @@ struct SocketIOTests {
     /// so a late duplicate would be seen.
     func expectOnce(_ client: PythonSocketClient, _ event: String, _ idKey: String, equalTo answer: [String: Any]) async throws {
         let messageId = try #require(answer[idKey] as? String)
-        try await eventually("\(event) \(messageId) at the client") { client.events(event).contains { $0[idKey] as? String == messageId } }
+        do {
+            try await eventually("\(event) \(messageId) at the client") { client.events(event).contains { $0[idKey] as? String == messageId } }
+        } catch {
+            Issue.record("client output: \(client.process.output.suffix(3000))")
+            throw error
+        }
         try await Task.sleep(for: .milliseconds(700))
         let received = client.events(event).filter { $0[idKey] as? String == messageId }
         #expect(received.count == 1, "\(received.count) emits of \(messageId): \(client.process.output.suffix(2000))")
@@ -165,7 +170,7 @@ extension SocketIOTests {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
         // Short heartbeats: clients that answer stay connected; a session that goes silent expires.
         let environment = Self.gatewayEnvironment(gatewayId).merging([
-            "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "1000",
+            "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "3000",
         ]) { $1 }
         try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
             let owner = try await s.user("주인")
@@ -196,7 +201,7 @@ extension SocketIOTests {
             let sid = String(String(buffer: handshake.body).dropFirst(#"0{"sid":""#.count).prefix(20))
             let poll = "/socket.io/?EIO=4&transport=polling&sid=\(sid)"
             #expect(String(buffer: try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil).body) == "2", "a ping arrives")
-            try await Task.sleep(for: .milliseconds(3000))
+            try await Task.sleep(for: .milliseconds(5500))
             let expired = try await s.client.execute(uri: poll, method: .get, headers: [:], body: nil)
             #expect(expired.status == .badRequest && String(buffer: expired.body).contains(#""code":1"#))
         }
