@@ -45,19 +45,14 @@ final class DeliveryConsumer: Service, Sendable {
     }
 
     func run() async throws {
-        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
-        try await cancelWhenGracefulShutdown {
-            for try await message in consumer.messages where message.keyString == self.gatewayId {
-                self.process(message)
-            }
+        try await KafkaConsumer.consume(configuration, logger: logger) { message in
+            if message.keyString == self.gatewayId { self.process(message) }
         }
-        await consumer.close()
     }
 
     func process(_ message: KafkaConsumerMessage) {
         guard let value = message.value else { return }
-        let type = message.header(CloudEventKafkaHeader.type).map { String(decoding: $0, as: UTF8.self) }
-            ?? (try? EventCoding.header(from: value))?.type
+        let type = message.cloudEventType
         do {
             switch type {
             case ChatEvents.ChannelMessageCreated.eventType:

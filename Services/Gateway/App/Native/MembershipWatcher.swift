@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import ServiceKit
 import ServiceLifecycle
 
 /// Follows `workspace.v1` (every partition from its end, no consumer group: each gateway needs
@@ -24,18 +25,12 @@ final class MembershipWatcher: Service, Sendable {
     }
 
     func run() async throws {
-        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
-        try await cancelWhenGracefulShutdown {
-            for try await message in consumer.messages {
-                self.apply(message)
-            }
-        }
-        await consumer.close()
+        try await KafkaConsumer.consume(configuration, logger: logger) { self.apply($0) }
     }
 
     private func apply(_ message: KafkaConsumerMessage) {
         guard let value = message.value else { return }
-        let type = message.header(CloudEventKafkaHeader.type).map { String(decoding: $0, as: UTF8.self) } ?? (try? EventCoding.header(from: value))?.type
+        let type = message.cloudEventType
         switch type {
         case WorkspaceEvents.ChannelMemberLeft.eventType:
             guard let event = try? EventCoding.decode(WorkspaceEvents.ChannelMemberLeft.self, from: value).data else { return }

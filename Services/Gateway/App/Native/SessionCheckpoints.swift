@@ -32,13 +32,7 @@ final class SessionCheckpoints: Service, Sendable {
     }
 
     func run() async throws {
-        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
-        try await cancelWhenGracefulShutdown {
-            for try await message in consumer.messages {
-                self.apply(message)
-            }
-        }
-        await consumer.close()
+        try await KafkaConsumer.consume(configuration, logger: logger) { self.apply($0) }
     }
 
     private func apply(_ message: KafkaConsumerMessage) {
@@ -46,7 +40,7 @@ final class SessionCheckpoints: Service, Sendable {
             if let key = message.keyString { table.withLock { _ = $0.removeValue(forKey: key) } }  // a tombstone
             return
         }
-        let type = message.header(CloudEventKafkaHeader.type).map { String(decoding: $0, as: UTF8.self) } ?? (try? EventCoding.header(from: value))?.type
+        let type = message.cloudEventType
         let now = ContinuousClock.now
         switch type {
         case GatewayEvents.SessionCheckpoint.eventType:
