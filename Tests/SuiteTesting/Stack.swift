@@ -195,7 +195,7 @@ public struct Stack: Sendable {
     public func waitForProfile(_ userId: String, nickname: String? = nil) async throws {
         guard let id = UUID(uuidString: userId) else { return }
         for db in [workspaceDatabase, chatDatabase].compactMap({ $0 }) {
-            try await eventually("the profile of \(userId)") {
+            try await eventually("the profile of \(userId)", timeout: .seconds(30)) {
                 for try await name in try await db.query("SELECT nickname FROM user_profiles WHERE user_id = \(id)").decode(String.self) {
                     return nickname == nil || name == nickname
                 }
@@ -207,7 +207,7 @@ public struct Stack: Sendable {
     /// Waits until chat's read model has `userId` in the channel (or not, with `present: false`).
     public func waitForChatMember(_ userId: String, channel: String, present: Bool = true) async throws {
         guard let db = chatDatabase, let user = UUID(uuidString: userId), let channel = UUID(uuidString: channel) else { return }
-        try await eventually("chat sees \(userId) \(present ? "in" : "out of") \(channel)") {
+        try await eventually("chat sees \(userId) \(present ? "in" : "out of") \(channel)", timeout: .seconds(30)) {
             for try await _ in try await db.query("SELECT 1 FROM channel_members WHERE channel_id = \(channel) AND user_id = \(user)") {
                 return present
             }
