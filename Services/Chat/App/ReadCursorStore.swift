@@ -51,41 +51,45 @@ struct ReadCursorStore: Sendable {
 
     struct Unread: Sendable {
         var conversationId: UUID
+        var workspaceId: UUID
         var name: String?
+        /// A DM room's other participant (the user itself in a note-to-self room); nil for a channel.
+        var opponent: UUID?
         var count: Int
         var readAt: Date?
     }
 
-    /// `user`'s channels in the workspace with the messages of others after their cursor (all of
-    /// them without a cursor).
-    func channelUnreads(of user: UserID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [Unread] {
+    /// `user`'s channels in the workspace (in every workspace when nil) with the messages of
+    /// others after their cursor (all of them without a cursor).
+    func channelUnreads(of user: UserID, in workspace: WorkspaceID?, _ c: PostgresConnection) async throws -> [Unread] {
         try await unreads(c.query("""
-            SELECT ch.id, ch.name, r.read_at, (
+            SELECT ch.id, ch.workspace_id, ch.name, NULL::uuid, r.read_at, (
                 SELECT count(*) FROM messages m WHERE m.conversation_id = ch.id AND m.created_at > coalesce(r.read_at, '-infinity')
                   AND m.sender_id <> \(user.uuid) AND m.deleted_at IS NULL)
             FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
             LEFT JOIN read_cursors r ON r.user_id = cm.user_id AND r.conversation_id = ch.id
-            WHERE cm.user_id = \(user.uuid) AND ch.workspace_id = \(workspace.uuid)
-            ORDER BY ch.name, ch.id
+            WHERE cm.user_id = \(user.uuid) AND (\(workspace?.uuid)::uuid IS NULL OR ch.workspace_id = \(workspace?.uuid))
+            ORDER BY ch.workspace_id, ch.name, ch.id
             """, logger: logger))
     }
 
-    /// The same for `user`'s DM rooms in the workspace.
-    func roomUnreads(of user: UserID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [Unread] {
+    /// The same for `user`'s DM rooms in workspaces they still belong to.
+    func roomUnreads(of user: UserID, in workspace: WorkspaceID?, _ c: PostgresConnection) async throws -> [Unread] {
         try await unreads(c.query("""
-            SELECT d.id, NULL::text, r.read_at, (
+            SELECT d.id, d.workspace_id, NULL::text, CASE WHEN d.user_low = \(user.uuid) THEN d.user_high ELSE d.user_low END, r.read_at, (
                 SELECT count(*) FROM messages m WHERE m.conversation_id = d.id AND m.created_at > coalesce(r.read_at, '-infinity')
                   AND m.sender_id <> \(user.uuid) AND m.deleted_at IS NULL)
-            FROM dm_rooms d LEFT JOIN read_cursors r ON r.user_id = \(user.uuid) AND r.conversation_id = d.id
-            WHERE d.workspace_id = \(workspace.uuid) AND (d.user_low = \(user.uuid) OR d.user_high = \(user.uuid))
-            ORDER BY d.created_at DESC, d.id
+            FROM dm_rooms d JOIN workspace_members w ON w.workspace_id = d.workspace_id AND w.user_id = \(user.uuid)
+            LEFT JOIN read_cursors r ON r.user_id = \(user.uuid) AND r.conversation_id = d.id
+            WHERE (\(workspace?.uuid)::uuid IS NULL OR d.workspace_id = \(workspace?.uuid)) AND (d.user_low = \(user.uuid) OR d.user_high = \(user.uuid))
+            ORDER BY d.workspace_id, d.created_at DESC, d.id
             """, logger: logger))
     }
 
     private func unreads(_ rows: PostgresRowSequence) async throws -> [Unread] {
         var result: [Unread] = []
-        for try await (id, name, readAt, count) in rows.decode((UUID, String?, Date?, Int64).self) {
-            result.append(Unread(conversationId: id, name: name, count: Int(count), readAt: readAt))
+        for try await (id, workspace, name, opponent, readAt, count) in rows.decode((UUID, UUID, String?, UUID?, Date?, Int64).self) {
+            result.append(Unread(conversationId: id, workspaceId: workspace, name: name, opponent: opponent, count: Int(count), readAt: readAt))
         }
         return result
     }

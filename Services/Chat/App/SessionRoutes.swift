@@ -44,30 +44,8 @@ extension ChatAPI {
 
     private func sessionSnapshot(of user: UserID, _ c: PostgresConnection) async throws -> SessionSnapshot {
         var snapshot = SessionSnapshot()
-        for try await (id, workspace, name, count) in try await c.query("""
-            SELECT ch.id, ch.workspace_id, ch.name, (
-                SELECT count(*) FROM messages m WHERE m.conversation_id = ch.id AND m.created_at > coalesce(r.read_at, '-infinity')
-                  AND m.sender_id <> \(user.uuid) AND m.deleted_at IS NULL)
-            FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
-            LEFT JOIN read_cursors r ON r.user_id = cm.user_id AND r.conversation_id = ch.id
-            WHERE cm.user_id = \(user.uuid)
-            ORDER BY ch.workspace_id, ch.name, ch.id
-            """, logger: logger).decode((UUID, UUID, String, Int64).self)
-        {
-            snapshot.channels.append(.init(id: id, workspaceId: workspace, name: name, unreadCount: Int(count)))
-        }
-        for try await (id, workspace, low, high, count) in try await c.query("""
-            SELECT d.id, d.workspace_id, d.user_low, d.user_high, (
-                SELECT count(*) FROM messages m WHERE m.conversation_id = d.id AND m.created_at > coalesce(r.read_at, '-infinity')
-                  AND m.sender_id <> \(user.uuid) AND m.deleted_at IS NULL)
-            FROM dm_rooms d JOIN workspace_members w ON w.workspace_id = d.workspace_id AND w.user_id = \(user.uuid)
-            LEFT JOIN read_cursors r ON r.user_id = \(user.uuid) AND r.conversation_id = d.id
-            WHERE d.user_low = \(user.uuid) OR d.user_high = \(user.uuid)
-            ORDER BY d.workspace_id, d.created_at DESC, d.id
-            """, logger: logger).decode((UUID, UUID, UUID, UUID, Int64).self)
-        {
-            snapshot.rooms.append(.init(id: id, workspaceId: workspace, opponent: low == user.uuid ? high : low, unreadCount: Int(count)))
-        }
+        snapshot.channels = try await cursors.channelUnreads(of: user, in: nil, c)
+        snapshot.rooms = try await cursors.roomUnreads(of: user, in: nil, c)
         for try await workspace in try await c.query("""
             SELECT workspace_id FROM workspace_members WHERE user_id = \(user.uuid) ORDER BY workspace_id
             """, logger: logger).decode(UUID.self)
@@ -138,21 +116,9 @@ private struct ReplayRequest: Decodable {
 
 /// The `ready` snapshot (JSON written by hand: snake_case ids as the contract prints them).
 struct SessionSnapshot: JSONWritable {
-    struct Channel {
-        var id: UUID
-        var workspaceId: UUID
-        var name: String
-        var unreadCount: Int
-    }
-    struct Room {
-        var id: UUID
-        var workspaceId: UUID
-        var opponent: UUID
-        var unreadCount: Int
-    }
     var workspaces: [UUID] = []
-    var channels: [Channel] = []
-    var rooms: [Room] = []
+    var channels: [ReadCursorStore.Unread] = []
+    var rooms: [ReadCursorStore.Unread] = []
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
@@ -168,10 +134,10 @@ struct SessionSnapshot: JSONWritable {
         json.beginArray()
         for channel in channels {
             json.beginObject()
-            json.member("channel_id", channel.id.uuidString.lowercased())
+            json.member("channel_id", channel.conversationId.uuidString.lowercased())
             json.member("workspace_id", channel.workspaceId.uuidString.lowercased())
             json.member("name", channel.name)
-            json.member("unread_count", channel.unreadCount)
+            json.member("unread_count", channel.count)
             json.endObject()
         }
         json.endArray()
@@ -179,10 +145,10 @@ struct SessionSnapshot: JSONWritable {
         json.beginArray()
         for room in rooms {
             json.beginObject()
-            json.member("room_id", room.id.uuidString.lowercased())
+            json.member("room_id", room.conversationId.uuidString.lowercased())
             json.member("workspace_id", room.workspaceId.uuidString.lowercased())
-            json.member("user_id", room.opponent.uuidString.lowercased())
-            json.member("unread_count", room.unreadCount)
+            json.member("user_id", room.opponent.map { $0.uuidString.lowercased() })
+            json.member("unread_count", room.count)
             json.endObject()
         }
         json.endArray()
