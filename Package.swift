@@ -108,6 +108,7 @@ var targets: [Target] = [
     .testTarget(
         name: "ChatTests",
         dependencies: ["SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
+                       httpClient, nioHTTP1,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),
