@@ -29,12 +29,14 @@ struct NativeProtocolTests {
 
     /// Posts probes until `clients` each received one: the fan-out learned the gateway's interest.
     static func awaitInterest(_ s: Stack, _ author: User, _ path: String, _ clients: [NativeTestClient]) async throws {
-        var probes = 0
+        var probes: [String] = []
         try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(60)) {
-            probes += 1
-            _ = try await s.send(.post, path, author, json: #"{"content":"probe \#(probes)"}"#)
+            probes.append(id(jsonObject(try await s.send(.post, path, author, json: #"{"content":"probe \#(probes.count)"}"#)), "chat_id"))
             try await Task.sleep(for: .milliseconds(200))
-            return clients.allSatisfy { !$0.dispatches("channel.message").isEmpty }
+            // One of this call's probes arrived at every client.
+            return clients.allSatisfy { client in
+                client.dispatches("channel.message").contains { probes.contains($0.data["chat_id"] as? String ?? "") }
+            }
         }
     }
 
@@ -80,10 +82,13 @@ struct NativeProtocolTests {
             try await alice.waitFor("typing") { _ in !alice.dispatches("typing").isEmpty }
             let typing = try #require(alice.dispatches("typing").first?.data)
             #expect(typing["user_id"] as? String == b.id && typing["conversation_id"] as? String == cid && typing["kind"] as? String == "channel")
+            // A second typing event within 3 s is not forwarded.
+            bob.send(#"{"op":"typing","d":{"conversation_id":"\#(cid)"}}"#)
             alice.send(#"{"op":"heartbeat","d":{"seq":\#(alice.lastSeq)}}"#)
             _ = try await alice.waitForOp("heartbeat_ack")
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(500))
             #expect(bob.dispatches("typing").isEmpty)
+            #expect(alice.dispatches("typing").count == 1, "typing is forwarded at most once per 3 s")
 
             // Kill Alice's socket; what is posted meanwhile is replayed on resume, in order.
             let session = try #require(ready["session_id"] as? String)
@@ -238,6 +243,18 @@ struct NativeProtocolTests {
             _ = try await resumed.waitForOp("resumed")
             let replayed = resumed.dispatches("channel.message").compactMap { $0.data["chat_id"] as? String }
             #expect(replayed.contains(visible) && !replayed.contains(secret), "\(replayed)")
+
+            // Joining again does not follow by itself; subscribe does (membership checked at chat).
+            #expect(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(extra)/join", b, json: "{}").status == .ok)
+            try await s.waitForChatMember(b.id, channel: extra)
+            resumed.send(#"{"op":"subscribe","d":{"conversation_id":"\#(extra)"}}"#)
+            let subscribed = try await resumed.waitForOp("subscribed")
+            #expect(subscribed["conversation_id"] as? String == extra)
+            try await Self.awaitInterest(s, a, extraPath, [resumed])
+            let back = id(jsonObject(try await s.send(.post, extraPath, a, json: #"{"content":"다시 들어옴"}"#)), "chat_id")
+            try await resumed.waitFor("a message of the channel joined again") { _ in
+                resumed.dispatches("channel.message").contains { $0.data["chat_id"] as? String == back }
+            }
             await resumed.kill()
             try await replica.stop()
         }
