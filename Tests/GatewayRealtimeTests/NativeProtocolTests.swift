@@ -287,6 +287,13 @@ struct NativeProtocolTests {
                 let closed = try await client.closed(timeout: .seconds(10))
                 #expect(closed.code == WebSocketErrorCode(codeNumber: code), "\(frames) → \(String(describing: closed.code)) \(closed.reason)")
             }
+            // A frame over gateway.native.max-frame-bytes (64 KiB) ends the connection.
+            let oversized = NativeTestClient(port: port)
+            _ = try await oversized.waitForOp("hello")
+            oversized.send(#"{"op":"heartbeat","d":{"pad":"\#(String(repeating: "x", count: 70_000))"}}"#)
+            let tooLarge = try await oversized.closed(timeout: .seconds(10))
+            #expect(tooLarge.code == .messageTooLarge, "\(String(describing: tooLarge.code)) \(tooLarge.reason)")
+
             // No identify within the heartbeat interval (2 s here) → 4003; no heartbeat for 1.5 intervals → 4009.
             let silent = NativeTestClient(port: port, heartbeats: false)
             #expect(try await silent.closed(timeout: .seconds(10)).code == WebSocketErrorCode(codeNumber: 4003))

@@ -66,4 +66,5 @@ enum NativeClose {
     static let timedOut: UInt16 = 4009
     static let notMember = 4010
     static let goingAway: UInt16 = 1001
+    static let messageTooLarge: UInt16 = 1009
 }

@@ -50,6 +50,12 @@ struct NativeTransport: Sendable {
                         connection.close(code: NativeClose.decodeError, reason: "binary frames are not spoken")
                         break
                     }
+                    // The server's frame limit is Socket.IO's (larger), and hummingbird-websocket
+                    // checks `maxSize` only across fragments: enforce the native limit here.
+                    guard text.utf8.count <= gateway.settings.maxFrameBytes else {
+                        connection.close(code: NativeClose.messageTooLarge, reason: "frame larger than \(gateway.settings.maxFrameBytes) bytes")
+                        break
+                    }
                     // Each frame is handled in a short-lived task: identify and resume go deep
                     // (HTTP to chat, JSON), and a task keeps the stack slabs of its deepest call
                     // for as long as it lives, which for this reading task is the connection's

@@ -82,6 +82,9 @@ struct WebSocketTransport: Sendable {
             while true {
                 guard let message = try? await messages.next() else { break }
                 guard case .text(let text) = message else { continue }  // binary packets are not spoken
+                // The server's frame limit may be the native protocol's (larger), and
+                // hummingbird-websocket checks `maxSize` only across fragments.
+                guard text.utf8.count <= server.settings.maxPayloadBytes else { break }
                 guard await server.receive(text[...], from: session) else { break }
             }
             server.close(session, reason: "websocket closed")
