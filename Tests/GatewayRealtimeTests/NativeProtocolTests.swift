@@ -284,7 +284,7 @@ struct NativeProtocolTests {
                     client.send(frame)
                     try await Task.sleep(for: .milliseconds(100))
                 }
-                let closed = try await client.closed(timeout: .seconds(10))
+                let closed = try await client.closed(timeout: .seconds(20))
                 #expect(closed.code == WebSocketErrorCode(codeNumber: code), "\(frames) → \(String(describing: closed.code)) \(closed.reason)")
             }
             // A frame over gateway.native.max-frame-bytes (64 KiB) ends the connection.

@@ -17,6 +17,9 @@ final class NativeConnection: Sendable {
         var closeTaken = false
         var lastHeartbeat: ContinuousClock.Instant
         var identified = false
+        /// An identify or resume is being answered (the reading task waits for chat meanwhile,
+        /// so heartbeats are not read): not a zombie.
+        var busy = false
     }
 
     let opened = ContinuousClock.now
@@ -99,12 +102,19 @@ final class NativeConnection: Sendable {
 
     var isIdentified: Bool { state.withLock { $0.identified } }
 
+    func setBusy(_ busy: Bool) {
+        state.withLock { state in
+            state.busy = busy
+            state.lastHeartbeat = .now
+        }
+    }
+
     enum Health: Sendable { case fine, notIdentified, zombie }
 
     /// Not identified within one interval, or no heartbeat for 1.5 intervals.
     func health(now: ContinuousClock.Instant, interval: Duration) -> Health {
         state.withLock { state in
-            if state.closing != nil { return .fine }
+            if state.closing != nil || state.busy { return .fine }
             if !state.identified { return now - opened > interval ? .notIdentified : .fine }
             return now - state.lastHeartbeat > interval * 1.5 ? .zombie : .fine
         }

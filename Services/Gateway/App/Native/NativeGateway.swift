@@ -73,6 +73,8 @@ final class NativeGateway: Sendable {
             }
             // From here on the identify deadline is met; heartbeats are due (a failure closes anyway).
             connection.markIdentified()
+            connection.setBusy(true)
+            defer { connection.setBusy(false) }
             return frame.op == "identify" ? await identify(frame, on: connection) : await resume(frame, on: connection)
         case "typing", "subscribe":
             guard let session else { return refuse(connection, NativeClose.notIdentified, "identify first", nil) }
@@ -155,11 +157,12 @@ final class NativeGateway: Sendable {
         return session
     }
 
-    /// A session of this gateway, or one rebuilt from its checkpoint (which may take a moment to
-    /// arrive after a restart: waits up to 3 s for it).
+    /// A session of this gateway, or one rebuilt from its checkpoint — which may take a moment
+    /// to arrive (a restarted gateway reads the session topic from its beginning; another
+    /// gateway's checkpoint travels through Kafka): waits up to 10 s for it.
     private func resumable(_ sessionId: String) async -> NativeSession? {
         if let session = sessions.withLock({ $0[sessionId] }) { return session }
-        let deadline = ContinuousClock.now + .seconds(3)
+        let deadline = ContinuousClock.now + .seconds(10)
         while true {
             if let checkpoint = checkpoints.checkpoint(sessionId) {
                 let rebuilt = NativeSession(checkpoint: checkpoint, maxMarks: settings.resumeMarks)
