@@ -48,6 +48,8 @@ extension APIError {
     public static let refreshTokenExpired = APIError("E06")
     /// E11: bad request.
     public static func badRequest(_ detail: String? = nil) -> APIError { APIError("E11", detail: detail) }
+    /// E11 with HTTP 413: a body over its limit.
+    public static func bodyTooLarge(limit: Int) -> APIError { APIError("E11", status: .contentTooLarge, detail: "body over \(limit) bytes") }
     /// E12: duplicate data or "no changes".
     public static func duplicate(_ detail: String? = nil) -> APIError { APIError("E12", detail: detail) }
     /// E13: data does not exist.

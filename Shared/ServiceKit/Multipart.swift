@@ -20,9 +20,9 @@ extension Request {
         headers[.contentType]?.lowercased().hasPrefix("multipart/form-data") == true
     }
 
-    /// Parses a `multipart/form-data` body of at most `limit` bytes. Every malformed input
-    /// (no boundary, truncated body, too large) is E11, never a 500.
-    public func multipartParts(limit: Int) async throws -> [FormPart] {
+    /// Parses a `multipart/form-data` body of at most `limit` bytes and `maxParts` parts. Every
+    /// malformed input (no boundary, truncated body, too large, too many parts) is E11, never a 500.
+    public func multipartParts(limit: Int, maxParts: Int = 32) async throws -> [FormPart] {
         guard let contentType = headers[.contentType], let boundary = Self.boundary(of: contentType) else {
             throw APIError.badRequest("multipart body without a boundary")
         }
@@ -37,12 +37,17 @@ extension Request {
             var parts: [FormPart] = []
             var headers: [(String, String)] = []
             var body = ByteBuffer()
+            var overflow = false
         }
         let collector = Collector()
         let parser = MultipartParser(boundary: boundary)
         parser.onHeader = { name, value in collector.headers.append((name, value)) }
         parser.onBody = { chunk in collector.body.writeBuffer(&chunk) }
         parser.onPartComplete = {
+            guard collector.parts.count < maxParts else {
+                collector.overflow = true
+                return
+            }
             let disposition = collector.headers.first { $0.0.lowercased() == "content-disposition" }?.1 ?? ""
             let type = collector.headers.first { $0.0.lowercased() == "content-type" }?.1
             if let name = Self.parameter("name", in: disposition) {
@@ -56,6 +61,7 @@ extension Request {
         } catch {
             throw APIError.badRequest("malformed multipart body: \(error)")
         }
+        if collector.overflow { throw APIError.badRequest("more than \(maxParts) parts") }
         return collector.parts
     }
 

@@ -20,12 +20,15 @@ public struct UploadLimits: Sendable {
     public var maxFiles: Int
     public var maxFileBytes: Int
     public var maxTextBytes: Int
+    /// Text parts (fields) in one body: a form has a handful; thousands of tiny ones are an attack.
+    public var maxTextParts: Int
 
-    public init(fileField: String, maxFiles: Int, maxFileBytes: Int, maxTextBytes: Int = 64 * 1024) {
+    public init(fileField: String, maxFiles: Int, maxFileBytes: Int, maxTextBytes: Int = 64 * 1024, maxTextParts: Int = 32) {
         self.fileField = fileField
         self.maxFiles = maxFiles
         self.maxFileBytes = maxFileBytes
         self.maxTextBytes = maxTextBytes
+        self.maxTextParts = maxTextParts
     }
 }
 
@@ -112,6 +115,8 @@ private final class StreamingUpload {
     struct Part {
         var headers: [(String, String)] = []
         var started = false
+        /// Counted against the text-part limit.
+        var counted = false
         var name = ""
         var filename: String?
         var text = ByteBuffer()
@@ -128,6 +133,7 @@ private final class StreamingUpload {
     var fields: [String: String] = [:]
     var files: [UploadedFile] = []
     var completedParts = 0
+    var textParts = 0
 
     init(directory: String, limits: UploadLimits) {
         self.directory = directory
@@ -194,6 +200,11 @@ private final class StreamingUpload {
     private func write(_ chunk: ByteBuffer) async throws {
         begin()
         guard var part = current else { return }
+        if part.name != limits.fileField, !part.counted {
+            part.counted = true
+            textParts += 1
+            guard textParts <= limits.maxTextParts else { throw APIError.badRequest("at most \(limits.maxTextParts) text fields") }
+        }
         if part.name == limits.fileField {
             if part.file == nil {
                 var chunk = chunk

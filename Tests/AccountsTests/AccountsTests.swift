@@ -245,7 +245,7 @@ struct EdgeSecurityTests {
 
     @Test("oversized bodies are refused at the edge (E11, 413)")
     func bodyLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_MAX_BODY_BYTES": "1024"]) { s in
+        try await Stack.run(gatewayEnvironment: ["GATEWAY_MAX_PLAIN_BODY_BYTES": "1024"]) { s in
             let big = String(repeating: "a", count: 4096)
             let r = try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"\#(big)@example.com"}"#)
             #expect(r.status == .contentTooLarge && errorCode(r) == "E11")

@@ -108,7 +108,7 @@ struct NativeProtocolTests {
             let done = try await resumed.waitForOp("resumed")
             #expect(done["replayed"] as? Int == 6 && done["session_id"] as? String == session)
             let replayed = resumed.frames.filter { $0["op"] as? String == "dispatch" }
-            #expect(replayed.compactMap { $0["s"] as? Int } == Array(seq + 1...seq + 6))
+            #expect(replayed.compactMap { $0["s"] as? Int } == Array(seq + 1...seq + 6), "\(resumed.frames.map { "\($0["op"] ?? "-")/\($0["t"] ?? "-")" })")
             #expect(replayed.compactMap { (($0["d"] as? [String: Any])?["chat_id"] ?? ($0["d"] as? [String: Any])?["dm_id"]) as? String } == missed)
             // Live again, continuing the sequence.
             let after = id(jsonObject(try await s.send(.post, channelPath, a, json: #"{"content":"다시"}"#)), "chat_id")

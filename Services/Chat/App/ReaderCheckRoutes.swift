@@ -5,13 +5,15 @@ import PostgresNIO
 import ServiceKit
 
 /// `GET /internal/v1/conversations/{conversation}/readers/{user}`: 204 when the user may read the
-/// channel (a member) or the DM room (a participant still in its workspace), with header
-/// `Chatsuite-Conversation-Kind: channel|dm`, else 404; 400 for malformed ids. Asked by the
+/// channel (a member) or the DM room (a participant still in its workspace), with headers
+/// `Chatsuite-Conversation-Kind: channel|dm` and `Chatsuite-Conversation-Workspace: {id}`, else
+/// 404; 400 for malformed ids. Asked by the
 /// gateway before a credentialed Socket.IO client joins a namespace (docs/realtime.md) and before
 /// a native session subscribes to a conversation. Not under `/v1`, so the gateway's route table
 /// never forwards clients here.
 extension ChatAPI {
     static let conversationKindHeader = HTTPField.Name("Chatsuite-Conversation-Kind")!
+    static let conversationWorkspaceHeader = HTTPField.Name("Chatsuite-Conversation-Workspace")!
 
     func addReaderCheckRoutes(to router: Router<SuiteRequestContext>) {
         router.get("/internal/v1/conversations/:conversation/readers/:user") { _, context -> Response in
@@ -20,14 +22,17 @@ extension ChatAPI {
                 return Response(status: .badRequest)
             }
             let rows = try await postgres.query("""
-                SELECT 'channel' FROM channel_members WHERE channel_id = \(conversation) AND user_id = \(user)
+                SELECT 'channel', ch.workspace_id FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
+                WHERE cm.channel_id = \(conversation) AND cm.user_id = \(user)
                 UNION ALL
-                SELECT 'dm' FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
+                SELECT 'dm', r.workspace_id FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
                 WHERE r.id = \(conversation) AND \(user) IN (r.user_low, r.user_high)
                 LIMIT 1
                 """, logger: logger)
-            for try await kind in rows.decode(String.self) {
-                return Response(status: .noContent, headers: [Self.conversationKindHeader: kind])
+            for try await (kind, workspace) in rows.decode((String, UUID).self) {
+                return Response(status: .noContent, headers: [
+                    Self.conversationKindHeader: kind, Self.conversationWorkspaceHeader: workspace.uuidString.lowercased(),
+                ])
             }
             return Response(status: .notFound)
         }

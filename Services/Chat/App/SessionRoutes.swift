@@ -14,7 +14,9 @@ import ServiceKit
 ///   the messages after each cursor (epoch milliseconds, strictly after; per conversation the
 ///   times are strictly increasing, so a time is a position) of the conversations the user can
 ///   still read, oldest first overall. One line per message:
-///   `<t>\t<conversation id>\t<message id>\t<created ms>\t<JSON object>`; header
+///   `<t>\t<conversation id>\t<message id>\t<created ms>\t<JSON object>`, preceded by one
+///   `conversation.removed\t<conversation id>` line per asked conversation the user can no
+///   longer read (a resuming session must stop following it); header
 ///   `Chatsuite-Replay-More: true` when more than `limit` messages were found (the answer then
 ///   holds none: the client is too far behind to resume).
 extension ChatAPI {
@@ -77,6 +79,11 @@ extension ChatAPI {
                 )))
             }
         }
+        var out = ByteBuffer()
+        let readable = Set(conversations.map(\.id))
+        for id in ids where !readable.contains(id) {
+            out.writeString("conversation.removed\t\(id.uuidString.lowercased())\n")
+        }
         var found: [(message: StoredMessage, conversation: Conversation)] = []
         for conversation in conversations {
             for message in try await messages.history(conversation, after: wanted[conversation.id] ?? 0, c) {
@@ -85,7 +92,6 @@ extension ChatAPI {
             }
         }
         found.sort { ($0.message.createdAt, $0.message.id.uuid.lowercased) < ($1.message.createdAt, $1.message.id.uuid.lowercased) }
-        var out = ByteBuffer()
         for (message, conversation) in found {
             let type: String
             var json: ByteBuffer

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Metrics
+import NIOCore
 import ServiceKit
 import ServiceLifecycle
 import Synchronization
@@ -83,10 +84,11 @@ final class DeliveryConsumer: Service, Sendable {
             duplicates.increment()
             return
         }
-        let json = payload.jsonString
+        // Encoded once: every socket's queue shares these bytes.
+        let json = payload.jsonBuffer
         let sessions = server.registry.recipients(in: namespace)
         if !sessions.isEmpty {
-            let packet = SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: json)
+            let packet = OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: String(buffer: json))))
             for session in sessions where !session.send(packet) {
                 server.close(session, reason: "send queue full")
             }

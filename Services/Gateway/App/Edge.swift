@@ -23,8 +23,9 @@ struct Edge: Sendable {
         }
         guard addressLimiter.allow(context.clientAddress) else { throw APIError.tooManyRequests }
         guard let route = routes.match(method: request.method, path: request.uri.path) else { throw APIError.unknownRoute }
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > settings.maxBodyBytes {
-            throw APIError("E11", status: .contentTooLarge, detail: "body of \(length) bytes")
+        let bodyLimit = settings.bodyLimit(contentType: request.headers[.contentType])
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyLimit {
+            throw APIError.bodyTooLarge(limit: bodyLimit)
         }
         var userId: String?
         if !route.isPublic {
@@ -39,7 +40,9 @@ struct Edge: Sendable {
             if let userId, !userLimiter.allow(userId) { throw APIError.tooManyRequests }
         }
         guard let base = settings.upstreams[route.upstream] else { throw APIError.internalError }
-        return try await proxy.forward(request, to: base, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress)
+        return try await proxy.forward(
+            request, to: base, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress, bodyLimit: bodyLimit
+        )
     }
 }
 

@@ -13,7 +13,9 @@ final class GatewayInterest: Sendable {
 
     init(gatewayId: String, events: GatewayEventPublisher) {
         announce = { conversation, interested in
-            events.publish(GatewayEvents.InterestChanged(gatewayId: gatewayId, conversationId: conversation, interested: interested))
+            let change = GatewayEvents.InterestChanged(gatewayId: gatewayId, conversationId: conversation, interested: interested)
+            // A withdrawal is the key's last word: a tombstone follows it (compaction drops both).
+            if interested { events.publish(change) } else { events.publishFinal(change) }
         }
     }
 

@@ -26,19 +26,31 @@ public enum GatewayService {
         "gateway.address-burst": 600,
         // 5 files × 5 MB per message plus form overhead.
         "gateway.max-body-bytes": 27_262_976,
+        // JSON and form bodies: a message's text and a few fields; the services refuse more.
+        "gateway.max-plain-body-bytes": 1_048_576,
         "gateway.upstream-timeout-seconds": 60,
         // Socket.IO (docs/realtime.md). `gateway.id` defaults to the instance id.
         "gateway.socketio.ping-interval-ms": 25_000,
         "gateway.socketio.ping-timeout-ms": 20_000,
         "gateway.socketio.max-payload-bytes": 1_000_000,
         "gateway.socketio.max-queued-packets": 1_000,
+        "gateway.socketio.max-queued-bytes": 4_194_304,
         "gateway.socketio.anonymous": "true",
         "gateway.socketio.dedupe-window": 100_000,
+        "gateway.socketio.max-namespaces": 500,
+        // Real-time admission per client address (docs/realtime.md): handshakes and joins.
+        "gateway.realtime.handshake-rate-per-second": 20,
+        "gateway.realtime.handshake-burst": 200,
+        "gateway.realtime.join-rate-per-second": 100,
+        "gateway.realtime.join-burst": 1_000,
+        // A write to a WebSocket that does not finish within this drops the connection.
+        "gateway.realtime.write-timeout-ms": 10_000,
         // Native protocol (docs/native-gateway.md).
         "gateway.native.heartbeat-interval-ms": 41_250,
         "gateway.native.resume-window-seconds": 300,
         "gateway.native.max-frame-bytes": 65_536,
         "gateway.native.max-queued-frames": 2_000,
+        "gateway.native.max-queued-bytes": 4_194_304,
         "gateway.native.resume-marks": 1_000,
         "gateway.native.replay-limit": 1_000,
     ]
@@ -77,9 +89,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         responder: router.buildResponder(),
         server: .http1WebSocketUpgrade(
             configuration: .init(ws: .init(maxFrameSize: max(socketIO.maxPayloadBytes, native.maxFrameBytes), autoPing: .disabled)),
-            shouldUpgrade: { head, _, _ in
-                if case .upgrade(let headers, let handler) = nativeTransport.shouldUpgrade(head) { return .upgrade(headers, handler) }
-                return await socketIOTransport.shouldUpgrade(head)
+            shouldUpgrade: { head, channel, _ in
+                if case .upgrade(let headers, let handler) = nativeTransport.shouldUpgrade(head, channel: channel) { return .upgrade(headers, handler) }
+                return await socketIOTransport.shouldUpgrade(head, channel: channel)
             }
         )
     )
@@ -93,9 +105,10 @@ private func realtime(
     access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
     let gatewayId = socketIO.gatewayId
+    let admission = try RealtimeAdmission(platform.settings)
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
     let interest = GatewayInterest(gatewayId: gatewayId, events: publisher)
-    let server = SocketIOServer(settings: socketIO, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
+    let server = SocketIOServer(settings: socketIO, admission: admission, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
     let client = platform.kafkaClient
     let fetchWait = try platform.settings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)
@@ -108,10 +121,10 @@ private func realtime(
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
     platform.addGatedService { checkpoints }
-    platform.addGatedService { MembershipWatcher(native: native, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
+    platform.addGatedService { MembershipWatcher(native: native, socketIO: server, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     platform.addGatedService {
         DeliveryConsumer(server: server, native: native, client: client, gatewayId: gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
-    return (WebSocketTransport(server: server), NativeTransport(gateway: native))
+    return (WebSocketTransport(server: server), NativeTransport(gateway: native, admission: admission))
 }

@@ -13,7 +13,10 @@ struct GatewaySettings: Sendable {
     var userBurst: Double
     var addressRatePerSecond: Double
     var addressBurst: Double
+    /// Limit of a `multipart/form-data` body (files).
     var maxBodyBytes: Int
+    /// Limit of every other body (JSON, forms): no client sends more than a message's text.
+    var maxPlainBodyBytes: Int
     var upstreamTimeoutSeconds: Int
 
     init(_ settings: ServiceSettings) throws {
@@ -37,6 +40,15 @@ struct GatewaySettings: Sendable {
         addressRatePerSecond = Double(try settings.int("gateway.address-rate-per-second"))
         addressBurst = Double(try settings.int("gateway.address-burst"))
         maxBodyBytes = try settings.int("gateway.max-body-bytes")
+        maxPlainBodyBytes = try settings.int("gateway.max-plain-body-bytes")
         upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
+    }
+}
+
+extension GatewaySettings {
+    /// The byte limit of a request body with this content type.
+    func bodyLimit(contentType: String?) -> Int {
+        let isMultipart = contentType?.lowercased().hasPrefix("multipart/form-data") == true
+        return isMultipart ? maxBodyBytes : maxPlainBodyBytes
     }
 }

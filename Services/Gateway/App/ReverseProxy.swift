@@ -21,7 +21,11 @@ struct ReverseProxy: Sendable {
     /// Bodies (request and answer) up to this size are read whole before forwarding; larger ones stream.
     static let bufferedBodyLimit = 256 * 1024
 
-    func forward(_ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String) async throws -> Response {
+    /// Forwards `request` to `base`; `bodyLimit` bounds a streamed body (a chunked one has no
+    /// length the edge could check up front).
+    func forward(
+        _ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String, bodyLimit: Int
+    ) async throws -> Response {
         var query = ""
         if let q = request.uri.query, !q.isEmpty { query = "?" + q }
         var upstream = HTTPClientRequest(url: base + request.uri.path + query)
@@ -35,6 +39,7 @@ struct ReverseProxy: Sendable {
         if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }
         upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
         upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
+        var upload: UploadBody?
         if let length = request.headers[.contentLength].flatMap(Int64.init) {
             if length > 0 && length <= Int64(Self.bufferedBodyLimit) {
                 // Small bodies (JSON, forms) go upstream in one piece: cheaper than a stream, and
@@ -46,17 +51,23 @@ struct ReverseProxy: Sendable {
                 // (a refusal before reading it), AsyncHTTPClient ends the upload short and, with a
                 // declared length, fails the whole request (`bodyLengthMismatch`) before the
                 // answer reaches us. The gateway has already checked the length against its limit.
-                upstream.body = .stream(request.body, length: .unknown)
+                upload = UploadBody(request.body, limit: bodyLimit)
             }
         } else if request.headers[.transferEncoding] != nil {
-            upstream.body = .stream(request.body, length: .unknown)
+            upload = UploadBody(request.body, limit: bodyLimit)
         }
+        if let upload { upstream.body = .stream(upload, length: .unknown) }
         let response: HTTPClientResponse
         do {
             response = try await client.execute(upstream, timeout: timeout)
         } catch {
+            await upload?.release()
+            if upload?.exceededLimit == true { throw APIError.bodyTooLarge(limit: bodyLimit) }
             throw APIError.dependencyUnavailable("upstream \(base) failed: \(error)")
         }
+        // The answer is here; the upload must not read the client's body any more (UploadBody).
+        await upload?.release()
+        if upload?.exceededLimit == true { throw APIError.bodyTooLarge(limit: bodyLimit) }
         var headers = HTTPFields()
         for (name, value) in response.headers where !Self.hopByHop.contains(name.lowercased()) {
             if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }

@@ -45,12 +45,15 @@ extension GatewayEvents {
         public var kind: ChatEvents.Conversation.Kind
         public var createdAt: Date
         public var afterMessage: Bool
+        /// The conversation's workspace, when known (absent in checkpoints of earlier gateways).
+        public var workspaceId: UUID?
 
-        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, createdAt: Date, afterMessage: Bool) {
+        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, createdAt: Date, afterMessage: Bool, workspaceId: UUID? = nil) {
             self.conversationId = conversationId
             self.kind = kind
             self.createdAt = Timestamp.truncated(createdAt)
             self.afterMessage = afterMessage
+            self.workspaceId = workspaceId
         }
     }
 

@@ -1,7 +1,7 @@
 """A Socket.IO test client: joins namespaces and prints what happens as JSON lines.
 
 Runs with python-socketio 5 (Engine.IO v4) or 4.6 (Engine.IO v3), whichever the interpreter's
-venv holds. Lines: {"type":"connected"|"event"|"connect_error"|"connect_failed"|"ready"|"done", ...}.
+venv holds. Lines: {"type":"connected"|"event"|"connect_error"|"connect_failed"|"ready"|"disconnected"|"done", ...}.
 It stops when --stop-file exists (or after --seconds) and disconnects cleanly.
 """
 import argparse
@@ -57,8 +57,12 @@ def main():
         def on_error(*data, namespace=namespace):
             out(type="connect_error", namespace=namespace, data=list(data))
 
+        def on_disconnect(*reason, namespace=namespace):
+            out(type="disconnected", namespace=namespace)
+
         sio.on(event, on_event, namespace=namespace)
         sio.on("connect", on_connect, namespace=namespace)
+        sio.on("disconnect", on_disconnect, namespace=namespace)
         sio.on("connect_error", on_error, namespace=namespace)
 
     if args.changesocketid:

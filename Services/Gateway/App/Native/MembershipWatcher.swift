@@ -6,16 +6,19 @@ import ServiceKit
 import ServiceLifecycle
 
 /// Follows `workspace.v1` (every partition from its end, no consumer group: each gateway needs
-/// every event) so native sessions stop receiving a conversation as soon as their user may no
-/// longer read it: a channel left or deleted, a workspace left or deleted (with its DM rooms).
-/// Chat's own checks cover everything else (ready, subscribe and resume ask chat).
+/// every event) so native sessions and credentialed Socket.IO namespaces stop receiving a
+/// conversation as soon as their user may no longer read it: a channel left or deleted, a
+/// workspace left or deleted (with its DM rooms). Chat's own checks cover everything else
+/// (ready, subscribe, resume and namespace joins ask chat).
 final class MembershipWatcher: Service, Sendable {
     private let native: NativeGateway
+    private let socketIO: SocketIOServer
     private let configuration: KafkaConsumerConfiguration
     private let logger: Logger
 
-    init(native: NativeGateway, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
+    init(native: NativeGateway, socketIO: SocketIOServer, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
         self.native = native
+        self.socketIO = socketIO
         let partitions = (0..<Topic.workspace.partitions).map { TopicPartitionOffset(topic: Topic.workspace.name, partition: Int32($0), offset: .end) }
         var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
         configuration.client.clientId = "\(client.clientId)-membership"
@@ -34,18 +37,23 @@ final class MembershipWatcher: Service, Sendable {
         switch type {
         case WorkspaceEvents.ChannelMemberLeft.eventType:
             guard let event = try? EventCoding.decode(WorkspaceEvents.ChannelMemberLeft.self, from: value).data else { return }
-            native.revoke(user: event.userId, conversations: [event.channelId.uuid], roomsIn: nil)
+            revoke(user: event.userId, conversations: [event.channelId.uuid], roomsIn: nil)
         case WorkspaceEvents.MemberLeft.eventType:
             guard let event = try? EventCoding.decode(WorkspaceEvents.MemberLeft.self, from: value).data else { return }
-            native.revoke(user: event.userId, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
+            revoke(user: event.userId, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
         case WorkspaceEvents.ChannelDeleted.eventType:
             guard let event = try? EventCoding.decode(WorkspaceEvents.ChannelDeleted.self, from: value).data else { return }
-            native.revoke(user: nil, conversations: [event.channelId.uuid], roomsIn: nil)
+            revoke(user: nil, conversations: [event.channelId.uuid], roomsIn: nil)
         case WorkspaceEvents.WorkspaceDeleted.eventType:
             guard let event = try? EventCoding.decode(WorkspaceEvents.WorkspaceDeleted.self, from: value).data else { return }
-            native.revoke(user: nil, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
+            revoke(user: nil, conversations: event.channelIds.map(\.uuid), roomsIn: event.workspaceId.uuid)
         default:
             return
         }
+    }
+
+    private func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
+        native.revoke(user: user, conversations: conversations, roomsIn: workspace)
+        socketIO.revoke(user: user, conversations: conversations, roomsIn: workspace)
     }
 }

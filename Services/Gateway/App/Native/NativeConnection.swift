@@ -5,13 +5,13 @@ import Synchronization
 /// connections (a resume attaches a new one).
 final class NativeConnection: Sendable {
     enum Next: Sendable {
-        case frames([String])
+        case frames([OutboundText])
         /// Close with this WebSocket code and reason (after writing what was queued before it).
         case close(code: UInt16, reason: String)
     }
 
     private struct State: Sendable {
-        var outbox: [String] = []
+        var outbox: OutboundQueue
         var waiter: CheckedContinuation<Next, Never>?
         var closing: (code: UInt16, reason: String)?
         var closeTaken = false
@@ -20,34 +20,42 @@ final class NativeConnection: Sendable {
         /// An identify or resume is being answered (the reading task waits for chat meanwhile,
         /// so heartbeats are not read): not a zombie.
         var busy = false
+        /// When the writer started the write it is still in (nil when it is not writing).
+        var writeStarted: ContinuousClock.Instant?
     }
 
     let opened = ContinuousClock.now
-    private let maxQueuedFrames: Int
+    /// Closes the TCP connection at once (a client that stopped reading never takes a close frame).
+    private let abort: @Sendable () -> Void
     private let state: Mutex<State>
 
-    init(maxQueuedFrames: Int) {
-        self.maxQueuedFrames = maxQueuedFrames
-        state = Mutex(State(lastHeartbeat: .now))
+    init(maxQueuedFrames: Int, maxQueuedBytes: Int, abort: @escaping @Sendable () -> Void = {}) {
+        self.abort = abort
+        state = Mutex(State(outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedFrames), lastHeartbeat: .now))
     }
 
     /// Queues frames; false when the connection is closing or its queue is full.
     @discardableResult
     func send(_ frames: String...) -> Bool {
-        send(contentsOf: frames)
+        send(contentsOf: frames.map(OutboundText.init))
     }
 
-    func send(contentsOf frames: [String]) -> Bool {
-        let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Next, Never>?, [String]) in
+    func send(_ frame: OutboundText) -> Bool {
+        send(contentsOf: [frame])
+    }
+
+    func send(contentsOf frames: [OutboundText]) -> Bool {
+        let count = frames.byteCount
+        let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Next, Never>?, [OutboundText]) in
             guard state.closing == nil else { return (false, nil, []) }
+            guard state.outbox.accepts(frames, count: count) else { return (false, nil, []) }
             if let waiter = state.waiter {
                 state.waiter = nil
-                let batch = state.outbox + frames
-                state.outbox.removeAll(keepingCapacity: false)
+                let batch = state.outbox.take() + frames
+                state.outbox.handedOver(count: count)
                 return (true, waiter, batch)
             }
-            guard state.outbox.count + frames.count <= maxQueuedFrames else { return (false, nil, []) }
-            state.outbox.append(contentsOf: frames)
+            state.outbox.append(frames, count: count)
             return (true, nil, [])
         }
         waiter?.resume(returning: .frames(batch))
@@ -67,17 +75,31 @@ final class NativeConnection: Sendable {
         waiter?.resume(returning: .close(code: code, reason: reason))
     }
 
+    /// Closes with `code` without waiting for the queue: what is queued is dropped (the client
+    /// fell too far behind to ever read it).
+    func closeNow(code: UInt16, reason: String) {
+        let (waiter, writing) = state.withLock { state -> (CheckedContinuation<Next, Never>?, Bool) in
+            guard state.closing == nil else { return (nil, false) }
+            state.closing = (code, reason)
+            state.outbox.clear()
+            guard let waiter = state.waiter else { return (nil, state.writeStarted != nil) }
+            state.waiter = nil
+            state.closeTaken = true
+            return (waiter, false)
+        }
+        waiter?.resume(returning: .close(code: code, reason: reason))
+        // A writer in a write may wait on a client that never reads again: drop the connection
+        // (the close frame would queue behind that write forever).
+        if writing { abort() }
+    }
+
     var isClosing: Bool { state.withLock { $0.closing != nil } }
 
     /// The queued frames, or the close, or waits for either (one writer only).
     func next() async -> Next {
         await withCheckedContinuation { (continuation: CheckedContinuation<Next, Never>) in
             let immediate: Next? = state.withLock { state in
-                if !state.outbox.isEmpty {
-                    let batch = state.outbox
-                    state.outbox.removeAll(keepingCapacity: false)
-                    return .frames(batch)
-                }
+                if !state.outbox.isEmpty { return .frames(state.outbox.take()) }
                 if let closing = state.closing {
                     state.closeTaken = true
                     return .close(code: closing.code, reason: closing.reason)
@@ -87,6 +109,25 @@ final class NativeConnection: Sendable {
             }
             if let immediate { continuation.resume(returning: immediate) }
         }
+    }
+
+    /// The writer starts writing a batch.
+    func beginWrite() {
+        state.withLock { $0.writeStarted = .now }
+    }
+
+    /// One frame of the batch is written (its bytes no longer count against the queue's
+    /// bound): progress, the write timeout counts from here.
+    func wrote(bytes: Int) {
+        state.withLock { state in
+            state.writeStarted = .now
+            state.outbox.written(bytes)
+        }
+    }
+
+    /// The batch is done (or failed): the writer waits for more.
+    func endWrite() {
+        state.withLock { $0.writeStarted = nil }
     }
 
     func heartbeat() {
@@ -109,14 +150,25 @@ final class NativeConnection: Sendable {
         }
     }
 
-    enum Health: Sendable { case fine, notIdentified, zombie }
+    enum Health: Sendable { case fine, notIdentified, zombie, stalled }
 
-    /// Not identified within one interval, or no heartbeat for 1.5 intervals.
-    func health(now: ContinuousClock.Instant, interval: Duration) -> Health {
+    /// Not identified within one interval, no heartbeat for 1.5 intervals, or a writer that has
+    /// not written a frame within `writeTimeout` (the client stopped reading).
+    func health(now: ContinuousClock.Instant, interval: Duration, writeTimeout: Duration) -> Health {
         state.withLock { state in
+            if let started = state.writeStarted, now - started > writeTimeout { return .stalled }
             if state.closing != nil || state.busy { return .fine }
             if !state.identified { return now - opened > interval ? .notIdentified : .fine }
             return now - state.lastHeartbeat > interval * 1.5 ? .zombie : .fine
         }
+    }
+
+    /// Drops the TCP connection (its pending write fails and the writer ends).
+    func abortConnection() {
+        state.withLock { state in
+            state.closing = state.closing ?? (NativeClose.tooSlow, "write timed out")
+            state.outbox.clear()
+        }
+        abort()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// The frames of the native protocol (docs/native-gateway.md): written by hand around payloads
 /// that are already JSON (a message is encoded once and spliced into every session's dispatch);
@@ -10,6 +11,11 @@ enum NativeFrames {
 
     static func dispatch(type: String, seq: Int, json: String) -> String {
         #"{"op":"dispatch","t":"\#(type)","s":\#(seq),"d":\#(json)}"#
+    }
+
+    /// A dispatch around an already-encoded payload that other sessions share.
+    static func dispatch(type: String, seq: Int, json: ByteBuffer) -> OutboundText {
+        OutboundText(head: #"{"op":"dispatch","t":"\#(type)","s":\#(seq),"d":"#, shared: json, tail: "}")
     }
 
     static let heartbeatAck = #"{"op":"heartbeat_ack"}"#
@@ -65,6 +71,9 @@ enum NativeClose {
     static let rateLimited: UInt16 = 4008
     static let timedOut: UInt16 = 4009
     static let notMember = 4010
+    /// The client fell too far behind (its queue is over its byte bound, or a write to it timed
+    /// out): resume to catch up from history.
+    static let tooSlow: UInt16 = 4011
     static let goingAway: UInt16 = 1001
     static let messageTooLarge: UInt16 = 1009
 }

@@ -38,8 +38,8 @@ final class NativeGateway: Sendable {
     // MARK: connections
 
     /// A new WebSocket: registered for heartbeat checks, greeted with hello.
-    func open() -> NativeConnection {
-        let connection = NativeConnection(maxQueuedFrames: settings.maxQueuedFrames)
+    func open(abort: @escaping @Sendable () -> Void) -> NativeConnection {
+        let connection = NativeConnection(maxQueuedFrames: settings.maxQueuedFrames, maxQueuedBytes: settings.maxQueuedBytes, abort: abort)
         connections.withLock { $0[ObjectIdentifier(connection)] = connection }
         connection.send(NativeFrames.hello(heartbeatMilliseconds: settings.heartbeatIntervalMilliseconds))
         return connection
@@ -147,9 +147,15 @@ final class NativeGateway: Sendable {
             guard let replayed = try await access.replay(user: user, cursors: cursors, limit: settings.replayLimit) else {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
-            if !session.finishResume(replayed: replayed) {
+            // Access is checked again: the checkpoint may follow conversations the user left
+            // while detached (or while no gateway watched): they end here, live and replayed.
+            unfollow(session, replayed.removed.filter { session.kind(of: $0) != nil })
+            if !session.finishResume(replayed: replayed.messages, removed: replayed.removed) {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
+            // Claims the session: the gateway that held it before sees this checkpoint and, when
+            // its own copy expires, neither closes nor deletes a session that lives on here.
+            events.publish(session.checkpoint(gatewayId: gatewayId))
         } catch {
             logger.warning("native resume: chat's replay failed", metadata: ["error": "\(error)"])
             return refuse(connection, NativeClose.unknownError, "try again", session)
@@ -196,11 +202,11 @@ final class NativeGateway: Sendable {
     }
 
     private func subscribe(_ session: NativeSession, to conversation: UUID, connection: NativeConnection) async {
-        guard let kind = await access.mayRead(user: session.userId.description, conversation: conversation) else {
+        guard let readable = await access.mayRead(user: session.userId.description, conversation: conversation) else {
             connection.send(NativeFrames.error(code: NativeClose.notMember, message: "not a member of the conversation"))
             return
         }
-        if session.follow(conversation, kind: kind, from: Timestamp.milliseconds(Date())) {
+        if session.follow(conversation, kind: readable.kind, workspace: readable.workspaceId, from: Timestamp.milliseconds(Date())) {
             follow(session, [conversation])
         }
         connection.send(NativeFrames.subscribed(conversation))
@@ -214,21 +220,23 @@ final class NativeGateway: Sendable {
     // MARK: live dispatch
 
     /// A message from the delivery stream, to every session following its conversation.
-    func deliver(type: String, conversation: UUID, messageId: UUID, createdAt: Date, json: String) {
+    func deliver(type: String, conversation: UUID, messageId: UUID, createdAt: Date, json: ByteBuffer) {
         let event = NativeSession.Pending(
             type: type, conversationId: conversation, messageId: messageId, createdAtMilliseconds: Timestamp.milliseconds(createdAt), json: json
         )
         for session in followers(of: conversation) where !session.dispatch(event) {
-            session.connection?.close(code: NativeClose.unknownError, reason: "send queue full: resume")
+            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
         }
     }
 
     /// A typing event, to the followers of the conversation other than the typist.
     func deliverTyping(_ typing: GatewayEvents.TypingStarted) {
         let json = NativeFrames.typing(conversation: typing.conversationId, user: typing.userId.description, kind: typing.kind.rawValue)
-        let event = NativeSession.Pending(type: "typing", conversationId: typing.conversationId, messageId: nil, createdAtMilliseconds: 0, json: json)
+        let event = NativeSession.Pending(
+            type: "typing", conversationId: typing.conversationId, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json)
+        )
         for session in followers(of: typing.conversationId) where session.userId != typing.userId && !session.dispatch(event) {
-            session.connection?.close(code: NativeClose.unknownError, reason: "send queue full: resume")
+            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
         }
     }
 
@@ -277,8 +285,9 @@ final class NativeGateway: Sendable {
     /// detached for longer than the resume window (run by `NativeHeartbeat` every second).
     func sweep(now: ContinuousClock.Instant) {
         for connection in connections.withLock({ Array($0.values) }) {
-            switch connection.health(now: now, interval: settings.heartbeatInterval) {
+            switch connection.health(now: now, interval: settings.heartbeatInterval, writeTimeout: settings.writeTimeout) {
             case .fine: break
+            case .stalled: connection.abortConnection()
             case .notIdentified: connection.close(code: NativeClose.notIdentified, reason: "not identified in time")
             case .zombie: connection.close(code: NativeClose.timedOut, reason: "no heartbeat")
             }
@@ -292,7 +301,9 @@ final class NativeGateway: Sendable {
         guard let conversations = session.end() else { return }
         sessions.withLock { _ = $0.removeValue(forKey: session.id) }
         unfollow(session, conversations)
-        events.publish(GatewayEvents.SessionClosed(sessionId: session.id, gatewayId: gatewayId, userId: session.userId, closedAt: Date()))
+        // Resumed on another gateway since: that one owns it now (and its key on the topic).
+        if let latest = checkpoints.checkpoint(session.id), latest.gatewayId != gatewayId { return }
+        events.publishFinal(GatewayEvents.SessionClosed(sessionId: session.id, gatewayId: gatewayId, userId: session.userId, closedAt: Date()))
     }
 
     /// Shutdown: every attached session is checkpointed (so it resumes on another gateway or

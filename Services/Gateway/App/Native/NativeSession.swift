@@ -1,5 +1,6 @@
 import Events
 import Foundation
+import NIOCore
 import Synchronization
 
 /// One native session (docs/native-gateway.md): its user, conversations, sequence numbers and
@@ -34,7 +35,8 @@ final class NativeSession: Sendable {
         var conversationId: UUID
         var messageId: UUID?
         var createdAtMilliseconds: Int64
-        var json: String
+        /// The payload, encoded once and shared by every session it is dispatched to.
+        var json: ByteBuffer
     }
 
     private struct State: Sendable {
@@ -82,10 +84,15 @@ final class NativeSession: Sendable {
             state.marks.removeAll { $0.conversationId == conversation }
             state.pending.removeAll { $0.conversationId == conversation }
             guard let connection = state.connection, !state.resuming else { return true }
-            let json = #"{"conversation_id":"\#(conversation.uuidString.lowercased())"}"#
-            _ = connection.send(Self.record(Pending(type: "conversation.removed", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0, json: json), in: &state, maxMarks: maxMarks))
+            _ = connection.send(Self.record(Self.removal(of: conversation), in: &state, maxMarks: maxMarks))
             return true
         }
+    }
+
+    /// The `conversation.removed` dispatch.
+    private static func removal(of conversation: UUID) -> Pending {
+        let json = #"{"conversation_id":"\#(conversation.uuidString.lowercased())"}"#
+        return Pending(type: "conversation.removed", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json))
     }
 
     /// The DM rooms followed in a workspace.
@@ -165,7 +172,7 @@ final class NativeSession: Sendable {
     }
 
     /// The next sequence number and its frame; a message also moves its conversation's marks.
-    private static func record(_ event: Pending, in state: inout State, maxMarks: Int) -> String {
+    private static func record(_ event: Pending, in state: inout State, maxMarks: Int) -> OutboundText {
         state.seq += 1
         if let messageId = event.messageId, state.conversations[event.conversationId] != nil {
             state.marks.append(Mark(seq: state.seq, conversationId: event.conversationId, createdAtMilliseconds: event.createdAtMilliseconds, messageId: messageId))
@@ -222,23 +229,29 @@ final class NativeSession: Sendable {
         }
     }
 
-    /// Dispatches the replayed messages, then `resumed`, then the live events that arrived
+    /// Stops following the conversations the user can no longer read (`conversation.removed`
+    /// each), dispatches the replayed messages, then `resumed`, then the live events that arrived
     /// meanwhile (those the replay did not already contain). False when the queue overflowed.
-    func finishResume(replayed: [ConversationAccess.ReplayedMessage]) -> Bool {
+    func finishResume(replayed: [ConversationAccess.ReplayedMessage], removed: [UUID]) -> Bool {
         state.withLock { state in
             guard !state.ended, let connection = state.connection, state.resuming else { return true }
-            var frames: [String] = []
-            frames.reserveCapacity(replayed.count + state.pending.count + 1)
+            var frames: [OutboundText] = []
+            frames.reserveCapacity(removed.count + replayed.count + state.pending.count + 1)
+            for conversation in removed where state.conversations.removeValue(forKey: conversation) != nil {
+                state.marks.removeAll { $0.conversationId == conversation }
+                state.pending.removeAll { $0.conversationId == conversation }
+                frames.append(Self.record(Self.removal(of: conversation), in: &state, maxMarks: maxMarks))
+            }
             var seen = Set<UUID>()
             for message in replayed {
                 seen.insert(message.messageId)
                 frames.append(Self.record(
                     Pending(type: message.type, conversationId: message.conversationId, messageId: message.messageId,
-                            createdAtMilliseconds: message.createdAtMilliseconds, json: message.json),
+                            createdAtMilliseconds: message.createdAtMilliseconds, json: ByteBuffer(string: message.json)),
                     in: &state, maxMarks: maxMarks
                 ))
             }
-            frames.append(NativeFrames.resumed(sessionId: id, replayed: replayed.count))
+            frames.append(OutboundText(NativeFrames.resumed(sessionId: id, replayed: replayed.count)))
             for event in state.pending where event.messageId.map({ !seen.contains($0) }) ?? true {
                 frames.append(Self.record(event, in: &state, maxMarks: maxMarks))
             }
@@ -257,7 +270,7 @@ final class NativeSession: Sendable {
                 conversations: state.conversations.map { id, conversation in
                     GatewayEvents.ConversationCursor(
                         conversationId: id, kind: conversation.kind, createdAt: Date(milliseconds: conversation.cursorMilliseconds),
-                        afterMessage: conversation.cursorIsMessage
+                        afterMessage: conversation.cursorIsMessage, workspaceId: conversation.workspaceId
                     )
                 },
                 marks: state.marks.map {
@@ -276,7 +289,8 @@ final class NativeSession: Sendable {
             state.baseSeq = checkpoint.baseSeq
             for cursor in checkpoint.conversations {
                 state.conversations[cursor.conversationId] = Conversation(
-                    kind: cursor.kind, cursorMilliseconds: Timestamp.milliseconds(cursor.createdAt), cursorIsMessage: cursor.afterMessage
+                    kind: cursor.kind, workspaceId: cursor.workspaceId, cursorMilliseconds: Timestamp.milliseconds(cursor.createdAt),
+                    cursorIsMessage: cursor.afterMessage
                 )
             }
             state.marks = checkpoint.marks.map {

@@ -13,28 +13,43 @@ struct NativeTransport: Sendable {
     typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     static let path = "/v1/gateway"
     let gateway: NativeGateway
+    let admission: RealtimeAdmission
 
-    func shouldUpgrade(_ head: HTTPRequest) -> ShouldUpgradeResult<Handler> {
+    func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) -> ShouldUpgradeResult<Handler> {
         let uri = URI(head.path ?? "")
         guard uri.path == Self.path || uri.path == Self.path + "/" else { return .dontUpgrade }
+        guard admission.allowHandshake(from: channel.remoteAddress?.ipAddress ?? "unknown") else {
+            // Upgraded only to say why, in the protocol's own terms.
+            return .upgrade([:]) { _, outbound, _ in
+                try? await outbound.close(.init(codeNumber: Int(NativeClose.rateLimited)), reason: "too many connections from this address")
+            }
+        }
         return .upgrade([:]) { inbound, outbound, _ in
-            await serve(inbound: inbound, outbound: outbound)
+            await serve(inbound: inbound, outbound: outbound, channel: channel)
         }
     }
 
-    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         let gateway = self.gateway
-        let connection = gateway.open()
+        let connection = gateway.open(abort: { channel.close(promise: nil) })
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 writing: while true {
                     switch await connection.next() {
                     case .frames(let frames):
+                        // Timed by the heartbeat sweep: a write that does not finish in time
+                        // (the client stopped reading) aborts the connection, which ends it.
+                        connection.beginWrite()
                         do {
-                            for frame in frames { try await outbound.write(.text(frame)) }
+                            for frame in frames {
+                                try await frame.write(to: outbound)
+                                connection.wrote(bytes: frame.byteCount)
+                            }
                         } catch {
+                            connection.endWrite()
                             break writing
                         }
+                        connection.endWrite()
                     case .close(let code, let reason):
                         try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
                         break writing

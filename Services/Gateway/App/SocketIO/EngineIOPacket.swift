@@ -52,13 +52,15 @@ struct EngineIOPacket: Sendable, Equatable {
 /// Engine.IO errors answered to HTTP requests, with the reference server's codes and messages.
 enum EngineIOError: Error, Sendable {
     case unknownTransport, unknownSession, badHandshakeMethod, badRequest, forbidden, unsupportedVersion
+    /// The address opened too many sessions (the gateway's own; answered with HTTP 429).
+    case tooManyRequests
 
     var code: Int {
         switch self {
         case .unknownTransport: 0
         case .unknownSession: 1
         case .badHandshakeMethod: 2
-        case .badRequest: 3
+        case .badRequest, .tooManyRequests: 3
         case .forbidden: 4
         case .unsupportedVersion: 5
         }
@@ -72,6 +74,7 @@ enum EngineIOError: Error, Sendable {
         case .badRequest: "Bad request"
         case .forbidden: "Forbidden"
         case .unsupportedVersion: "Unsupported protocol version"
+        case .tooManyRequests: "Too many requests"
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// One Engine.IO session (one client connection, whatever its transport), with its Socket.IO
@@ -9,35 +10,56 @@ final class EngineSession: Sendable {
     enum Transport: Sendable { case polling, upgrading, websocket }
 
     /// Why `next()` returned no packets.
-    enum Wait: Sendable { case packets([String]), closed, busy }
+    enum Wait: Sendable { case packets([OutboundText]), closed, busy }
 
     private struct State: Sendable {
-        var outbox: [String] = []
+        var outbox: OutboundQueue
         var waiter: CheckedContinuation<Wait, Never>?
+        /// When the WebSocket writer started the write it is still in.
+        var writeStarted: ContinuousClock.Instant?
+        /// Drops the WebSocket's TCP connection (set once the session is on a WebSocket).
+        var abort: (@Sendable () -> Void)?
+        /// Whether the session ended because the client fell too far behind.
+        var tooSlow = false
         var transport: Transport
         var closed = false
         var lastInbound: ContinuousClock.Instant
         var lastPing: ContinuousClock.Instant
-        var namespaces: [ConversationNamespace] = []
+        var namespaces: [Joined] = []
         var defaultNamespaceConnected = false
         /// The uid the study app sends with `changesocketid` on the default namespace.
         var announcedUserId: String?
+    }
+
+    /// A conversation namespace the client joined, and who it joined as (when known).
+    struct Joined: Sendable {
+        var namespace: ConversationNamespace
+        /// The verified user (handshake or connect credentials); nil for an anonymous join.
+        var userId: String?
+        /// The conversation's workspace (from chat's reader check; nil for an anonymous join).
+        var workspaceId: UUID?
     }
 
     let id: String
     let version: EngineIOVersion
     /// The user of a verified `Authorization` header on the handshake, if any.
     let userId: String?
-    private let maxQueuedPackets: Int
+    /// The client's address (the join limit's key).
+    let clientAddress: String
     private let state: Mutex<State>
 
-    init(id: String, version: EngineIOVersion, transport: Transport, userId: String?, maxQueuedPackets: Int) {
+    init(
+        id: String, version: EngineIOVersion, transport: Transport, userId: String?, clientAddress: String, maxQueuedPackets: Int,
+        maxQueuedBytes: Int
+    ) {
         self.id = id
         self.version = version
         self.userId = userId
-        self.maxQueuedPackets = maxQueuedPackets
+        self.clientAddress = clientAddress
         let now = ContinuousClock.now
-        state = Mutex(State(transport: transport, lastInbound: now, lastPing: now))
+        state = Mutex(State(
+            outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedPackets), transport: transport, lastInbound: now, lastPing: now
+        ))
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -47,25 +69,84 @@ final class EngineSession: Sendable {
     /// client that does not read: the caller closes the session rather than buffer without bound).
     @discardableResult
     func send(_ packets: String...) -> Bool {
-        send(contentsOf: packets)
+        send(contentsOf: packets.map(OutboundText.init))
     }
 
-    func send(contentsOf packets: [String]) -> Bool {
-        let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Wait, Never>?, [String]) in
+    /// Queues one packet (shared by every session it goes to).
+    func send(_ packet: OutboundText) -> Bool {
+        send(contentsOf: [packet])
+    }
+
+    func send(contentsOf packets: [OutboundText]) -> Bool {
+        let count = packets.byteCount
+        let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Wait, Never>?, [OutboundText]) in
             guard !state.closed else { return (false, nil, []) }
+            guard state.outbox.accepts(packets, count: count) else {
+                state.tooSlow = true
+                return (false, nil, [])
+            }
             if let waiter = state.waiter {
                 state.waiter = nil
-                let batch = state.outbox + packets
-                state.outbox.removeAll(keepingCapacity: false)
+                let batch = state.outbox.take() + packets
+                state.outbox.handedOver(count: count)
                 return (true, waiter, batch)
             }
-            guard state.outbox.count + packets.count <= maxQueuedPackets else { return (false, nil, []) }
-            state.outbox.append(contentsOf: packets)
+            state.outbox.append(packets, count: count)
             return (true, nil, [])
         }
         waiter?.resume(returning: .packets(batch))
         return accepted
     }
+
+    /// The writer (or a poll's answer) delivered `bytes`: they no longer count against the bound.
+    func written(bytes: Int) {
+        state.withLock { $0.outbox.written(bytes) }
+    }
+
+    /// The WebSocket writer starts writing a batch.
+    func beginWrite() {
+        state.withLock { $0.writeStarted = .now }
+    }
+
+    /// One packet of the batch is written: progress (the write timeout counts from here).
+    func wrote(bytes: Int) {
+        state.withLock { state in
+            state.writeStarted = .now
+            state.outbox.written(bytes)
+        }
+    }
+
+    /// The batch is done (or failed): the writer waits for more.
+    func endWrite() {
+        state.withLock { $0.writeStarted = nil }
+    }
+
+    /// The session is on a WebSocket: `abort` drops its connection.
+    func attach(abort: @escaping @Sendable () -> Void) {
+        state.withLock { $0.abort = abort }
+    }
+
+    /// Drops the WebSocket when the writer made no progress (no packet written) within
+    /// `timeout`; true when it did.
+    func abortIfStalled(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
+        let abort = state.withLock { state -> (@Sendable () -> Void)? in
+            guard let started = state.writeStarted, now - started > timeout else { return nil }
+            state.tooSlow = true
+            return state.abort
+        }
+        abort?()
+        return abort != nil
+    }
+
+    /// Drops the WebSocket if its writer is in a write (a client too far behind may never read
+    /// again: its close frame would wait behind that write forever).
+    func abortIfWriting() {
+        let abort = state.withLock { $0.writeStarted != nil ? $0.abort : nil }
+        abort?()
+    }
+
+    /// Whether the session ended (or is ending) because the client fell too far behind.
+    var isTooSlow: Bool { state.withLock { $0.tooSlow } }
 
     /// The queued packets, or waits for some. A poll while the session upgrades is answered at
     /// once (a noop when nothing is queued) so the client can finish the upgrade. A second
@@ -78,12 +159,8 @@ final class EngineSession: Sendable {
                     state.lastInbound = .now
                     if state.transport == .websocket { return .busy }
                 }
-                if !state.outbox.isEmpty {
-                    let batch = state.outbox
-                    state.outbox.removeAll(keepingCapacity: false)
-                    return .packets(batch)
-                }
-                if poll && state.transport == .upgrading { return .packets([EngineIOPacket.encode(.noop)]) }
+                if !state.outbox.isEmpty { return .packets(state.outbox.take()) }
+                if poll && state.transport == .upgrading { return .packets([OutboundText(EngineIOPacket.encode(.noop))]) }
                 if state.waiter != nil { return .busy }
                 state.waiter = continuation
                 return nil
@@ -101,7 +178,7 @@ final class EngineSession: Sendable {
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume(returning: .packets([EngineIOPacket.encode(.noop)]))
+        waiter?.resume(returning: .packets([OutboundText(EngineIOPacket.encode(.noop))]))
     }
 
     /// The client sent `upgrade`: from now on the WebSocket carries everything.
@@ -111,7 +188,7 @@ final class EngineSession: Sendable {
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume(returning: .packets([EngineIOPacket.encode(.noop)]))
+        waiter?.resume(returning: .packets([OutboundText(EngineIOPacket.encode(.noop))]))
     }
 
     /// Marks the session closed and wakes its reader. True only for the call that closed it.
@@ -119,7 +196,7 @@ final class EngineSession: Sendable {
         let (closedNow, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Wait, Never>?) in
             guard !state.closed else { return (false, nil) }
             state.closed = true
-            state.outbox.removeAll(keepingCapacity: false)
+            state.outbox.clear()
             defer { state.waiter = nil }
             return (true, state.waiter)
         }
@@ -150,10 +227,10 @@ final class EngineSession: Sendable {
     // MARK: namespaces
 
     /// Records a namespace; false when it was already connected.
-    func connect(_ namespace: ConversationNamespace) -> Bool {
+    func connect(_ joined: Joined) -> Bool {
         state.withLock { state in
-            guard !state.closed, !state.namespaces.contains(namespace) else { return false }
-            state.namespaces.append(namespace)
+            guard !state.closed, !state.namespaces.contains(where: { $0.namespace == joined.namespace }) else { return false }
+            state.namespaces.append(joined)
             return true
         }
     }
@@ -161,17 +238,35 @@ final class EngineSession: Sendable {
     /// Forgets a namespace; false when it was not connected.
     func disconnect(_ namespace: ConversationNamespace) -> Bool {
         state.withLock { state in
-            guard let index = state.namespaces.firstIndex(of: namespace) else { return false }
+            guard let index = state.namespaces.firstIndex(where: { $0.namespace == namespace }) else { return false }
             state.namespaces.remove(at: index)
             return true
         }
     }
 
+    var namespaceCount: Int { state.withLock { $0.namespaces.count } }
+
     /// The namespaces still connected (emptied; used when the session ends).
     func takeNamespaces() -> [ConversationNamespace] {
         state.withLock { state in
             defer { state.namespaces = [] }
-            return state.namespaces
+            return state.namespaces.map(\.namespace)
+        }
+    }
+
+    /// Forgets and returns the namespaces that `user` (everyone's when nil, anonymous joins
+    /// included) may no longer read: those of `conversations`, and the DM rooms in `workspace`.
+    func revoke(user: String?, conversations: Set<UUID>, roomsIn workspace: UUID?) -> [ConversationNamespace] {
+        state.withLock { state in
+            var revoked: [ConversationNamespace] = []
+            state.namespaces.removeAll { joined in
+                guard user == nil || joined.userId == user else { return false }
+                var ends = conversations.contains(joined.namespace.conversationId)
+                if case .dm = joined.namespace, let workspace, joined.workspaceId == workspace { ends = true }
+                if ends { revoked.append(joined.namespace) }
+                return ends
+            }
+            return revoked
         }
     }
 

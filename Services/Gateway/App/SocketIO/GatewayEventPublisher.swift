@@ -39,6 +39,14 @@ final class GatewayEventPublisher: Service, Sendable {
         }
     }
 
+    /// Deletes `payload`'s key from its compacted topic (after `payload` itself, which is
+    /// published first): compaction then drops every record of the key, so the topic — and what
+    /// every reader loads at start — holds only live sessions and interest, not their history.
+    func publishFinal<P: EventPayload>(_ payload: P) {
+        publish(payload)
+        continuation.yield(KafkaProducerMessage(topic: P.topic.name, key: payload.subject, value: nil, headers: []))
+    }
+
     func run() async throws {
         await cancelWhenGracefulShutdown {
             for await message in self.stream {

@@ -1,7 +1,8 @@
 import ServiceLifecycle
 
 /// One loop for every session's heartbeat (no task per socket): Engine.IO v4 sessions get a ping
-/// every ping interval; a session that sent nothing for interval + timeout is closed.
+/// every ping interval; a session that sent nothing for interval + timeout is closed; a
+/// WebSocket write that does not finish within the write timeout drops the connection.
 struct SocketIOHeartbeat: Service {
     let server: SocketIOServer
 
@@ -14,6 +15,10 @@ struct SocketIOHeartbeat: Service {
                 try await Task.sleep(for: tick)
                 let now = ContinuousClock.now
                 for session in server.allSessions {
+                    if session.abortIfStalled(now: now, timeout: server.settings.writeTimeout) {
+                        server.close(session, reason: "write timed out")
+                        continue
+                    }
                     switch session.heartbeat(now: now, interval: interval, timeout: timeout) {
                     case .none: break
                     case .ping:

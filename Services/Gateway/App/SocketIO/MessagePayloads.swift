@@ -40,10 +40,3 @@ private func writeCommon(
     json.member("parent_id", parentId)
     if let mentions, !mentions.isEmpty { json.member("mentions", ids: mentions) }
 }
-
-extension JSONWritable {
-    /// The value as a JSON string (for a Socket.IO packet).
-    var jsonString: String {
-        String(buffer: jsonBuffer)
-    }
-}

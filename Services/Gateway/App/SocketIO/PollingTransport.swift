@@ -11,11 +11,11 @@ struct PollingTransport: Sendable {
 
     func addRoutes(to router: Router<GatewayRequestContext>) {
         // Matches `/socket.io/` too (the router ignores a trailing slash).
-        router.get("/socket.io") { request, _ in await handle(request) }
-        router.post("/socket.io") { request, _ in await handle(request) }
+        router.get("/socket.io") { request, context in await handle(request, clientAddress: context.clientAddress) }
+        router.post("/socket.io") { request, context in await handle(request, clientAddress: context.clientAddress) }
     }
 
-    func handle(_ request: Request) async -> Response {
+    func handle(_ request: Request, clientAddress: String) async -> Response {
         let query = request.uri.queryParameters
         guard let version = EngineIOVersion(query: query["EIO"].map(String.init)) else { return Self.error(.unsupportedVersion) }
         switch query["transport"].map(String.init) {
@@ -29,10 +29,11 @@ struct PollingTransport: Sendable {
         }
         guard let sid = query["sid"] else {
             guard request.method == .get else { return Self.error(.badHandshakeMethod) }
+            guard server.admission.allowHandshake(from: clientAddress) else { return Self.error(.tooManyRequests) }
             switch await server.authenticate(authorization: request.headers[.authorization]) {
             case .failure(let error): return Self.error(error)
             case .success(let userId):
-                let (_, packets) = server.open(version: version, transport: .polling, userId: userId)
+                let (_, packets) = server.open(version: version, transport: .polling, userId: userId, clientAddress: clientAddress)
                 return Self.payload(packets, version: version)
             }
         }
@@ -41,7 +42,9 @@ struct PollingTransport: Sendable {
             return await post(request, session)
         }
         switch await session.next(poll: true) {
-        case .packets(let packets): return Self.payload(packets, version: version)
+        case .packets(let packets):
+            session.written(bytes: packets.byteCount)
+            return Self.payload(packets.map(\.text), version: version)
         case .closed: return Self.payload([EngineIOPacket.encode(.close)], version: version)
         case .busy:
             // Two polls at once (or a poll after the upgrade): the reference server ends the session.
@@ -78,6 +81,11 @@ struct PollingTransport: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         let body = #"{"code":\#(error.code),"message":"\#(error.message)"}"#
-        return Response(status: error == .forbidden ? .forbidden : .badRequest, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        let status: HTTPResponse.Status = switch error {
+        case .forbidden: .forbidden
+        case .tooManyRequests: .tooManyRequests
+        default: .badRequest
+        }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 }

@@ -10,6 +10,7 @@ import Synchronization
 final class SocketIOServer: Sendable {
     let settings: SocketIOSettings
     let registry: SocketIORegistry
+    let admission: RealtimeAdmission
     private let events: GatewayEventPublisher
     private let verifier: AccessTokenVerifier
     private let access: ConversationAccess
@@ -17,10 +18,11 @@ final class SocketIOServer: Sendable {
     private let sessions = Mutex<[String: EngineSession]>([:])
 
     init(
-        settings: SocketIOSettings, events: GatewayEventPublisher, interest: GatewayInterest, verifier: AccessTokenVerifier,
-        access: ConversationAccess, logger: Logger
+        settings: SocketIOSettings, admission: RealtimeAdmission, events: GatewayEventPublisher, interest: GatewayInterest,
+        verifier: AccessTokenVerifier, access: ConversationAccess, logger: Logger
     ) {
         self.settings = settings
+        self.admission = admission
         self.events = events
         self.verifier = verifier
         self.access = access
@@ -48,9 +50,10 @@ final class SocketIOServer: Sendable {
 
     /// Opens a session and returns it with the packets that start it: the open packet and, for
     /// Engine.IO v3 (Socket.IO 2), the implicit connection of the default namespace.
-    func open(version: EngineIOVersion, transport: EngineSession.Transport, userId: String?) -> (EngineSession, [String]) {
+    func open(version: EngineIOVersion, transport: EngineSession.Transport, userId: String?, clientAddress: String) -> (EngineSession, [String]) {
         let session = EngineSession(
-            id: Self.randomId(), version: version, transport: transport, userId: userId, maxQueuedPackets: settings.maxQueuedPackets
+            id: Self.randomId(), version: version, transport: transport, userId: userId, clientAddress: clientAddress,
+            maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes
         )
         sessions.withLock { $0[session.id] = session }
         events.publish(GatewayEvents.SessionOpened(
@@ -75,8 +78,14 @@ final class SocketIOServer: Sendable {
         for namespace in session.takeNamespaces() {
             registry.unsubscribe(namespace, session)
         }
-        logger.debug("socket.io session closed", metadata: ["socketio.session": "\(session.id)", "socketio.reason": "\(reason)"])
-        events.publish(GatewayEvents.SessionClosed(
+        if session.isTooSlow {
+            session.abortIfWriting()
+            // Operators want to see these: a client dropped for not reading (or a bound set too low).
+            logger.warning("socket.io client dropped: too far behind", metadata: ["socketio.session": "\(session.id)", "socketio.reason": "\(reason)"])
+        } else {
+            logger.debug("socket.io session closed", metadata: ["socketio.session": "\(session.id)", "socketio.reason": "\(reason)"])
+        }
+        events.publishFinal(GatewayEvents.SessionClosed(
             sessionId: session.id, gatewayId: settings.gatewayId, userId: session.userId.flatMap(UserID.init), closedAt: Date()
         ))
     }
@@ -148,6 +157,10 @@ final class SocketIOServer: Sendable {
         guard let namespace = ConversationNamespace(packet.namespace), namespace.name == packet.namespace else {
             return refuse(packet.namespace, "Invalid namespace", session)
         }
+        // Each first join holds interest (a Kafka record) and may ask chat: bounded per session
+        // and per address before anything else happens.
+        guard session.namespaceCount < admission.maxNamespacesPerSession else { return refuse(packet.namespace, "Too many namespaces", session) }
+        guard admission.allowJoin(from: session.clientAddress) else { return refuse(packet.namespace, "Too many requests", session) }
         // Credentials are optional (the existing clients send none); presented ones must verify
         // and their user must be able to read the conversation.
         var user = session.userId
@@ -155,17 +168,44 @@ final class SocketIOServer: Sendable {
             guard let claims = try? await verifier.verify(token) else { return refuse(packet.namespace, "Not authorized", session) }
             user = claims.userId
         }
+        var joined = EngineSession.Joined(namespace: namespace, userId: user)
         if let user {
-            guard await access.mayRead(user: user, conversation: namespace.conversationId) != nil else {
+            guard let readable = await access.mayRead(user: user, conversation: namespace.conversationId) else {
                 return refuse(packet.namespace, "Not authorized", session)
             }
+            joined.workspaceId = readable.workspaceId
         } else if !settings.anonymous {
             return refuse(packet.namespace, "Not authorized", session)
         }
-        if session.connect(namespace) {
+        if session.connect(joined) {
             registry.subscribe(namespace, session)
         }
         return session.send(SocketIOEncoder.connected(namespace.name, socketId: Self.randomId(), version: version)) || fail(session, "send queue full")
+    }
+
+    // MARK: membership changes
+
+    /// Someone may no longer read conversations (they left a channel or a workspace, or it was
+    /// deleted): the namespaces that `user` joined with credentials (everyone's, anonymous joins
+    /// included, when nil) for those conversations — and its DM rooms in `workspace` — end with a
+    /// Socket.IO disconnect packet. Anonymous joins carry no user, so only deletions reach them.
+    func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
+        var candidates: [String: EngineSession] = [:]
+        for conversation in conversations {
+            for session in registry.recipients(in: .channel(conversation)) + registry.recipients(in: .dm(conversation)) {
+                candidates[session.id] = session
+            }
+        }
+        if workspace != nil {
+            for session in allSessions { candidates[session.id] = session }
+        }
+        let ids = Set(conversations)
+        for session in candidates.values {
+            for namespace in session.revoke(user: user?.description, conversations: ids, roomsIn: workspace) {
+                registry.unsubscribe(namespace, session)
+                if !session.send(SocketIOEncoder.disconnect(namespace.name)) { close(session, reason: "send queue full") }
+            }
+        }
     }
 
     private func refuse(_ namespace: String, _ message: String, _ session: EngineSession) -> Bool {

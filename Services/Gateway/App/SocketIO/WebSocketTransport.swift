@@ -15,7 +15,8 @@ struct WebSocketTransport: Sendable {
     typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     let server: SocketIOServer
 
-    func shouldUpgrade(_ head: HTTPRequest) async -> ShouldUpgradeResult<Handler> {
+    func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) async -> ShouldUpgradeResult<Handler> {
+        let clientAddress = channel.remoteAddress?.ipAddress ?? "unknown"
         let uri = URI(head.path ?? "")
         let query = uri.queryParameters
         guard uri.path == "/socket.io" || uri.path == "/socket.io/", query["transport"] == "websocket",
@@ -25,12 +26,16 @@ struct WebSocketTransport: Sendable {
         if let sid = query["sid"] {
             guard let session = server.session(String(sid)), session.version == version, session.transport == .polling else { return .dontUpgrade }
             return .upgrade([:]) { inbound, outbound, _ in
+                session.attach(abort: { channel.close(promise: nil) })
                 await upgrade(session, inbound: inbound, outbound: outbound)
             }
         }
+        // A refused handshake falls through to the polling routes, which answer it with an error.
+        guard server.admission.allowHandshake(from: clientAddress) else { return .dontUpgrade }
         guard case .success(let userId) = await server.authenticate(authorization: head.headerFields[.authorization]) else { return .dontUpgrade }
         return .upgrade([:]) { inbound, outbound, _ in
-            let (session, packets) = server.open(version: version, transport: .websocket, userId: userId)
+            let (session, packets) = server.open(version: version, transport: .websocket, userId: userId, clientAddress: clientAddress)
+            session.attach(abort: { channel.close(promise: nil) })
             var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
             await serve(session, messages: &messages, outbound: outbound, first: packets)
         }
@@ -72,12 +77,24 @@ struct WebSocketTransport: Sendable {
                 do {
                     for packet in first { try await outbound.write(.text(packet)) }
                     while case .packets(let batch) = await session.next(poll: false) {
-                        for packet in batch { try await outbound.write(.text(packet)) }
+                        // Timed by the heartbeat loop: a write that does not finish in time (the
+                        // client stopped reading) drops the connection, which ends this loop.
+                        session.beginWrite()
+                        defer { session.endWrite() }
+                        for packet in batch {
+                            try await packet.write(to: outbound)
+                            session.wrote(bytes: packet.byteCount)
+                        }
                     }
                 } catch {
                     server.close(session, reason: "websocket write failed")
                 }
-                try? await outbound.close(.normalClosure, reason: nil)
+                // 1008 for a client that fell too far behind (its queue overflowed).
+                if session.isTooSlow {
+                    try? await outbound.close(.policyViolation, reason: "too far behind")
+                } else {
+                    try? await outbound.close(.normalClosure, reason: nil)
+                }
             }
             while true {
                 guard let message = try? await messages.next() else { break }
