@@ -77,7 +77,8 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
+                       hummingbird]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
         swiftSettings: swiftSettings

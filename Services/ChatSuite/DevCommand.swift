@@ -30,6 +30,9 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Brokers in the embedded Kafka cluster.")
     var brokers: Int = 3
 
+    @Option(help: "Bootstrap servers of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).")
+    var kafkaBrokers: String?
+
     @Option(help: "Client app key the gateway accepts (SesacKey header).")
     var sesacKey: String = "dev-key"
 
@@ -77,9 +80,18 @@ struct DevCommand: AsyncParsableCommand {
         let keys = try JWTKeyFiles.ensure(in: URL(fileURLWithPath: dataDir, isDirectory: true).standardizedFileURL)
 
         // 2. Kafka
-        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
-        try cluster.createTopics(Topic.catalog.map(\.specification))
-        console.write("embedded Kafka: \(cluster.bootstrapServers)  postgres: \(admin.with(database: "postgres"))")
+        var cluster: EmbeddedKafkaCluster?
+        let bootstrap: String
+        if let kafkaBrokers, !kafkaBrokers.isEmpty {
+            bootstrap = kafkaBrokers
+            console.write("Kafka: \(bootstrap)  postgres: \(admin.with(database: "postgres"))")
+        } else {
+            let embedded = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+            try embedded.createTopics(Topic.catalog.map(\.specification))
+            cluster = embedded
+            bootstrap = embedded.bootstrapServers
+            console.write("embedded Kafka: \(bootstrap)  postgres: \(admin.with(database: "postgres"))")
+        }
 
         // 3. Services
         let events = AsyncStream<String>.makeStream()
@@ -91,7 +103,7 @@ struct DevCommand: AsyncParsableCommand {
             var env = ProcessInfo.processInfo.environment
             env["HTTP_HOST"] = "127.0.0.1"
             env["HTTP_PORT"] = String(port + index)
-            env["KAFKA_BROKERS"] = cluster.bootstrapServers
+            env["KAFKA_BROKERS"] = bootstrap
             // The mock broker holds every fetch for the full wait even when data is there
             // (real Kafka answers at once), so a short wait is what bounds latency here.
             if env["KAFKA_FETCH_WAIT_MS"] == nil { env["KAFKA_FETCH_WAIT_MS"] = "5" }
