@@ -30,6 +30,9 @@ struct DrillCommand: AsyncParsableCommand {
     @Option(help: "Write the report (markdown) here as well.")
     var report: String?
 
+    @Option(help: "Only these faults, comma-separated: a service name (killed), broker, postgres.")
+    var only: String?
+
     enum Fault: Sendable, CustomStringConvertible {
         case kill(String)
         case freezeBroker(Duration)
@@ -45,6 +48,15 @@ struct DrillCommand: AsyncParsableCommand {
     }
 
     var faults: [Fault] {
+        if let only {
+            return only.split(separator: ",").map { name in
+                switch name {
+                case "broker": .freezeBroker(.seconds(10))
+                case "postgres": .restartPostgres
+                default: .kill(String(name))
+                }
+            }
+        }
         if short { return [.kill("gateway"), .freezeBroker(.seconds(10)), .restartPostgres] }
         return ["gateway", "chat", "chat-fanout", "workspace", "auth", "payment"].map(Fault.kill) + [.freezeBroker(.seconds(10)), .restartPostgres]
     }
@@ -134,9 +146,10 @@ struct DrillCommand: AsyncParsableCommand {
         let stored = try await traffic.storedMessageIds()
         for task in socketTasks { task.cancel() }
         let coins = await traffic.coinCheck()
+        let backlog = await stack.outboxBacklog(logger: logger)
         let totals = DrillReport.Totals(
             sends: traffic.sendOutcomes, payments: traffic.paymentResults, accepted: traffic.acceptedMessageIds, stored: stored,
-            sockets: traffic.sockets.map { $0.state.withLock { $0 } }, coins: coins, phases: phases
+            sockets: traffic.sockets.map { $0.state.withLock { $0 } }, coins: coins, phases: phases, outboxBacklog: backlog
         )
         return (DrillReport.attribute(traffic.sendOutcomes, traffic.paymentResults, to: phases), totals)
     }

@@ -33,6 +33,8 @@ enum DrillReport {
         var sockets: [DrillNativeSocket.State]
         var coins: [(expected: Int, actual: Int?)]
         var phases: [Phase]
+        /// Unpublished outbox rows per service at the end.
+        var outboxBacklog: [String: Int]
 
         var lost: Int { Set(accepted).subtracting(stored).count }
         var serverErrors: Int { (sends + payments).filter { $0.kind == .serverError }.count }
@@ -41,7 +43,7 @@ enum DrillReport {
         var coinsExact: Bool { coins.allSatisfy { $0.actual == $0.expected } }
 
         var passed: Bool {
-            lost == 0 && serverErrors == 0 && failuresOutsideWindows == 0 && coinsExact
+            lost == 0 && serverErrors == 0 && failuresOutsideWindows == 0 && coinsExact && outboxBacklog.values.allSatisfy { $0 == 0 }
                 && sockets.allSatisfy { $0.duplicates == 0 && (missing($0) == 0 || $0.needsRefetch) }
         }
     }
@@ -99,6 +101,7 @@ enum DrillReport {
         }
         let expected = totals.coins.reduce(0) { $0 + $1.expected }
         let actual = totals.coins.reduce(0) { $0 + ($1.actual ?? 0) }
+        out += "\nUnpublished outbox rows at the end: " + totals.outboxBacklog.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ".\n"
         out += "\nCoins: \(expected) expected from settled purchases, \(actual) credited (\(totals.coinsExact ? "exactly once" : "MISMATCH: \(totals.coins)")).\n\n"
         out += "Result: **\(totals.passed ? "passed" : "FAILED")**\n"
         return out

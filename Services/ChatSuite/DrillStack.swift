@@ -1,5 +1,7 @@
 import Foundation
+import Database
 import Logging
+import PostgresNIO
 import Synchronization
 
 /// The suite the fault drill breaks: its own PostgreSQL, its own embedded broker process, and
@@ -96,6 +98,28 @@ final class DrillStack: Sendable {
             try await Task.sleep(for: .milliseconds(200))
         }
         throw DevError("the suite was not ready after \(timeout):\n\(log.suffix(3000))")
+    }
+
+    /// Outbox rows not yet published, per service database (a relay that stopped shows here).
+    func outboxBacklog(logger: Logger) async -> [String: Int] {
+        let url = postgres.withLock { $0.url }
+        guard let admin = try? DatabaseConfiguration(url: url) else { return [:] }
+        var backlog: [String: Int] = [:]
+        for case let (service, database?) in DevCommand.services {
+            let client = admin.with(database: database).makeClient(logger: logger)
+            let count: Int? = await withTaskGroup(of: Int?.self) { group -> Int? in
+                group.addTask { await client.run(); return nil }
+                defer { group.cancelAll() }
+                return try? await Self.firstInt(client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self))
+            }
+            backlog[service] = count ?? -1
+        }
+        return backlog
+    }
+
+    private static func firstInt(_ rows: some AsyncSequence<Int, any Error>) async throws -> Int? {
+        for try await value in rows { return value }
+        return nil
     }
 
     // MARK: faults

@@ -65,7 +65,15 @@ final class DrillTraffic: Sendable {
         let created = try await rest.call(.POST, "/v1/workspaces", token: owner.token, json: #"{"name":"drill-\#(runId)"}"#, what: "create workspace")
         guard let workspace = client.json(created)?["workspace_id"] as? String else { throw LoadGenError("no workspace_id") }
         for user in users.dropFirst() {
-            try await rest.call(.POST, "/v1/workspaces/\(workspace)/members", token: owner.token, json: #"{"email":"\#(user.email)"}"#, what: "invite", alsoAccept: "E12")
+            // A user who signed up a moment ago reaches workspace's profiles through auth.user.v1.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while true {
+                let (status, body) = try await client.send(.POST, "/v1/workspaces/\(workspace)/members", token: owner.token, json: #"{"email":"\#(user.email)"}"#)
+                let code = client.json(body)?["errorCode"] as? String
+                if status == .ok || code == "E12" { break }
+                guard code == "E03", ContinuousClock.now < deadline else { throw LoadGenError("invite: HTTP \(status.code) \(code ?? "-")") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
         var channels: [String] = []
         for c in 0..<channelCount {
