@@ -16,6 +16,10 @@ import Synchronization
 /// - While the broker is down, delivery fails and the relay retries with capped exponential backoff;
 ///   rows are marked only after the broker acknowledged them, so a crash republishes (consumers'
 ///   inboxes drop the duplicates) but never loses.
+/// - A record the broker (or the producer) refuses for good — too large, invalid — is moved to
+///   `outbox_dead_letters` with the refusal (`outbox_dead_lettered_total{topic}`, one warning line)
+///   and the relay carries on with the rows behind it, in order, without backing off: one bad row
+///   never delays or stops the others.
 public final class OutboxRelay: Service, Sendable {
     public struct Configuration: Sendable {
         public var batchSize: Int = 500
@@ -40,6 +44,7 @@ public final class OutboxRelay: Service, Sendable {
     private let failedCounter = Counter(label: "outbox_publish_failures_total")
     private let leading = Atomic<Bool>(false)
     private let drainPasses = Atomic<Int>(0)
+    private let backOffs = Atomic<Int>(0)
     private let drainCounter = Counter(label: "outbox_drain_passes_total")
 
     public init(postgres: PostgresClient, producer: KafkaProducer, logger: Logger, configuration: Configuration = .init()) {
@@ -56,6 +61,9 @@ public final class OutboxRelay: Service, Sendable {
 
     /// How many times the relay looked at the outbox (an idle relay should barely move this).
     public var drainPassCount: Int { drainPasses.load(ordering: .relaxed) }
+
+    /// How many times the relay backed off after a failed delivery (transient failures only).
+    public var backOffCount: Int { backOffs.load(ordering: .relaxed) }
 
     /// Whether this instance currently holds the relay leadership.
     public var isLeader: Bool { leading.load(ordering: .relaxed) }
@@ -131,6 +139,7 @@ public final class OutboxRelay: Service, Sendable {
                 logger.warning("outbox publish failed; backing off", metadata: [
                     "outbox.failed": "\(outcome.failed)", "outbox.backoff_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
                 ])
+                backOffs.add(1, ordering: .relaxed)
                 try await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 continue
@@ -150,20 +159,21 @@ public final class OutboxRelay: Service, Sendable {
         var failed = 0
     }
 
-    /// Publishes unpublished rows batch by batch until none are left or a delivery fails.
+    /// Publishes unpublished rows batch by batch until none are left or a delivery fails
+    /// transiently. Rows refused for good are dead-lettered and do not count as failures.
     private func drain(_ connection: PostgresConnection) async throws -> DrainOutcome {
         drainPasses.add(1, ordering: .relaxed)
         drainCounter.increment()
         var outcome = DrainOutcome()
         while !Task.isCancelled {
-            var ids: [Int64] = []
+            var rows: [(id: Int64, eventId: UUID, topic: String, type: String, bytes: Int)] = []
             var messages: [KafkaProducerMessage] = []
-            let rows = try await connection.query("""
+            let query = try await connection.query("""
                 SELECT id, event_id, topic, event_key, event_type, payload FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(configuration.batchSize)
                 """, logger: logger)
-            for try await (id, eventId, topic, key, type, payload) in rows.decode((Int64, UUID, String, String, String, ByteBuffer?).self) {
-                ids.append(id)
+            for try await (id, eventId, topic, key, type, payload) in query.decode((Int64, UUID, String, String, String, ByteBuffer?).self) {
+                rows.append((id, eventId, topic, type, payload?.readableBytes ?? 0))
                 var headers = [
                     KafkaHeader(key: CloudEventKafkaHeader.id, string: eventId.lowercased),
                     KafkaHeader(key: CloudEventKafkaHeader.type, string: type),
@@ -175,16 +185,22 @@ public final class OutboxRelay: Service, Sendable {
                     topic: topic, key: key, value: payload.map { Array($0.readableBytesView) }, headers: headers
                 ))
             }
-            if ids.isEmpty { return outcome }
+            if rows.isEmpty { return outcome }
             let results = await producer.sendAllAndAwait(messages)
             var delivered: [Int64] = []
-            for (id, result) in zip(ids, results) {
+            var refused: [DeadLetter] = []
+            var failed = 0
+            for (row, result) in zip(rows, results) {
                 switch result {
-                case .success: delivered.append(id)
+                case .success: delivered.append(row.id)
+                case .failure(let error as KafkaError) where error.isPermanentForRecord:
+                    refused.append(DeadLetter(
+                        id: row.id, eventId: row.eventId, topic: row.topic, eventType: row.type, payloadBytes: row.bytes, error: error
+                    ))
                 case .failure(let error):
-                    outcome.failed += 1
-                    if outcome.failed == 1 {
-                        logger.warning("outbox record not delivered", metadata: ["outbox.id": "\(id)", "kafka.error": "\(error)"])
+                    failed += 1
+                    if failed == 1 {
+                        logger.warning("outbox record not delivered", metadata: ["outbox.id": "\(row.id)", "kafka.error": "\(error)"])
                     }
                 }
             }
@@ -193,10 +209,12 @@ public final class OutboxRelay: Service, Sendable {
                     "UPDATE outbox SET published_at = now() WHERE id = ANY(\(delivered))", logger: logger
                 )
             }
+            try await OutboxDeadLetters.move(refused, on: connection, logger: logger)
             outcome.published += delivered.count
             publishedCounter.increment(by: delivered.count)
-            if outcome.failed > 0 {
-                failedCounter.increment(by: outcome.failed)
+            if failed > 0 {
+                outcome.failed += failed
+                failedCounter.increment(by: failed)
                 return outcome
             }
         }

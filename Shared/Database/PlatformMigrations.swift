@@ -1,5 +1,5 @@
-/// Tables every service with a database has: the outbox (events to publish) and the inbox
-/// (events already processed). Services list these first, then their own migrations from 100 on.
+/// Tables every service with a database has: the outbox (events to publish), its dead letters
+/// (records the broker refused for good) and the inbox (events already processed). Services list these first, then their own migrations from 100 on.
 public enum PlatformMigrations {
     public static let all: [Migration] = [
         Migration(1, "outbox", """
@@ -24,6 +24,24 @@ public enum PlatformMigrations {
                 PRIMARY KEY (consumer, event_id)
             );
             CREATE INDEX inbox_processed_at ON inbox (processed_at);
+            """),
+        // Outbox rows the broker refused permanently (too large, invalid): moved here by the relay
+        // with the refusal, so they never block the rows behind them. Kept for operators (see
+        // "Outbox and inbox" in docs/configuration.md); `id` is the outbox row's.
+        Migration(3, "outbox dead letters", """
+            CREATE TABLE outbox_dead_letters (
+                id bigint PRIMARY KEY,
+                event_id uuid NOT NULL,
+                topic text NOT NULL,
+                event_key text NOT NULL,
+                event_type text NOT NULL,
+                payload bytea,
+                created_at timestamptz NOT NULL,
+                error_code integer NOT NULL,
+                error text NOT NULL,
+                dead_lettered_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX outbox_dead_letters_at ON outbox_dead_letters (dead_lettered_at);
             """),
     ]
 }

@@ -45,6 +45,13 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         for id in 1...brokerCount { rd_kafka_mock_broker_set_down(cluster, Int32(id)) }
     }
 
+    /// Makes the next `count` Produce requests (to any broker) fail with the broker error `code`,
+    /// e.g. 10 (`MSG_SIZE_TOO_LARGE`) as a broker with a smaller `message.max.bytes` answers.
+    public func failNextProduceRequests(_ count: Int, code: Int32) {
+        let errors = [rd_kafka_resp_err_t](repeating: rd_kafka_resp_err_t(rawValue: code), count: count)
+        errors.withUnsafeBufferPointer { rd_kafka_mock_push_request_errors_array(cluster, 0 /* ProduceRequest */, count, $0.baseAddress) }
+    }
+
     public func setAllBrokersUp() {
         for id in 1...brokerCount { rd_kafka_mock_broker_set_up(cluster, Int32(id)) }
     }

@@ -1,3 +1,4 @@
+import Database
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -45,6 +46,9 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             case let s where s.kind == .clientError: return APIError("E11", detail: error.body)
             default: return APIError("E99", status: .internalServerError, detail: String(reflecting: error))
             }
+        case let error as OutboxEventTooLarge:
+            // Field limits stop oversized input first; this is the last guard before the commit.
+            return APIError("E11", detail: error.description)
         case is DecodingError:
             return APIError("E11", detail: "\(error)")
         default:

@@ -64,9 +64,35 @@ public enum UploadKind: String, Sendable, CaseIterable {
         }
     }
 
+    /// The longest client file name kept (its end, with the extension): 100 characters and 200
+    /// bytes, so the stored name (a 37-byte prefix added) stays under the 255 bytes file systems allow.
+    public static let filenameLimit = TextLimit("filename", characters: 100, bytes: 200)
+
     /// A client file name made safe for a path segment: letters (any script), digits, `-`, `_` and
-    /// single dots; everything else (separators, `..`, control characters) becomes `_`.
+    /// single dots; everything else (separators, `..`, control characters) becomes `_`; only the
+    /// end within `filenameLimit` is kept.
     public static func sanitise(_ name: String) -> String {
+        var out = cleaned(name)
+        if !filenameLimit.allows(out) {
+            var start = out.endIndex
+            var (characters, bytes) = (0, 0)
+            for index in out.indices.reversed() {
+                let size = out[index].utf8.count
+                guard characters + 1 <= filenameLimit.maxCharacters, bytes + size <= filenameLimit.maxBytes else { break }
+                (characters, bytes, start) = (characters + 1, bytes + size, index)
+            }
+            out = String(out[start...])
+            while out.hasPrefix(".") { out.removeFirst() }
+        }
+        return out
+    }
+
+    /// Whether `name` is already safe for a path segment (what `sanitise` makes of a name, at any length).
+    public static func isSafe(_ name: String) -> Bool {
+        cleaned(name) == name
+    }
+
+    private static func cleaned(_ name: String) -> String {
         var out = ""
         for scalar in name.unicodeScalars {
             let c = Character(scalar)
@@ -74,7 +100,6 @@ public enum UploadKind: String, Sendable, CaseIterable {
         }
         while out.contains("..") { out = out.replacingOccurrences(of: "..", with: "_") }
         while out.hasPrefix(".") { out.removeFirst() }
-        if out.count > 100 { out = String(out.suffix(100)) }
         return out
     }
 }

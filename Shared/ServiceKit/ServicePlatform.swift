@@ -27,6 +27,7 @@ public struct ServicePlatform: Sendable {
     private let migrations: [Migration]
     private let database: DatabaseConfiguration?
     private var consumers: [any Service] = []
+    private var prunesInbox = false
     private var extraServices: [any Service] = []
     private var extraChecks: [(name: String, check: HealthChecks.Check)] = []
 
@@ -38,6 +39,12 @@ public struct ServicePlatform: Sendable {
         let brokers = try settings.kafkaBrokers
         _ = try settings.kafkaLingerMilliseconds
         _ = try settings.kafkaFetchWaitMilliseconds
+        if migrations != nil {
+            // Process-wide; every service of a process reads the same setting.
+            Outbox.maxEventBytes = try settings.outboxMaxEventBytes
+            _ = try settings.inboxRetention
+            _ = try settings.inboxPruneInterval
+        }
         let kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
         do {
             try await KafkaAdmin.ensureTopics(
@@ -79,7 +86,8 @@ public struct ServicePlatform: Sendable {
     }
 
     /// Adds a consumer-group consumer whose events are applied through the inbox (needs the
-    /// database). It joins the group only once the service is ready.
+    /// database). It joins the group only once the service is ready. The first one also starts
+    /// the inbox pruner (`inbox.retention-hours`, `inbox.prune-interval-seconds`).
     public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter) throws {
         guard let postgres else { throw StartupError("an inbox consumer needs DATABASE_URL") }
         var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
@@ -91,6 +99,15 @@ public struct ServicePlatform: Sendable {
             let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
             return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
         })
+        if !prunesInbox {
+            // One pruner per database, whatever the number of inbox consumers writing to it.
+            prunesInbox = true
+            var pruning = InboxPruner.Configuration()
+            pruning.retention = try settings.inboxRetention
+            pruning.interval = try settings.inboxPruneInterval
+            let configuration = pruning
+            consumers.append(GatedService(gate: startup) { InboxPruner(postgres: postgres, logger: logger, configuration: configuration) })
+        }
     }
 
     /// Adds a service that runs from the start (before HTTP) and stops after HTTP drained,

@@ -1,5 +1,6 @@
 import Configuration
 import Database
+import Events
 import Foundation
 import Logging
 
@@ -35,6 +36,9 @@ public struct ServiceSettings: Sendable {
             "kafka.fetch-wait-ms": 100,
             "database.startup-timeout-seconds": 10,
             "database.max-connections": 20,
+            "outbox.max-event-bytes": ConfigValue(.int(Outbox.defaultMaxEventBytes), isSecret: false),
+            "inbox.retention-hours": 192,
+            "inbox.prune-interval-seconds": 3600,
             "jwt.audience": "chatsuite",
             "jwt.issuer": "chatsuite-auth",
         ]
@@ -82,6 +86,38 @@ public struct ServiceSettings: Sendable {
     public var kafkaFetchWaitMilliseconds: Int { get throws { try int("kafka.fetch-wait-ms") } }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
     public var databaseStartupTimeout: Duration { get throws { .seconds(try int("database.startup-timeout-seconds")) } }
+    /// The largest encoded event a service may write to its outbox (a larger one is refused with
+    /// E11 before the transaction commits); 1 KiB to 900 000 bytes, under what brokers accept.
+    public var outboxMaxEventBytes: Int {
+        get throws {
+            let value = try int("outbox.max-event-bytes")
+            guard (1024...Outbox.maxEventBytesCeiling).contains(value) else {
+                throw StartupError("outbox.max-event-bytes (OUTBOX_MAX_EVENT_BYTES, --outbox-max-event-bytes) must be 1024 to \(Outbox.maxEventBytesCeiling), not \(value)")
+            }
+            return value
+        }
+    }
+    /// How long processed event ids stay in the inbox. It must outlast the topics' retention
+    /// (none is set, so Kafka's default of 7 days applies): a redelivered event must still be found.
+    public var inboxRetention: Duration {
+        get throws {
+            let hours = try int("inbox.retention-hours")
+            guard hours > Topic.retentionHours else {
+                throw StartupError("inbox.retention-hours (INBOX_RETENTION_HOURS, --inbox-retention-hours) must be more than the topics' retention of \(Topic.retentionHours) hours, not \(hours)")
+            }
+            return .seconds(hours * 3600)
+        }
+    }
+    /// How often the inbox is pruned (at least a minute).
+    public var inboxPruneInterval: Duration {
+        get throws {
+            let seconds = try int("inbox.prune-interval-seconds")
+            guard seconds >= 60 else {
+                throw StartupError("inbox.prune-interval-seconds (INBOX_PRUNE_INTERVAL_SECONDS, --inbox-prune-interval-seconds) must be at least 60, not \(seconds)")
+            }
+            return .seconds(seconds)
+        }
+    }
     /// A stable id for this replica (consumer client ids, gateway ids); defaults to host + pid.
     public var instanceId: String {
         reader.string(forKey: "instance.id") ?? "\(serviceName)-\(ProcessInfo.processInfo.hostName)-\(getpid())"

@@ -111,4 +111,31 @@ struct AttachmentTests {
             #expect(try storedFiles(s) == before)
         }
     }
+
+    @Test("long file names keep their end within 100 characters and 200 bytes, are stored, and are served")
+    func longFileNames() async throws {
+        try await Stack.run(workspace: true, chat: true) { s in
+            let owner = try await s.user()
+            let member = try await s.user()
+            let (_, chats) = try await channel(s, owner, member)
+            // 90 Hangul syllables: 270 bytes (the stored name would pass the 255 bytes file systems
+            // allow); 70 ASCII letters: a stored name over 100 characters; one letter with 300
+            // combining accents: one character of 601 bytes.
+            let names = [String(repeating: "가", count: 90) + ".png", String(repeating: "x", count: 70) + ".png",
+                         "b" + String(repeating: "\u{0301}", count: 300) + "c.png"]
+            for original in names {
+                let sent = try await upload(s, chats, owner, [(original, "image/png", pngBytes)])
+                #expect(sent.status == .ok, "\(String(buffer: sent.body))")
+                let path = try #require((jsonObject(sent)?["files"] as? [String])?.first)
+                let kept = String(path.dropFirst("/static/channelChats/".count + 37))
+                #expect(kept.hasSuffix(".png") && kept.utf8.count <= 200 && kept.count <= 100, "\(kept)")
+                if original.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || $0 == "." }) {
+                    #expect(original.hasSuffix(kept), "the end of the name is kept: \(kept)")
+                }
+                let served = try await s.get("/v1" + path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!, member)
+                #expect(served.status == .ok, "\(path)")
+                #expect(Array(served.body.readableBytesView) == pngBytes)
+            }
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Configuration
 import Database
+import HTTPTypes
 import ServiceKit
 import Testing
 
@@ -37,5 +38,28 @@ struct ServiceSettingsTests {
         let db = try #require(try some.database())
         #expect(db.password == "p@ss" && db.host == "db" && db.port == 5433 && db.database == "app")
         #expect(db.description == "postgres://u@db:5433/app")
+    }
+
+    @Test func outboxAndInboxLimits() throws {
+        let defaults = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
+        #expect(try defaults.outboxMaxEventBytes == 512 * 1024)
+        #expect(try defaults.inboxRetention == .seconds(192 * 3600))
+        #expect(try defaults.inboxPruneInterval == .seconds(3600))
+        let set = ServiceSettings(serviceName: "x", environment: ["OUTBOX_MAX_EVENT_BYTES": "100000", "INBOX_RETENTION_HOURS": "240"], arguments: ["x"])
+        #expect(try set.outboxMaxEventBytes == 100_000)
+        #expect(try set.inboxRetention == .seconds(240 * 3600))
+        // Over what brokers accept; an inbox that forgets ids while the topics still hold them.
+        let unsafe = ServiceSettings(
+            serviceName: "x", environment: ["OUTBOX_MAX_EVENT_BYTES": "2000000", "INBOX_RETENTION_HOURS": "168", "INBOX_PRUNE_INTERVAL_SECONDS": "1"],
+            arguments: ["x"]
+        )
+        #expect(throws: StartupError.self) { try unsafe.outboxMaxEventBytes }
+        #expect(throws: StartupError.self) { try unsafe.inboxRetention }
+        #expect(throws: StartupError.self) { try unsafe.inboxPruneInterval }
+    }
+
+    @Test func anEventTooLargeForTheOutboxIsABadRequest() {
+        let mapped = ErrorMiddleware<SuiteRequestContext>.map(OutboxEventTooLarge(eventType: "t", bytes: 600_000, limit: 524_288))
+        #expect(mapped.code == "E11" && mapped.status == .badRequest)
     }
 }

@@ -56,8 +56,9 @@ struct FriendRoutes: Sendable {
         router.post("/v1/friends") { request, context -> FriendResponse in
             let me = try viewer(request)
             let body = try await request.decodeBody(as: FriendRequestBody.self, context: context)
-            guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty,
-                  let code = body.code?.trimmingCharacters(in: .whitespaces), code.count == 4, code.allSatisfy(\.isNumber)
+            // `name` is a nickname (the same limits); `code` four ASCII digits.
+            guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty, Validation.nicknameLimit.allows(name),
+                  let code = body.code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
             else { throw APIError.badRequest("name and a 4-digit code are required") }
             return try await sendRequest(from: me, name: name, code: code)
         }

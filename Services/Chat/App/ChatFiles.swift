@@ -46,7 +46,7 @@ struct ChatFiles: Sendable {
     /// A stored name as we generate it: `<uuidv7>_<sanitised name>.<known kind>`, nothing else
     /// (no separators, no traversal, no other files of the directory).
     static func isStoredName(_ name: String) -> Bool {
-        guard name.count > 37, UploadKind(filename: name) != nil, UploadKind.sanitise(name) == name else { return false }
+        guard name.count > 37, UploadKind(filename: name) != nil, UploadKind.isSafe(name) else { return false }
         let id = name.prefix(36)
         return name.dropFirst(36).first == "_" && id.allSatisfy { ($0 >= "0" && $0 <= "9") || ($0 >= "a" && $0 <= "f") || $0 == "-" }
     }

@@ -13,8 +13,10 @@ struct MessageForm: Sendable {
     /// The message this one replies to (additive).
     var parentId: String?
 
-    static let maxContentLength = 10_000
-    static let maxNonceLength = 64
+    /// Message text: 10 000 characters, 40 000 bytes.
+    static let contentLimit = TextLimit("content", characters: 10_000)
+    /// A client's retry key: 64 characters, 256 bytes.
+    static let nonceLimit = TextLimit("nonce", characters: 64)
     static let limits = UploadLimits(fileField: "files", maxFiles: 5, maxFileBytes: 5 * 1024 * 1024)
 
     private struct TextBody: Decodable {
@@ -37,7 +39,7 @@ struct MessageForm: Sendable {
     func validated() throws -> MessageDraft {
         let content = try Self.validatedContent(content, hasFiles: !files.isEmpty)
         let nonce = nonce?.trimmingCharacters(in: .whitespaces)
-        if let nonce, nonce.isEmpty || nonce.count > Self.maxNonceLength { throw APIError.badRequest("nonce must be 1 to 64 characters") }
+        if let nonce, nonce.isEmpty || !Self.nonceLimit.allows(nonce) { throw APIError.badRequest("nonce must be 1 to 64 characters (256 bytes)") }
         var parent: MessageID?
         if let parentId, !parentId.isEmpty {
             guard let id = MessageID(parentId) else { throw APIError.badRequest("parent_id is not an id") }
@@ -47,11 +49,11 @@ struct MessageForm: Sendable {
     }
 
     /// A message text as stored: nil when blank (allowed only with files); E11 when blank without
-    /// files or over the limit.
+    /// files or over the limit (in characters or in bytes).
     static func validatedContent(_ content: String?, hasFiles: Bool) throws -> String? {
+        if let content { try contentLimit.check(content) }
         let hasText = content.map { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty } ?? false
         guard hasText || hasFiles else { throw APIError.badRequest("content or files are required") }
-        if let content, content.count > maxContentLength { throw APIError.badRequest("content is over \(maxContentLength) characters") }
         return hasText ? content : nil
     }
 }

@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceKit
 
 /// SQL of reactions: one row per (message, emoji, user) and, on the message, the summary clients
 /// see, rewritten in the same transaction (the caller holds the message's row lock).
@@ -45,11 +46,14 @@ struct ReactionStore: Sendable {
         try JSONDecoder().decode([ChatEvents.Reaction].self, from: Data(json.utf8))
     }
 
-    /// An emoji as a path segment carries it: 1–32 characters, no spaces, controls or slashes
-    /// (a Unicode emoji, or a name like `thumbsup`).
+    /// Reaction emoji: 32 characters, 128 bytes.
+    static let emojiLimit = TextLimit("emoji", characters: 32)
+
+    /// An emoji as a path segment carries it: 1–32 characters (at most 128 bytes), no spaces,
+    /// controls or slashes (a Unicode emoji, or a name like `thumbsup`).
     static func validEmoji(_ raw: String) -> String? {
         let emoji = raw.removingPercentEncoding ?? raw
-        guard (1...32).contains(emoji.count),
+        guard !emoji.isEmpty, emojiLimit.allows(emoji),
               !emoji.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control || $0 == "/" })
         else { return nil }
         return emoji

@@ -35,7 +35,7 @@ extension ChatAPI {
             let me = try user(request)
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let keyword = (request.uri.queryParameters.get("keyword") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !keyword.isEmpty, keyword.count <= 100 else { throw APIError.badRequest("keyword must be 1 to 100 characters") }
+            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
             var limit = 50
             if let text = request.uri.queryParameters.get("limit") {
                 guard let value = Int(text), (1...Self.maxSearchResults).contains(value) else { throw APIError.badRequest("limit must be 1 to 100") }

@@ -66,10 +66,13 @@ struct StoreRoutes: Sendable {
         return BillingResponse(billing)
     }
 
+    /// `imp_uid` and `merchant_uid`: 100 characters (ASCII only, so 100 bytes).
+    static let referenceLimit = TextLimit("reference", characters: 100, bytes: 100)
+
     /// A PortOne reference from the client: present, short, and URL-safe (else E11).
     static func reference(_ value: String?, _ name: String) throws -> String {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { throw APIError.badRequest("\(name) is required") }
-        guard value.count <= 100, value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) }) else {
+        guard referenceLimit.allows(value), value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) }) else {
             throw APIError.badRequest("\(name) is malformed")
         }
         return value

@@ -12,8 +12,10 @@ struct WorkspaceForm: Sendable {
     /// Channels only: the category to create the channel in (default: the first one).
     var categoryId: String?
 
-    static let maxNameLength = 30
-    static let maxDescriptionLength = 500
+    /// Workspace, channel and category names: 30 characters, 120 bytes.
+    static let nameLimit = TextLimit("name", characters: 30)
+    /// Workspace and channel descriptions: 500 characters, 2 000 bytes.
+    static let descriptionLimit = TextLimit("description", characters: 500)
 
     private struct TextBody: Decodable {
         var name: String?
@@ -35,19 +37,18 @@ struct WorkspaceForm: Sendable {
         return WorkspaceForm(name: body.name, description: body.description, image: nil, categoryId: body.category_id)
     }
 
-    /// The trimmed name: 1–30 characters, else E11.
+    /// The trimmed name: 1–30 characters (at most 120 bytes) on one line, else E11.
     static func validName(_ value: String?) throws -> String {
         let name = value?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        guard !name.isEmpty, name.count <= maxNameLength, !name.contains(where: \.isNewline) else {
-            throw APIError.badRequest("name must be 1 to \(maxNameLength) characters on one line")
+        guard !name.isEmpty, nameLimit.allows(name), !name.contains(where: \.isNewline) else {
+            throw APIError.badRequest("name must be 1 to \(nameLimit.maxCharacters) characters (\(nameLimit.maxBytes) bytes) on one line")
         }
         return name
     }
 
-    /// The trimmed description; empty means none. Over 500 characters is E11.
+    /// The trimmed description; empty means none. Over 500 characters or 2 000 bytes is E11.
     static func validDescription(_ value: String?) throws -> String? {
         guard let text = value?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
-        guard text.count <= maxDescriptionLength else { throw APIError.badRequest("description must be at most \(maxDescriptionLength) characters") }
-        return text
+        return try descriptionLimit.check(text)
     }
 }

@@ -52,7 +52,7 @@ extension WorkspaceAPI {
             let me = try user(request)
             let id: WorkspaceID = try pathID(context, "workspace")
             let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            guard !keyword.isEmpty, keyword.count <= 100 else { throw APIError.badRequest("keyword must be 1 to 100 characters") }
+            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
             let pattern = LikePattern.contains(keyword)
             return try await read { c in
                 let workspace = try await requireMember(id, me, c)

@@ -1,0 +1,44 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import SuiteTesting
+import Testing
+
+/// Account texts are bounded in UTF-8 bytes as well as in characters (four bytes per character).
+@Suite("Byte limits on account texts")
+struct AccountTextLimitTests {
+    /// `base` followed by `marks` combining acute accents (2 bytes each): one character.
+    static func accented(_ base: String, _ marks: Int) -> String {
+        base + String(repeating: "\u{0301}", count: marks)
+    }
+
+    static func joinBody(email: String = "u\(UUID().uuidString.prefix(8))@example.com", password: String = "secret123",
+                         nickname: String = "새싹") -> String {
+        #"{"email":"\#(email)","password":"\#(password)","nickname":"\#(nickname)","phone":"01012345678"}"#
+    }
+
+    @Test("nickname (120 bytes), email (1 016), password (256), device token (16 384), friend name: over is E11, never stored")
+    func accountTexts() async throws {
+        try await Stack.run { s in
+            // Join: each field one character (or a few) long but over its byte limit.
+            let longNickname = Self.accented("a", 60)  // 121 bytes
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: longNickname))) == "400 E11")
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(email: Self.accented("e", 600) + "@example.com"))) == "400 E11")
+            #expect(outcome(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"\#(Self.accented("e", 600))@example.com"}"#)) == "400 E11")
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(password: Self.accented("secret12", 125)))) == "400 E11")
+            // At the limits: 30 Hangul syllables, 119 bytes of one character.
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: String(repeating: "가", count: 30)))) == "200")
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: Self.accented("b", 59)))) == "200")
+
+            let user = try await s.join()
+            let token = user.token.accessToken
+            #expect(outcome(try await s.request(.put, "/v1/users/me", token: token, json: #"{"nickname":"\#(longNickname)","phone":"01012345678"}"#)) == "400 E11")
+            let me = try #require(jsonObject(try await s.request(.get, "/v1/users/me", token: token)))
+            #expect(me["nickname"] as? String == user.nickname)
+            #expect(outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_192))"}"#)) == "400 E11")
+            #expect(outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_191))"}"#)) == "200")
+            #expect(outcome(try await s.request(.post, "/v1/friends", token: token, json: #"{"name":"\#(longNickname)","code":"0001"}"#)) == "400 E11")
+        }
+    }
+}
