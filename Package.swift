@@ -34,7 +34,7 @@ struct ServiceSpec {
 }
 let services: [ServiceSpec] = [
     .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
-    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, nioCore, nioHTTP1]),
+    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
     .init(folder: "Chat", executable: "chat", extra: []),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: [metrics, lifecycle]),
@@ -128,6 +128,7 @@ var targets: [Target] = [
     .testTarget(
         name: "AccountsTests",
         dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+                       httpClient, nioHTTP1,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings

@@ -5,11 +5,14 @@ import Synchronization
 final class ChildProcess: Sendable {
     let name: String
     let port: Int
+    let startedAt = ContinuousClock.now
     private let process: Process
     private let exited = Mutex<Int32?>(nil)
 
+    /// - Parameter onExit: the pid and the exit status (the exit code, or 128 + the signal number
+    ///   for a process killed by a signal, as shells and compose report it).
     init(name: String, executable: URL, port: Int, environment: [String: String], color: Int, output: ConsoleWriter,
-         onExit: @escaping @Sendable (String, Int32) -> Void) throws {
+         onExit: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void) throws {
         self.name = name
         self.port = port
         let process = Process()
@@ -38,8 +41,9 @@ final class ChildProcess: Sendable {
         }
         thread.name = "log-\(name)"
         process.terminationHandler = { [weak self] p in
-            self?.exited.withLock { $0 = p.terminationStatus }
-            onExit(name, p.terminationStatus)
+            let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
+            self?.exited.withLock { $0 = status }
+            onExit(p.processIdentifier, status)
         }
         try process.run()
         thread.start()

@@ -11,7 +11,8 @@ import ServiceKit
 
 /// `chatsuite dev`: the whole suite on this machine — PostgreSQL (created under the data folder
 /// when none is given), the embedded Kafka cluster (3 brokers, real protocol), one database per
-/// service, all seven executables; waits until every one is ready; Ctrl-C stops everything.
+/// service, all seven executables; waits until every one is ready; restarts a service that
+/// crashes (`DevSupervisor`); Ctrl-C stops everything.
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "dev", abstract: "Run the whole suite locally on the embedded defaults.")
 
@@ -94,11 +95,11 @@ struct DevCommand: AsyncParsableCommand {
         }
 
         // 3. Services
-        let events = AsyncStream<String>.makeStream()
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { events.continuation.yield("signal \($0)") }
-        var children: [ChildProcess] = []
+        let (stream, events) = AsyncStream<DevEvent>.makeStream()
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { events.yield(.signal($0)) }
         let colors = [36, 32, 33, 35, 34, 96, 92]
         let gatewayURLs = Dictionary(uniqueKeysWithValues: Self.services.enumerated().map { ($0.element.name, "http://127.0.0.1:\(port + $0.offset)") })
+        var services: [DevService] = []
         for (index, service) in Self.services.enumerated() {
             var env = ProcessInfo.processInfo.environment
             env["HTTP_HOST"] = "127.0.0.1"
@@ -132,52 +133,33 @@ struct DevCommand: AsyncParsableCommand {
                     env["\(name.uppercased().replacingOccurrences(of: "-", with: "_"))_URL"] = url
                 }
             }
-            children.append(try ChildProcess(
+            services.append(DevService(
                 name: service.name, executable: binDir.appendingPathComponent(service.name), port: port + index,
-                environment: env, color: colors[index % colors.count], output: console
-            ) { name, status in events.continuation.yield("exit \(name) \(status)") })
+                environment: env, color: colors[index % colors.count]
+            ))
         }
-        console.write("started: " + children.map { "\($0.name) (pid \($0.pid))" }.joined(separator: ", "))
+        var supervisor = DevSupervisor(services: services, console: console, events: events, readyTimeout: .seconds(readyTimeout))
+        do {
+            try supervisor.startAll()
+        } catch {
+            await supervisor.stopAll()
+            throw error
+        }
+        console.write("started: " + supervisor.running.map { "\($0.name) (pid \($0.pid))" }.joined(separator: ", "))
 
-        // 4. Wait until ready (or a failure / Ctrl-C)
-        let readiness = Task { try await waitUntilReady(children) }
-        let ready = Task {
-            do {
-                try await readiness.value
-                events.continuation.yield("ready")
-            } catch {
-                events.continuation.yield("not ready: \(error)")
-            }
-        }
-        var failure: String?
-        for await event in events.stream {
-            if event == "ready" {
-                let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
-                console.write(String(format: "\u{1B}[1mchatsuite is ready in %.1f s — gateway: http://127.0.0.1:%d  SesacKey: %@\u{1B}[0m (Ctrl-C stops everything)", seconds, port, sesacKey))
-                continue
-            }
-            if event.hasPrefix("not ready") { failure = event; break }
-            if event.hasPrefix("exit") { failure = "\(event.dropFirst(5)) stopped unexpectedly"; break }
-            if event.hasPrefix("signal") {
-                console.write("received \(event)")
-                break
-            }
+        // 4. Wait until ready; supervise (restarts) until Ctrl-C or a failure.
+        let readiness = Task { await waitUntilReady(services, events: events) }
+        let failure = await supervisor.supervise(stream) {
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            console.write(String(format: "\u{1B}[1mchatsuite is ready in %.1f s — gateway: http://127.0.0.1:%d  SesacKey: %@\u{1B}[0m (Ctrl-C stops everything)", seconds, port, sesacKey))
         }
         readiness.cancel()
-        ready.cancel()
         signals.cancel()
 
-        // 5. Stop everything: SIGTERM, grace period, then SIGKILL.
+        // 5. Stop everything: SIGTERM, grace period, then SIGKILL (nothing is restarted any more).
         console.write("stopping…")
-        for child in children.reversed() { child.signal(SIGTERM) }
-        let deadline = ContinuousClock.now + .seconds(15)
-        while children.contains(where: \.isRunning), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        for child in children where child.isRunning {
-            console.write("\(child.name) did not stop in time; killing it")
-            child.signal(SIGKILL)
-        }
+        await supervisor.stopAll()
         withExtendedLifetime(cluster) {}
         if let failure {
             throw DevError(failure)
@@ -201,22 +183,24 @@ struct DevCommand: AsyncParsableCommand {
         }
     }
 
-    private func waitUntilReady(_ children: [ChildProcess]) async throws {
-        let deadline = ContinuousClock.now + .seconds(readyTimeout)
-        var pending = Set(children.map(\.name))
-        while !pending.isEmpty {
-            guard ContinuousClock.now < deadline else {
-                throw DevError("not ready after \(readyTimeout) s: \(pending.sorted().joined(separator: ", "))")
-            }
-            for child in children where pending.contains(child.name) {
-                var request = HTTPClientRequest(url: "http://127.0.0.1:\(child.port)/health/ready")
-                request.method = .GET
-                if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {
-                    pending.remove(child.name)
+    /// Reports each service as it answers `/health/ready`, then all ready, or the ones that were
+    /// not ready within `--ready-timeout`.
+    private func waitUntilReady(_ services: [DevService], events: AsyncStream<DevEvent>.Continuation) async {
+        let timeout = Duration.seconds(readyTimeout)
+        let late = await withTaskGroup(of: String?.self) { group in
+            for service in services {
+                group.addTask {
+                    guard await service.waitUntilReady(timeout: timeout) else { return service.name }
+                    events.yield(.ready(name: service.name))
+                    return nil
                 }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            var late: [String] = []
+            for await name in group { if let name { late.append(name) } }
+            return late
         }
+        guard !Task.isCancelled else { return }
+        events.yield(late.isEmpty ? .allReady : .notReady("not ready after \(readyTimeout) s: \(late.sorted().joined(separator: ", "))"))
     }
 }
 

@@ -6,6 +6,8 @@ public struct KafkaClientConfiguration: Sendable {
     public var clientId: String
     /// Any further librdkafka property (see librdkafka's CONFIGURATION.md); applied last.
     public var properties: [String: String] = [:]
+    /// Where consumers made from this configuration register for readiness (nil: nowhere).
+    public var readiness: KafkaReadiness?
 
     public init(bootstrapServers: String, clientId: String = "chatsuite") {
         self.bootstrapServers = bootstrapServers
@@ -79,7 +81,8 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var fetchWaitMaxMilliseconds: Int = 100
     /// How often stored offsets are committed in the background (also committed on rebalance and close).
     public var autoCommitIntervalMilliseconds: Int = 500
-    /// Emit `.endOfPartition` events when the consumer reaches the end of a partition.
+    /// Hand `.endOfPartition` events to the application when the consumer reaches the end of a
+    /// partition (librdkafka always reports them to the consumer, which tracks its catch-up).
     public var reportEndOfPartition: Bool = false
     /// Most messages handed out per poll batch.
     public var maxBatchSize: Int = 500
@@ -108,7 +111,7 @@ public struct KafkaConsumerConfiguration: Sendable {
         p["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
         p["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
         p["fetch.wait.max.ms"] = String(fetchWaitMaxMilliseconds)
-        p["enable.partition.eof"] = reportEndOfPartition ? "true" : "false"
+        p["enable.partition.eof"] = "true"
         for (k, v) in client.properties { p[k] = v }
         for (k, v) in properties { p[k] = v }
         return p

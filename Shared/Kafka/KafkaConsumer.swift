@@ -11,6 +11,10 @@ import Synchronization
 /// never blocks the cooperative pool, and poll and close never run at the same time.
 /// At-least-once: offsets are stored only by `storeOffset(_:)` after processing and committed in
 /// the background, on rebalance and on close.
+///
+/// Each consumer tracks whether it caught up (`isCaughtUp`, see `KafkaCatchUp`); one created
+/// from a client configuration with a `readiness` registry registers there, which is what the
+/// services' `/health/ready` waits for.
 public final class KafkaConsumer: Service, Sendable {
     let client: RdKafkaClient
     private let queue: DispatchQueue
@@ -42,8 +46,27 @@ public final class KafkaConsumer: Service, Sendable {
             }
             let err = rd_kafka_assign(client.pointer, list)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "assign failed") }
-            client.context.assignment.withLock { $0 = Set(partitions.map { TopicPartition(topic: $0.topic, partition: $0.partition) }) }
+            let assigned = partitions.map { TopicPartition(topic: $0.topic, partition: $0.partition) }
+            client.context.assignment.withLock { $0 = Set(assigned) }
+            client.context.catchUp.assigned(assigned)
         }
+        configuration.client.readiness?.register(configuration, client.context.catchUp)
+    }
+
+    /// Whether the consumer has its assignment and processed every record its partitions held
+    /// when assigned (see `KafkaCatchUp`). Stays true once reached, until the consumer closes.
+    public var isCaughtUp: Bool { client.context.catchUp.isCaughtUp }
+
+    /// The catch-up state in a few words, for readiness answers and logs.
+    public var catchUpSummary: String { client.context.catchUp.summary }
+
+    /// The application finished with `event` (the sequences call this when asked for the next one).
+    func finished(_ event: KafkaConsumerEvent) {
+        if client.context.catchUp.processed(event) { logCaughtUp() }
+    }
+
+    private func logCaughtUp() {
+        logger.info("Kafka consumer caught up", metadata: ["kafka.client": "\(configuration.client.clientId)"])
     }
 
     /// Messages and end-of-partition markers, in partition order. One iterator at a time.
@@ -133,6 +156,7 @@ public final class KafkaConsumer: Service, Sendable {
                         logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
                     }
                     self.closed.store(true, ordering: .relaxed)
+                    client.context.catchUp.markClosed()
                 }
                 continuation.resume()
             }
@@ -140,6 +164,8 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// One blocking poll on the consumer queue: up to `maxBatchSize` events, or none after 100 ms.
+    /// End-of-partition events are always included (the catch-up needs them); the sequences
+    /// hand them to the application only with `reportEndOfPartition`.
     func pollBatch() async throws -> [KafkaConsumerEvent] {
         let client = self.client
         let logger = self.logger
@@ -164,7 +190,22 @@ public final class KafkaConsumer: Service, Sendable {
                     logger.warning("Kafka consume error", metadata: ["kafka.error": "\(error)"])
                 }
             }
+            self.observeEndOffsets()
             return batch
+        }
+    }
+
+    /// Until caught up: the end offsets of newly assigned partitions, as the fetcher last saw them
+    /// (cached by librdkafka from fetch responses; no broker round trip). On the consumer queue.
+    private func observeEndOffsets() {
+        let catchUp = client.context.catchUp
+        for partition in catchUp.partitionsWithoutEnd() {
+            var low: Int64 = -1
+            var high: Int64 = -1
+            guard rd_kafka_get_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                continue
+            }
+            if catchUp.observed(low: low, high: high, for: partition) { logCaughtUp() }
         }
     }
 }
@@ -177,15 +218,30 @@ public struct KafkaConsumerEvents: AsyncSequence, Sendable {
         let consumer: KafkaConsumer
         var buffer: [KafkaConsumerEvent] = []
         var index = 0
+        /// The element returned last: asking for the next one means the application is done with it.
+        var handedOut: KafkaConsumerEvent?
 
         public mutating func next() async throws -> KafkaConsumerEvent? {
-            while index >= buffer.count {
+            if let previous = handedOut {
+                consumer.finished(previous)
+                handedOut = nil
+            }
+            let reportEnds = consumer.configuration.reportEndOfPartition
+            while true {
+                while index < buffer.count {
+                    let event = buffer[index]
+                    index += 1
+                    if case .endOfPartition = event, !reportEnds {
+                        consumer.finished(event)  // everything before it was processed
+                        continue
+                    }
+                    handedOut = event
+                    return event
+                }
                 if Task.isCancelled || consumer.isClosed { return nil }
                 buffer = try await consumer.pollBatch()
                 index = 0
             }
-            defer { index += 1 }
-            return buffer[index]
         }
     }
 
@@ -198,12 +254,24 @@ public struct KafkaConsumerBatches: AsyncSequence, Sendable {
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         let consumer: KafkaConsumer
+        /// The poll returned last (with any end-of-partition events not handed out): asking for
+        /// the next batch means the application is done with it.
+        var handedOut: [KafkaConsumerEvent] = []
 
         public mutating func next() async throws -> [KafkaConsumerEvent]? {
+            handedOut.forEach(consumer.finished)
+            handedOut = []
+            let reportEnds = consumer.configuration.reportEndOfPartition
             while true {
                 if Task.isCancelled || consumer.isClosed { return nil }
-                let batch = try await consumer.pollBatch()
-                if !batch.isEmpty { return batch }
+                let polled = try await consumer.pollBatch()
+                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
+                if batch.isEmpty {
+                    polled.forEach(consumer.finished)
+                    continue
+                }
+                handedOut = polled
+                return batch
             }
         }
     }

@@ -13,6 +13,8 @@ final class KafkaCallbackContext: Sendable {
     let fatalError = Mutex<KafkaError?>(nil)
     let rebalances = Atomic<Int>(0)
     let assignment = Mutex<Set<TopicPartition>>([])
+    /// A consumer's catch-up after its assignment (unused by producers).
+    let catchUp = KafkaCatchUp()
 
     init(logger: Logger) {
         self.logger = logger
@@ -225,6 +227,9 @@ private let kafkaRebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_res
             rd_kafka_assign(rk, partitions)
             ctx.assignment.withLock { $0 = Set(list) }
         }
+        if ctx.catchUp.assigned(list) {
+            ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])
+        }
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
         ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
         // Commit what was processed so the next owner resumes right after it.
@@ -239,10 +244,12 @@ private let kafkaRebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_res
             rd_kafka_assign(rk, nil)
             ctx.assignment.withLock { $0 = [] }
         }
+        ctx.catchUp.revoked(list, all: !cooperative)
     default:
         ctx.logger.error("Kafka rebalance failed", metadata: ["kafka.error": "\(KafkaError(err))"])
         rd_kafka_assign(rk, nil)
         ctx.assignment.withLock { $0 = [] }
+        ctx.catchUp.revoked(list, all: true)
     }
 }
 

@@ -9,6 +9,8 @@ public struct APIError: HTTPResponseError, Sendable, Equatable, CustomStringConv
     public let status: HTTPResponse.Status
     /// For logs only; never sent to the client.
     public let detail: String?
+    /// Sent as `Retry-After` (seconds) when set: when the client may try again.
+    public private(set) var retryAfterSeconds: Int?
 
     public init(_ code: String, status: HTTPResponse.Status = .badRequest, detail: String? = nil) {
         self.code = code
@@ -19,12 +21,13 @@ public struct APIError: HTTPResponseError, Sendable, Equatable, CustomStringConv
     public var description: String { detail.map { "\(code): \($0)" } ?? code }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        Self.response(code: code, status: status)
+        Self.response(code: code, status: status, retryAfterSeconds: retryAfterSeconds)
     }
 
-    static func response(code: String, status: HTTPResponse.Status) -> Response {
+    static func response(code: String, status: HTTPResponse.Status, retryAfterSeconds: Int? = nil) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
+        if let retryAfterSeconds { headers[.retryAfter] = String(retryAfterSeconds) }
         let body = ByteBuffer(string: "{\"errorCode\":\"\(code)\"}")
         headers[.contentLength] = String(body.readableBytes)
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
@@ -69,6 +72,13 @@ extension APIError {
     public static let unknownRoute = APIError("E97", status: .notFound)
     /// E98: too many calls.
     public static let tooManyRequests = APIError("E98", status: .tooManyRequests)
+    /// E98 with `Retry-After`: the service is saturated and sheds this request at once rather than
+    /// queueing it (the contract's code for "too many calls": clients back off and retry).
+    public static func overloaded(retryAfterSeconds: Int = 1, detail: String) -> APIError {
+        var error = APIError("E98", status: .tooManyRequests, detail: detail)
+        error.retryAfterSeconds = retryAfterSeconds
+        return error
+    }
     /// E99 with HTTP 503: a dependency (a service, Apple, Kakao…) did not answer usefully.
     public static func dependencyUnavailable(_ detail: String) -> APIError { APIError("E99", status: .serviceUnavailable, detail: detail) }
     /// E03 with a logged reason (login failed, unknown account).

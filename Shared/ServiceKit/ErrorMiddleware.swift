@@ -26,7 +26,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             } else if let detail = mapped.detail {
                 context.logger.debug("client error", metadata: ["error.code": "\(mapped.code)", LogKey.error: "\(detail)"])
             }
-            return APIError.response(code: mapped.code, status: mapped.status)
+            return APIError.response(code: mapped.code, status: mapped.status, retryAfterSeconds: mapped.retryAfterSeconds)
         }
     }
 

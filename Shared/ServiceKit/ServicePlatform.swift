@@ -16,11 +16,17 @@ import ServiceLifecycle
 /// Start order (ServiceGroup): Postgres → producer → relay → consumers → HTTP. Shutdown runs in
 /// reverse: HTTP drains, consumers stop (committing), the relay stops, the producer flushes,
 /// Postgres closes.
+///
+/// `/health/ready` turns green only once every Kafka consumer made from `kafkaClient` caught up
+/// (check `kafka-consumers`): it has its assignment and processed what its partitions held then,
+/// so the read models are current when clients are let in (see `KafkaReadiness`).
 public struct ServicePlatform: Sendable {
     public let settings: ServiceSettings
     public let logger: Logger
     public let startup = StartupGate()
     public let kafkaClient: KafkaClientConfiguration
+    /// Every consumer made from `kafkaClient` registers here; readiness waits for all to catch up.
+    public let kafkaReadiness: KafkaReadiness
     public let producer: KafkaProducer
     public let postgres: PostgresClient?
     public let relay: OutboxRelay?
@@ -45,7 +51,9 @@ public struct ServicePlatform: Sendable {
             _ = try settings.inboxRetention
             _ = try settings.inboxPruneInterval
         }
-        let kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
+        var kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
+        let kafkaReadiness = KafkaReadiness()
+        kafkaClient.readiness = kafkaReadiness
         do {
             try await KafkaAdmin.ensureTopics(
                 Topic.catalog.map(\.specification), client: kafkaClient, timeout: try settings.kafkaStartupTimeout, logger: logger
@@ -66,18 +74,19 @@ public struct ServicePlatform: Sendable {
             relay = OutboxRelay(postgres: client, producer: producer, logger: logger)
         }
         return ServicePlatform(
-            settings: settings, logger: logger, kafkaClient: kafkaClient, producer: producer, postgres: postgres,
+            settings: settings, logger: logger, kafkaClient: kafkaClient, kafkaReadiness: kafkaReadiness, producer: producer, postgres: postgres,
             relay: relay, migrations: migrations.map { PlatformMigrations.all + $0 } ?? [], database: database
         )
     }
 
     private init(
-        settings: ServiceSettings, logger: Logger, kafkaClient: KafkaClientConfiguration, producer: KafkaProducer,
+        settings: ServiceSettings, logger: Logger, kafkaClient: KafkaClientConfiguration, kafkaReadiness: KafkaReadiness, producer: KafkaProducer,
         postgres: PostgresClient?, relay: OutboxRelay?, migrations: [Migration], database: DatabaseConfiguration?
     ) {
         self.settings = settings
         self.logger = logger
         self.kafkaClient = kafkaClient
+        self.kafkaReadiness = kafkaReadiness
         self.producer = producer
         self.postgres = postgres
         self.relay = relay
@@ -95,7 +104,7 @@ public struct ServicePlatform: Sendable {
         config.fetchWaitMaxMilliseconds = try settings.kafkaFetchWaitMilliseconds
         let logger = self.logger
         let consumerConfig = config
-        consumers.append(GatedService(gate: startup) {
+        consumers.append(GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
             let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
             return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
         })
@@ -116,9 +125,11 @@ public struct ServicePlatform: Sendable {
         extraServices.append(service)
     }
 
-    /// Adds any service that should start only once the service is ready.
+    /// Adds any service that should start only once the service is ready. Readiness waits until
+    /// `make` ran: a consumer it creates (or announces with `announceForReadiness()`, when the
+    /// service creates it later) counts for readiness.
     public mutating func addGatedService(_ make: @escaping @Sendable () throws -> any Service) {
-        consumers.append(GatedService(gate: startup, make: make))
+        consumers.append(GatedService(gate: startup, hold: kafkaReadiness.hold("gated service \(consumers.count + 1)"), make: make))
     }
 
     public mutating func addReadinessCheck(_ name: String, _ check: @escaping HealthChecks.Check) {
@@ -145,6 +156,11 @@ public struct ServicePlatform: Sendable {
         if let postgres {
             checks.append(("database", { _ = try await postgres.query("SELECT 1") }))
         }
+        let readiness = kafkaReadiness
+        checks.append(("kafka-consumers", {
+            let pending = readiness.pending
+            guard pending.isEmpty else { throw ConsumersNotCaughtUp(pending: pending) }
+        }))
         return HealthChecks(startup: startup, checks: checks + extraChecks)
     }
 
@@ -196,8 +212,10 @@ public struct ServicePlatform: Sendable {
 }
 
 /// A service built and run only after the startup gate opens; gives up quietly on shutdown.
+/// Its readiness hold (if any) is released once it was built (its consumers exist or are announced).
 struct GatedService: Service {
     let gate: StartupGate
+    var hold: KafkaReadiness.Hold? = nil
     let make: @Sendable () throws -> any Service
 
     func run() async throws {
@@ -208,8 +226,16 @@ struct GatedService: Service {
             return true
         }
         guard ready, !Task.isCancelled else { return }
-        try await make().run()
+        let service = try make()
+        hold?.release()
+        try await service.run()
     }
+}
+
+/// Readiness: consumers that have no assignment yet or have not processed their backlog.
+struct ConsumersNotCaughtUp: Error, CustomStringConvertible {
+    let pending: [String]
+    var description: String { "not caught up: " + pending.joined(separator: "; ") }
 }
 
 /// Exits the process (gracefully, via SIGTERM to itself, forced after 10 s) when the launcher

@@ -1,4 +1,6 @@
 @testable import AuthApp
+import HTTPTypes
+import ServiceKit
 import SuiteTesting
 import Testing
 
@@ -10,10 +12,38 @@ struct PasswordHasherTests {
         let second = try await hasher.hash("correct horse 1")
         #expect(first.hasPrefix("$2b$10$") && first.count == 60)
         #expect(first != second, "a fresh salt each time")
-        #expect(await hasher.verify("correct horse 1", hash: first))
-        #expect(!(await hasher.verify("correct horse 2", hash: first)))
-        #expect(!(await hasher.verify("correct horse 1", hash: "not a hash")))
-        #expect(!(await hasher.verify("", hash: "")))
+        #expect(try await hasher.verify("correct horse 1", hash: first))
+        #expect(!(try await hasher.verify("correct horse 2", hash: first)))
+        #expect(!(try await hasher.verify("correct horse 1", hash: "not a hash")))
+        #expect(!(try await hasher.verify("", hash: "")))
+    }
+
+    @Test("past its bound (waiting + running) the hasher sheds at once with E98 and Retry-After; admitted hashes complete")
+    func boundedAdmission() async throws {
+        let hasher = PasswordHasher(cost: 12, maxPending: 1)
+        let hash = try await hasher.hash("correct horse 1")
+        let outcomes = await withTaskGroup(of: Result<Bool, APIError>.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    do {
+                        return .success(try await hasher.verify("correct horse 1", hash: hash))
+                    } catch let error as APIError {
+                        return .failure(error)
+                    } catch {
+                        return .failure(APIError.internalError)
+                    }
+                }
+            }
+            var outcomes: [Result<Bool, APIError>] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        let admitted = outcomes.compactMap { try? $0.get() }
+        let shed = outcomes.compactMap { if case .failure(let error) = $0 { error } else { nil } }
+        #expect(!admitted.isEmpty && admitted.allSatisfy { $0 }, "admitted verifications succeed: \(outcomes)")
+        #expect(!shed.isEmpty, "a concurrent verification past the bound is shed: \(outcomes)")
+        #expect(shed.allSatisfy { $0.code == "E98" && $0.status == .tooManyRequests && $0.retryAfterSeconds == 1 }, "\(shed)")
+        #expect(hasher.admission.current == 0, "every admission is released")
     }
 
     @Test func constantTimeComparison() {

@@ -103,7 +103,7 @@ public struct Stack: Sendable {
         let paymentDatabase = paymentDB
         let (workspaceDatabase, chatDatabase, chatFilesDirectory) = (workspaceDB, chatDB, chatFiles)
 
-        @Sendable func runGateway(upstreams: [String: String]) async throws {
+        @Sendable func runGateway(upstreams: [String: String], backends: [any TestClientProtocol]) async throws {
             var env = common.merging(["JWT_PUBLIC_KEY": keys.publicKey, "SESAC_KEYS": "other-key, \(appKey)"]) { $1 }
             env.merge(upstreams) { $1 }
             env.merge(gatewayEnvironment) { $1 }
@@ -123,6 +123,9 @@ public struct Stack: Sendable {
                             // Postgres lease made after its client stopped (the hang the last
                             // session found). Graceful shutdown first, then the failure.
                             do {
+                                // As `chatsuite dev` does: the body starts once every service is
+                                // ready, i.e. its consumers caught up (read models current).
+                                try await waitUntilReady(backends + [client])
                                 var stack = Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
                                                   chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory)
                                 stack.paymentDatabase = paymentClient
@@ -138,19 +141,35 @@ public struct Stack: Sendable {
         }
 
         /// Starts backends[index...] one inside the other (each on a real port), then the gateway.
-        @Sendable func start(_ index: Int, _ upstreams: [String: String]) async throws {
-            guard index < started.count else { return try await runGateway(upstreams: upstreams) }
+        @Sendable func start(_ index: Int, _ upstreams: [String: String], _ clients: [any TestClientProtocol]) async throws {
+            guard index < started.count else { return try await runGateway(upstreams: upstreams, backends: clients) }
             let backend = started[index]
             let app = try await backend.make()
             try await app.test(.live) { client in
                 let url = "http://127.0.0.1:\(try #require(client.port))"
-                try await start(index + 1, upstreams.merging([backend.urlVariable: url]) { $1 })
+                try await start(index + 1, upstreams.merging([backend.urlVariable: url]) { $1 }, clients + [client])
             }
         }
 
-        try await start(0, [:])
+        try await start(0, [:], [])
         for backend in started { try await backend.database.drop() }
         if let error = failure.value { throw error }
+    }
+
+    /// Polls `/health/ready` of each service until it answers 200 (60 s at most, then the last
+    /// answer is the error). They start together, so waiting one after the other costs nothing.
+    public static func waitUntilReady(_ clients: [any TestClientProtocol], timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        for client in clients {
+            while true {
+                let response = try await client.execute(uri: "/health/ready", method: .get, headers: [:], body: nil)
+                if response.status == .ok { break }
+                guard ContinuousClock.now < deadline else {
+                    throw TimeoutError(what: "service on port \(client.port ?? 0) ready: \(String(buffer: response.body))")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     private static func withOptionalClient(_ db: TestDatabase?, _ body: @escaping @Sendable (PostgresClient?) async throws -> Void) async throws {

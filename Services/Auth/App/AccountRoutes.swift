@@ -114,7 +114,7 @@ struct AccountRoutes: Sendable {
         else { throw APIError.badRequest("email and password are required") }
         let deviceToken = try Validation.deviceToken(body.deviceToken)
         let user = try await store.find(email: email)
-        let matches = await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
+        let matches = try await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
         if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
         return .authResult(user, token: try await tokens.issuePair(for: user.id))

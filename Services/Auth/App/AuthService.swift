@@ -17,6 +17,8 @@ public enum AuthService {
         "auth.access-ttl-seconds": 600,
         "auth.refresh-ttl-seconds": 2_592_000,
         "auth.bcrypt-cost": 10,
+        "auth.bcrypt-max-pending": ConfigValue(.int(HashingAdmission.defaultCapacity), isSecret: false),
+        "auth.bcrypt-max-wait-ms": 2_000,
         "apple.jwks-url": "https://appleid.apple.com/auth/keys",
         "apple.issuer": "https://appleid.apple.com",
         "apple.audience": "",
@@ -35,10 +37,10 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addService(HTTPClientService(client: httpClient))
     guard let postgres = platform.postgres else { throw StartupError("auth needs DATABASE_URL") }
     let store = UserStore(postgres: postgres, logger: logger)
-    let hasher = PasswordHasher(cost: authSettings.bcryptCost)
+    let hasher = PasswordHasher(cost: authSettings.bcryptCost, maxPending: authSettings.bcryptMaxPending, maxWait: authSettings.bcryptMaxWait)
     let routes = AccountRoutes(
         postgres: postgres, store: store, tokens: try await Tokens(settings: authSettings, store: store), hasher: hasher,
-        logger: logger, dummyHash: try await hasher.hash(UUID().uuidString),
+        logger: logger, dummyHash: try await hasher.hash(UUID().uuidString, sheddable: false),
         apple: AppleSignIn(jwksURL: authSettings.appleJWKSURL, audience: authSettings.appleAudience, issuer: authSettings.appleIssuer, client: httpClient),
         kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient),
         images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")

@@ -11,6 +11,10 @@ struct AuthSettings: Sendable {
     var refreshTokenTTL: TimeInterval
     /// bcrypt work factor, at least 10.
     var bcryptCost: Int
+    /// Most hashes waiting or running at once; past it logins and joins are shed with E98.
+    var bcryptMaxPending: Int
+    /// Longest a hash may wait for a bcrypt thread before its request is shed with E98.
+    var bcryptMaxWait: Duration
     /// Sign in with Apple: where Apple's keys are, and the app's bundle id (empty = disabled).
     var appleJWKSURL: String
     var appleAudience: String
@@ -25,11 +29,16 @@ struct AuthSettings: Sendable {
         accessTokenTTL = TimeInterval(try settings.int("auth.access-ttl-seconds"))
         refreshTokenTTL = TimeInterval(try settings.int("auth.refresh-ttl-seconds"))
         bcryptCost = try settings.int("auth.bcrypt-cost")
+        bcryptMaxPending = try settings.int("auth.bcrypt-max-pending")
+        let maxWaitMilliseconds = try settings.int("auth.bcrypt-max-wait-ms")
+        bcryptMaxWait = .milliseconds(maxWaitMilliseconds)
         appleJWKSURL = try settings.string("apple.jwks-url")
         appleAudience = try settings.string("apple.audience")
         appleIssuer = try settings.string("apple.issuer")
         kakaoAPIURL = try settings.string("kakao.api-url").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         guard (10...16).contains(bcryptCost) else { throw StartupError("auth.bcrypt-cost must be between 10 and 16 (got \(bcryptCost))") }
+        guard bcryptMaxPending >= 1 else { throw StartupError("auth.bcrypt-max-pending must be at least 1 (got \(bcryptMaxPending))") }
+        guard maxWaitMilliseconds >= 1 else { throw StartupError("auth.bcrypt-max-wait-ms must be at least 1 (got \(maxWaitMilliseconds))") }
         guard accessTokenTTL >= 10, refreshTokenTTL > accessTokenTTL else {
             throw StartupError("auth.access-ttl-seconds must be ≥ 10 and shorter than auth.refresh-ttl-seconds")
         }

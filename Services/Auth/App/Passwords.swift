@@ -1,23 +1,27 @@
 import CCrypt
-import Dispatch
 import Foundation
 
-/// bcrypt (`$2b$`) through libxcrypt. Hashing is deliberately slow CPU work, so it runs on a
-/// dedicated concurrent queue limited to the core count, never on the cooperative pool.
+/// bcrypt (`$2b$`) through libxcrypt. Hashing is deliberately slow CPU work, so it runs on
+/// dedicated threads (one per core) behind a bounded admission (`HashingAdmission`): when too
+/// many hashes wait, `hash` and `verify` throw E98 instead of queueing without limit.
 struct PasswordHasher: Sendable {
     /// bcrypt work factor; ≥ 10 enforced at configuration time.
     let cost: Int
+    let admission: HashingAdmission
 
-    private static let queue = DispatchQueue(label: "chatsuite.bcrypt", qos: .userInitiated, attributes: .concurrent)
-    private static let slots = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
+    init(cost: Int, maxPending: Int = HashingAdmission.defaultCapacity, maxWait: Duration = .seconds(2)) {
+        self.cost = cost
+        self.admission = HashingAdmission(capacity: maxPending, maxWait: maxWait)
+    }
 
     struct HashingError: Error, CustomStringConvertible {
         let description: String
     }
 
-    func hash(_ password: String) async throws -> String {
+    /// - Parameter sheddable: false only for the start-up hash (see `HashingAdmission.run`).
+    func hash(_ password: String, sheddable: Bool = true) async throws -> String {
         let cost = self.cost
-        return try await Self.offload {
+        return try await admission.run(sheddable: sheddable) {
             var random = [UInt8](repeating: 0, count: 16)
             for i in random.indices { random[i] = UInt8.random(in: .min ... .max) }
             var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
@@ -30,9 +34,10 @@ struct PasswordHasher: Sendable {
     }
 
     /// Constant-time comparison of the recomputed hash; false for a malformed stored hash.
-    func verify(_ password: String, hash: String) async -> Bool {
+    /// Throws only when the service sheds the request (E98).
+    func verify(_ password: String, hash: String) async throws -> Bool {
         guard hash.hasPrefix("$2") else { return false }
-        let computed = try? await Self.offload { try Self.crypt(password, setting: Array(hash.utf8CString)) }
+        let computed = try await admission.run { try? Self.crypt(password, setting: Array(hash.utf8CString)) }
         guard let computed else { return false }
         return constantTimeEquals(Array(computed.utf8), Array(hash.utf8))
     }
@@ -46,16 +51,6 @@ struct PasswordHasher: Sendable {
         }
         guard let result else { throw HashingError(description: "bcrypt failed") }
         return result
-    }
-
-    private static func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                slots.wait()
-                defer { slots.signal() }
-                continuation.resume(with: Result { try work() })
-            }
-        }
     }
 }
 

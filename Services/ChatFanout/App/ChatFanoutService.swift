@@ -1,6 +1,7 @@
 import Configuration
 import Database
 import Hummingbird
+import Kafka
 import Logging
 import ServiceKit
 
@@ -28,6 +29,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // ready and the table caught up. Shutdown runs in reverse: fan-out stops before the table.
     platform.addService(interest)
     let consumerConfiguration = FanoutConsumer.configuration(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, batchSize: batchSize)
+    consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     let producer = platform.producer
     platform.addGatedService {
         FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }

@@ -42,6 +42,7 @@ final class DeliveryConsumer: Service, Sendable {
         )
         configuration.client.clientId = "\(client.clientId)-delivery"
         configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        configuration.announceForReadiness()  // the consumer is created when the service runs
         self.configuration = configuration
     }
 

@@ -23,6 +23,7 @@ final class MembershipWatcher: Service, Sendable {
         var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
         configuration.client.clientId = "\(client.clientId)-membership"
         configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        configuration.announceForReadiness()  // the consumer is created when the service runs
         self.configuration = configuration
         self.logger = logger
     }

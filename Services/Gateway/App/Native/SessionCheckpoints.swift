@@ -23,6 +23,7 @@ final class SessionCheckpoints: Service, Sendable {
 
     init(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, retention: Duration, logger: Logger) {
         configuration = .wholeTopic(Topic.gatewaySession, client: client, role: "sessions", fetchWaitMilliseconds: fetchWaitMilliseconds)
+        configuration.announceForReadiness()  // the consumer is created when the service runs
         self.retention = retention
         self.logger = logger
     }

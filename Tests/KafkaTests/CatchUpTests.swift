@@ -1,0 +1,98 @@
+import Common
+import Foundation
+import Kafka
+import Testing
+import TestSupport
+
+/// A consumer's catch-up (what the services' readiness waits for): it has its assignment and
+/// processed what its partitions held when assigned.
+@Suite("Kafka consumer catch-up", .serialized)
+struct CatchUpTests {
+    @Test("a group member is caught up only after it processed the backlog; the registry lists it until then")
+    func groupMemberWithBacklog() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1)
+        let topic = TestKafka.uniqueTopic()
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try TestKafka.producer(cluster)
+        let backlog = 30
+        for result in await producer.sendAllAndAwait((0..<backlog).map { KafkaProducerMessage(topic: topic, key: "k\($0)", value: [1]) }) {
+            _ = try result.get()
+        }
+        let readiness = KafkaReadiness()
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic], clientId: "catch-up-test") {
+            $0.client.readiness = readiness
+        }
+        #expect(!consumer.isCaughtUp)
+        #expect(readiness.pending == ["catch-up-test: waiting for assignment"])
+
+        let processed = Locked(0)
+        let reader = Task {
+            for try await _ in consumer.messages {
+                // The record in hand is not processed yet, so some of the backlog always is behind.
+                #expect(!consumer.isCaughtUp)
+                processed.withLock { $0 += 1 }
+            }
+        }
+        try await Self.waitUntil("caught up") { consumer.isCaughtUp }
+        #expect(processed.value == backlog)
+        #expect(readiness.pending.isEmpty)
+
+        await consumer.close()
+        reader.cancel()
+        #expect(!consumer.isCaughtUp, "a closed consumer is not ready")
+        #expect(readiness.pending == ["catch-up-test: closed"])
+    }
+
+    @Test("nothing to read: a group member of an empty topic and a reader from the end catch up without a record")
+    func nothingToRead() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1)
+        let empty = TestKafka.uniqueTopic()
+        let busy = TestKafka.uniqueTopic()
+        try cluster.createTopic(empty, partitions: 2)
+        try cluster.createTopic(busy, partitions: 1)
+        let producer = try TestKafka.producer(cluster)
+        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: busy, key: "k", value: [1]))
+
+        let readiness = KafkaReadiness()
+        let member = try TestKafka.groupConsumer(cluster, group: "g-\(empty)", topics: [empty], clientId: "member") { $0.client.readiness = readiness }
+        var configuration = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "from-end"),
+            mode: .assignment([TopicPartitionOffset(topic: busy, partition: 0, offset: .end)])
+        )
+        configuration.client.readiness = readiness
+        let reader = try KafkaConsumer(configuration: configuration, logger: TestKafka.logger)
+        let received = Locked(0)
+        let tasks = [member, reader].map { consumer in
+            Task {
+                for try await _ in consumer.messages { received.withLock { $0 += 1 } }
+            }
+        }
+        try await Self.waitUntil("both caught up") { readiness.pending.isEmpty }
+        #expect(member.isCaughtUp && reader.isCaughtUp)
+        #expect(received.value == 0)
+        await member.close()
+        await reader.close()
+        tasks.forEach { $0.cancel() }
+    }
+
+    @Test("an announced consumer counts before it exists; a hold until it is released")
+    func announcementsAndHolds() throws {
+        let readiness = KafkaReadiness()
+        var configuration = KafkaConsumerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "later"), mode: .group(id: "g", topics: ["t"]))
+        configuration.client.readiness = readiness
+        configuration.announceForReadiness()
+        let hold = readiness.hold("building")
+        #expect(readiness.pending == ["building: starting", "later: not started"])
+        hold.release()
+        #expect(readiness.pending == ["later: not started"])
+        let consumer = try KafkaConsumer(configuration: configuration, logger: TestKafka.logger)
+        #expect(readiness.pending == ["later: waiting for assignment"])
+        withExtendedLifetime(consumer) {}
+    }
+
+    static func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: @escaping @Sendable () -> Bool) async throws {
+        try await withTimeout(timeout, what) {
+            while !condition() { try await Task.sleep(for: .milliseconds(20)) }
+        }
+    }
+}
