@@ -47,6 +47,7 @@ final class DrillNativeSocket: Sendable {
                 state.withLock { state in
                     state.sessionId = nil
                     state.needsRefetch = true
+                    state.reidentified += 1
                 }
             }
             try? await Task.sleep(for: .milliseconds(250))
@@ -80,7 +81,6 @@ final class DrillNativeSocket: Sendable {
                 let data = object["d"] as? [String: Any]
                 state.withLock { state in
                     if type == "ready" {
-                        if state.sessionId != nil { state.reidentified += 1 }
                         state.sessionId = data?["session_id"] as? String
                         state.seq = s
                         return

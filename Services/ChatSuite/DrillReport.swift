@@ -94,7 +94,7 @@ enum DrillReport {
         out += "\nBefore the first fault: \(steady.filter { $0.kind == .ok }.count) of \(steady.count) sends answered 200.\n\n"
         out += "Messages: \(totals.sends.count) sent, \(totals.accepted.count) accepted (200), \(totals.stored.count) stored, **\(totals.lost) lost** "
         out += "(accepted but not stored); 500s anywhere: \(totals.serverErrors).\n\n"
-        out += "| native socket | delivered live | missing live | duplicates | sequence gaps | resumes | re-identified (then history over REST) |\n|---|---|---|---|---|---|---|\n"
+        out += "| native socket | delivered live | missing live | duplicates | sequence gaps | resumes | not resumable → identified anew (the app fetches history over REST) |\n|---|---|---|---|---|---|---|\n"
         for (i, s) in totals.sockets.enumerated() {
             let delivered = totals.stored.intersection(s.live).count
             out += "| \(i) | \(delivered) | \(totals.missing(s)) | \(s.duplicates) | \(s.gaps) | \(s.resumes) | \(s.reidentified) |\n"

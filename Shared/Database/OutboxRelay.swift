@@ -86,9 +86,14 @@ public final class OutboxRelay: Service, Sendable {
 
     private func leadOrStandBy() async throws {
         try await postgres.withConnection { connection in
-            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaderLockId))", logger: logger)
-            var acquired = false
-            for try await value in rows.decode(Bool.self) { acquired = value }
+            let logger = self.logger
+            let acquired = try await connection.abandoningOnClose {
+                var acquired = false
+                for try await value in try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaderLockId))", logger: logger).decode(Bool.self) {
+                    acquired = value
+                }
+                return acquired
+            }
             guard acquired else { return }  // another replica leads; stand by
             leading.store(true, ordering: .relaxed)
             // A fresh wake stream per leadership term: a cancelled term finishes its stream.
@@ -120,10 +125,10 @@ public final class OutboxRelay: Service, Sendable {
                     }
                 }
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaderLockId))", logger: logger)
+                await connection.releaseAdvisoryLock(Self.leaderLockId, logger: logger)
                 throw error
             }
-            _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.leaderLockId))", logger: logger)
+            await connection.releaseAdvisoryLock(Self.leaderLockId, logger: logger)
         }
     }
 
@@ -134,7 +139,8 @@ public final class OutboxRelay: Service, Sendable {
         var backoff = Duration.milliseconds(100)
         var lastCleanup = ContinuousClock.now
         while !Task.isCancelled {
-            let outcome = try await drain(connection)
+            // Abandoned when the connection closes (a query can hang on a closing connection).
+            let outcome = try await connection.abandoningOnClose { try await self.drain(connection) }
             if outcome.failed > 0 {
                 logger.warning("outbox publish failed; backing off", metadata: [
                     "outbox.failed": "\(outcome.failed)", "outbox.backoff_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
@@ -148,13 +154,16 @@ public final class OutboxRelay: Service, Sendable {
             if ContinuousClock.now - lastCleanup > .seconds(60) {
                 lastCleanup = ContinuousClock.now
                 let cutoff = Date().addingTimeInterval(-Double(configuration.retention.components.seconds))
-                _ = try await connection.query("DELETE FROM outbox WHERE published_at < \(cutoff)", logger: logger)
+                let logger = self.logger
+                _ = try await connection.abandoningOnClose {
+                    try await connection.query("DELETE FROM outbox WHERE published_at < \(cutoff)", logger: logger)
+                }
             }
             guard await wakes.next() != nil else { return }
         }
     }
 
-    struct DrainOutcome {
+    struct DrainOutcome: Sendable {
         var published = 0
         var failed = 0
     }

@@ -23,6 +23,11 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                     "http.method": "\(request.method)",
                     "http.path": "\(request.uri.path)",
                 ])
+            } else if mapped.status == .serviceUnavailable {
+                // A dependency outage (the database, a provider): the operator's business.
+                context.logger.warning("dependency unavailable", metadata: [
+                    LogKey.error: "\(mapped.detail ?? mapped.code)", "http.method": "\(request.method)", "http.path": "\(request.uri.path)",
+                ])
             } else if let detail = mapped.detail {
                 context.logger.debug("client error", metadata: ["error.code": "\(mapped.code)", LogKey.error: "\(detail)"])
             }
@@ -35,8 +40,11 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         case let error as APIError:
             return error
         case let error as PostgresTransactionError:
+            if error.isDatabaseUnavailable { return .dependencyUnavailable("database unavailable: \(String(reflecting: error))") }
             if let inner = error.closureError { return map(inner) }
             return APIError("E99", status: .internalServerError, detail: String(reflecting: error))
+        case let error where error.isDatabaseUnavailable:
+            return .dependencyUnavailable("database unavailable: \(String(reflecting: error))")
         case let error as HTTPError:
             switch error.status {
             case .notFound, .methodNotAllowed: return APIError("E97", status: .notFound, detail: error.body)

@@ -1,0 +1,47 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The connection closed while work on it was still waiting.
+public struct PostgresConnectionClosed: Error, CustomStringConvertible {
+    public var description: String { "the database connection closed" }
+}
+
+extension PostgresConnection {
+    /// Runs `body` on this connection, but gives up with `PostgresConnectionClosed` as soon as
+    /// the connection closes. A query postgres-nio writes just as its connection is closed by the
+    /// server (PostgreSQL restarted, the backend terminated) can wait forever, and a task group
+    /// waits for its slowest child: without this, a relay or listener holding the connection
+    /// would never notice and never reconnect (tested: `OutboxRecoveryTests`). The abandoned
+    /// `body` is cancelled and left to end on its own.
+    public func abandoningOnClose<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let work = Mutex<Task<Void, Never>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let pending = Mutex<CheckedContinuation<T, any Error>?>(continuation)
+                @Sendable func finish(_ result: Result<T, any Error>) {
+                    pending.withLock { pending in
+                        defer { pending = nil }
+                        return pending
+                    }?.resume(with: result)
+                }
+                let task = Task {
+                    do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+                }
+                work.withLock { $0 = task }
+                closeFuture.whenComplete { _ in
+                    task.cancel()
+                    finish(.failure(PostgresConnectionClosed()))
+                }
+            }
+        } onCancel: {
+            work.withLock { $0 }?.cancel()
+        }
+    }
+
+    /// Releases a session advisory lock, unless the connection is gone (which released it).
+    func releaseAdvisoryLock(_ id: Int64, logger: Logger) async {
+        guard !isClosed else { return }
+        _ = try? await abandoningOnClose { try await self.query("SELECT pg_advisory_unlock(\(id))", logger: logger) }
+    }
+}
