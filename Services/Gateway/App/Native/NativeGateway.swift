@@ -132,7 +132,7 @@ final class NativeGateway: Sendable {
         let seq = frame.seq ?? 0
         guard seq >= 0 else { return refuse(connection, NativeClose.invalidSeq, "invalid seq", nil) }
         guard let user = await user(of: frame) else { return refuse(connection, NativeClose.authenticationFailed, "authentication failed", nil) }
-        guard let session = await resumable(sessionId), session.userId == user else {
+        guard let session = await resumable(sessionId, seq: seq), session.userId == user else {
             return refuse(connection, NativeClose.notResumable, "session not resumable", nil)
         }
         let cursors: [(UUID, Int64)]
@@ -165,12 +165,14 @@ final class NativeGateway: Sendable {
 
     /// A session of this gateway, or one rebuilt from its checkpoint — which may take a moment
     /// to arrive (a restarted gateway reads the session topic from its beginning; another
-    /// gateway's checkpoint travels through Kafka): waits up to 10 s for it.
-    private func resumable(_ sessionId: String) async -> NativeSession? {
+    /// gateway's checkpoint travels through Kafka): waits up to 10 s for one that has reached
+    /// `seq` (an older one, from an earlier detach or resume, may still be the latest here),
+    /// then takes the latest there is.
+    private func resumable(_ sessionId: String, seq: Int) async -> NativeSession? {
         if let session = sessions.withLock({ $0[sessionId] }) { return session }
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
-            if let checkpoint = checkpoints.checkpoint(sessionId) {
+            if let checkpoint = checkpoints.checkpoint(sessionId), checkpoint.seq >= seq || ContinuousClock.now >= deadline {
                 let rebuilt = NativeSession(checkpoint: checkpoint, maxMarks: settings.resumeMarks)
                 // Two resumes racing for one unknown session: the first registration wins.
                 let (session, isNew) = sessions.withLock { sessions -> (NativeSession, Bool) in
