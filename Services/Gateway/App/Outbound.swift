@@ -74,6 +74,8 @@ struct OutboundQueue: Sendable {
     private(set) var frames: [OutboundText] = []
     /// Queued bytes plus bytes handed to the writer and not yet written.
     private(set) var bytes = 0
+    /// When the writer started the write it is still in (nil while it waits for frames).
+    private(set) var writeStarted: ContinuousClock.Instant?
     let maxBytes: Int
     let maxFrames: Int
 
@@ -110,6 +112,23 @@ struct OutboundQueue: Sendable {
 
     mutating func written(_ count: Int) {
         bytes = max(0, bytes - count)
+    }
+
+    /// The writer starts a batch, or finished one frame of it (progress: the write timeout
+    /// counts from here).
+    mutating func writing(wrote count: Int = 0) {
+        writeStarted = .now
+        written(count)
+    }
+
+    /// The batch is done (or failed): the writer waits for more.
+    mutating func idle() {
+        writeStarted = nil
+    }
+
+    /// Whether the writer has made no progress for longer than `timeout`.
+    func isStalled(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
+        writeStarted.map { now - $0 > timeout } ?? false
     }
 
     mutating func clear() {

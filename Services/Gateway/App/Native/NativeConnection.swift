@@ -20,8 +20,6 @@ final class NativeConnection: Sendable {
         /// An identify or resume is being answered (the reading task waits for chat meanwhile,
         /// so heartbeats are not read): not a zombie.
         var busy = false
-        /// When the writer started the write it is still in (nil when it is not writing).
-        var writeStarted: ContinuousClock.Instant?
     }
 
     let opened = ContinuousClock.now
@@ -82,7 +80,7 @@ final class NativeConnection: Sendable {
             guard state.closing == nil else { return (nil, false) }
             state.closing = (code, reason)
             state.outbox.clear()
-            guard let waiter = state.waiter else { return (nil, state.writeStarted != nil) }
+            guard let waiter = state.waiter else { return (nil, state.outbox.writeStarted != nil) }
             state.waiter = nil
             state.closeTaken = true
             return (waiter, false)
@@ -111,23 +109,9 @@ final class NativeConnection: Sendable {
         }
     }
 
-    /// The writer starts writing a batch.
-    func beginWrite() {
-        state.withLock { $0.writeStarted = .now }
-    }
-
-    /// One frame of the batch is written (its bytes no longer count against the queue's
-    /// bound): progress, the write timeout counts from here.
-    func wrote(bytes: Int) {
-        state.withLock { state in
-            state.writeStarted = .now
-            state.outbox.written(bytes)
-        }
-    }
-
-    /// The batch is done (or failed): the writer waits for more.
-    func endWrite() {
-        state.withLock { $0.writeStarted = nil }
+    /// The writer's progress (`OutboundQueue.writing` / `idle`): what the write timeout reads.
+    func writer(_ update: (inout OutboundQueue) -> Void) {
+        state.withLock { update(&$0.outbox) }
     }
 
     func heartbeat() {
@@ -156,7 +140,7 @@ final class NativeConnection: Sendable {
     /// not written a frame within `writeTimeout` (the client stopped reading).
     func health(now: ContinuousClock.Instant, interval: Duration, writeTimeout: Duration) -> Health {
         state.withLock { state in
-            if let started = state.writeStarted, now - started > writeTimeout { return .stalled }
+            if state.outbox.isStalled(now: now, timeout: writeTimeout) { return .stalled }
             if state.closing != nil || state.busy { return .fine }
             if !state.identified { return now - opened > interval ? .notIdentified : .fine }
             return now - state.lastHeartbeat > interval * 1.5 ? .zombie : .fine

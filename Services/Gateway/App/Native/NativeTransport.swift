@@ -39,17 +39,16 @@ struct NativeTransport: Sendable {
                     case .frames(let frames):
                         // Timed by the heartbeat sweep: a write that does not finish in time
                         // (the client stopped reading) aborts the connection, which ends it.
-                        connection.beginWrite()
+                        connection.writer { $0.writing() }
+                        defer { connection.writer { $0.idle() } }
                         do {
                             for frame in frames {
                                 try await frame.write(to: outbound)
-                                connection.wrote(bytes: frame.byteCount)
+                                connection.writer { $0.writing(wrote: frame.byteCount) }
                             }
                         } catch {
-                            connection.endWrite()
                             break writing
                         }
-                        connection.endWrite()
                     case .close(let code, let reason):
                         try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
                         break writing

@@ -15,8 +15,6 @@ final class EngineSession: Sendable {
     private struct State: Sendable {
         var outbox: OutboundQueue
         var waiter: CheckedContinuation<Wait, Never>?
-        /// When the WebSocket writer started the write it is still in.
-        var writeStarted: ContinuousClock.Instant?
         /// Drops the WebSocket's TCP connection (set once the session is on a WebSocket).
         var abort: (@Sendable () -> Void)?
         /// Whether the session ended because the client fell too far behind.
@@ -103,22 +101,10 @@ final class EngineSession: Sendable {
         state.withLock { $0.outbox.written(bytes) }
     }
 
-    /// The WebSocket writer starts writing a batch.
-    func beginWrite() {
-        state.withLock { $0.writeStarted = .now }
-    }
-
-    /// One packet of the batch is written: progress (the write timeout counts from here).
-    func wrote(bytes: Int) {
-        state.withLock { state in
-            state.writeStarted = .now
-            state.outbox.written(bytes)
-        }
-    }
-
-    /// The batch is done (or failed): the writer waits for more.
-    func endWrite() {
-        state.withLock { $0.writeStarted = nil }
+    /// The WebSocket writer's progress (`OutboundQueue.writing` / `idle`): what the write
+    /// timeout reads.
+    func writer(_ update: (inout OutboundQueue) -> Void) {
+        state.withLock { update(&$0.outbox) }
     }
 
     /// The session is on a WebSocket: `abort` drops its connection.
@@ -130,7 +116,7 @@ final class EngineSession: Sendable {
     /// `timeout`; true when it did.
     func abortIfStalled(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
         let abort = state.withLock { state -> (@Sendable () -> Void)? in
-            guard let started = state.writeStarted, now - started > timeout else { return nil }
+            guard state.outbox.isStalled(now: now, timeout: timeout) else { return nil }
             state.tooSlow = true
             return state.abort
         }
@@ -141,7 +127,7 @@ final class EngineSession: Sendable {
     /// Drops the WebSocket if its writer is in a write (a client too far behind may never read
     /// again: its close frame would wait behind that write forever).
     func abortIfWriting() {
-        let abort = state.withLock { $0.writeStarted != nil ? $0.abort : nil }
+        let abort = state.withLock { $0.outbox.writeStarted != nil ? $0.abort : nil }
         abort?()
     }
 

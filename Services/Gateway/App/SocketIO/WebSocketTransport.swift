@@ -79,11 +79,11 @@ struct WebSocketTransport: Sendable {
                     while case .packets(let batch) = await session.next(poll: false) {
                         // Timed by the heartbeat loop: a write that does not finish in time (the
                         // client stopped reading) drops the connection, which ends this loop.
-                        session.beginWrite()
-                        defer { session.endWrite() }
+                        session.writer { $0.writing() }
+                        defer { session.writer { $0.idle() } }
                         for packet in batch {
                             try await packet.write(to: outbound)
-                            session.wrote(bytes: packet.byteCount)
+                            session.writer { $0.writing(wrote: packet.byteCount) }
                         }
                     }
                 } catch {
