@@ -30,6 +30,16 @@ tstart=$(date +%s)
 # forty of them start at once. Four since the real-time suites (several gateways, fan-out
 # processes, thousands of frames) joined: at six, Kafka propagation in unrelated tests sometimes
 # exceeded their waits. Extra arguments (e.g. --filter ChatTests) are passed through.
-.build/debug/chatsuitePackageTests.xctest --testing-library swift-testing \
-  --experimental-maximum-parallelization-width "${TEST_PARALLELISM:-4}" "$@"
+run_tests() {
+  .build/debug/chatsuitePackageTests.xctest --testing-library swift-testing \
+    --experimental-maximum-parallelization-width "${TEST_PARALLELISM:-4}" "$@"
+}
+if [ $# -gt 0 ]; then
+  run_tests "$@"
+else
+  # The fault drill kills processes and freezes a broker and times recoveries: it runs on its
+  # own after the rest, so neither disturbs the other's timing.
+  run_tests --skip DrillTests
+  run_tests --filter DrillTests
+fi
 echo "tests: $(( $(date +%s) - tstart )) s"

@@ -124,12 +124,15 @@ struct DrillCommand: AsyncParsableCommand {
             case .restartPostgres:
                 try stack.restartPostgres(logger: logger)
             }
-            // Recovered: every service ready and a message accepted again.
+            // Recovered: every service ready and five messages in a row accepted again (one
+            // answer can come from the one pooled connection that is already back).
+            var streak = 0
             try await waitFor("recovery after \(fault)", timeout: .seconds(180)) {
                 for service in DrillStack.services where !(await stack.isReady(service)) { return false }
                 let (status, _) = (try? await client.send(.POST, "/v1/workspaces/\(traffic.workspace)/channels/\(traffic.channels[0])/chats",
                                                             token: traffic.token(0), json: #"{"content":"drill probe"}"#)) ?? (.serviceUnavailable, .init())
-                return status == .ok
+                streak = status == .ok ? streak + 1 : 0
+                return streak >= 5
             }
             let recovered = ContinuousClock.now
             phases.append(DrillReport.Phase(fault: fault.description, started: started, recovered: recovered))

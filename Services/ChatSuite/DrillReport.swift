@@ -13,6 +13,8 @@ enum DrillReport {
         var unavailableInWindow = 0
         /// 503 / no connection outside the window, or any 500: failures.
         var failures = 0
+        /// Each failure: when it started (seconds after the fault) and what it was.
+        var failureDetails: [String] = []
         var paymentsOK = 0
         var paymentRetries = 0
 
@@ -55,7 +57,7 @@ enum DrillReport {
         var phases = phases
         for i in phases.indices {
             phases[i].ok = 0; phases[i].clientErrors = 0; phases[i].unavailableInWindow = 0; phases[i].failures = 0
-            phases[i].paymentsOK = 0; phases[i].paymentRetries = 0
+            phases[i].paymentsOK = 0; phases[i].paymentRetries = 0; phases[i].failureDetails = []
         }
         func phaseIndex(_ at: ContinuousClock.Instant) -> Int? {
             phases.indices.last { phases[$0].started <= at }
@@ -78,6 +80,13 @@ enum DrillReport {
             case .serverError:
                 phases[i].failures += 1
             }
+            if outcome.kind == .serverError || (!inWindow && [.unavailable, .unreachable].contains(outcome.kind)) {
+                let offset = (outcome.startedAt - phases[i].started).seconds
+                phases[i].failureDetails.append(String(
+                    format: "%@ started %.2f s after the fault (recovered at %.2f s): %@ %@", isPayment ? "payment" : "send", offset,
+                    phases[i].recoverySeconds, "\(outcome.kind)", outcome.code ?? "no code"
+                ))
+            }
         }
         return phases
     }
@@ -89,6 +98,9 @@ enum DrillReport {
         for p in phases {
             out += String(format: "| %@ | %.1f s | %d | %d | %d | %d | %d | %d |\n", p.fault, p.recoverySeconds, p.ok, p.clientErrors,
                           p.unavailableInWindow, p.failures, p.paymentsOK, p.paymentRetries)
+        }
+        for p in phases where !p.failureDetails.isEmpty {
+            out += "\nFailures during \(p.fault): " + p.failureDetails.joined(separator: "; ") + "\n"
         }
         let steady = totals.sends.filter { outcome in !totals.phases.contains { $0.started <= outcome.startedAt } }
         out += "\nBefore the first fault: \(steady.filter { $0.kind == .ok }.count) of \(steady.count) sends answered 200.\n\n"
