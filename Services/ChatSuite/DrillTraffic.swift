@@ -1,4 +1,5 @@
 import Common
+import Events
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -48,55 +49,17 @@ final class DrillTraffic: Sendable {
         sockets = users.enumerated().map { DrillNativeSocket(index: $0.offset, gateway: gateway) }
     }
 
-    /// Signs up `userCount` users in one workspace with `channelCount` channels everyone joined.
+    /// `userCount` users in one workspace with `channelCount` channels everyone joined, made by
+    /// the load generator's setup (which also waits until chat knows every membership).
     static func setUp(client: GatewayClient, portOne: DrillPortOne, gatewayPort: Int, userCount: Int, channelCount: Int) async throws -> DrillTraffic {
         let runId = String(UUID().uuidString.prefix(8)).lowercased()
-        let rest = LoadGenREST(client: client)
-        var users: [User] = []
-        for i in 0..<userCount {
-            let email = "drill-\(runId)-\(i)@example.com"
-            let password = "drill password 1"
-            let body = try await rest.call(.POST, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(password)","nickname":"drill\#(i)"}"#, what: "join")
-            guard let object = client.json(body), let id = object["user_id"] as? String,
-                  let token = (object["token"] as? [String: Any])?["accessToken"] as? String else { throw LoadGenError("join: unexpected answer") }
-            users.append(User(email: email, password: password, id: id, token: token))
-        }
-        let owner = users[0]
-        let created = try await rest.call(.POST, "/v1/workspaces", token: owner.token, json: #"{"name":"drill-\#(runId)"}"#, what: "create workspace")
-        guard let workspace = client.json(created)?["workspace_id"] as? String else { throw LoadGenError("no workspace_id") }
-        for user in users.dropFirst() {
-            // A user who signed up a moment ago reaches workspace's profiles through auth.user.v1.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while true {
-                let (status, body) = try await client.send(.POST, "/v1/workspaces/\(workspace)/members", token: owner.token, json: #"{"email":"\#(user.email)"}"#)
-                let code = client.json(body)?["errorCode"] as? String
-                if status == .ok || code == "E12" { break }
-                guard code == "E03", ContinuousClock.now < deadline else { throw LoadGenError("invite: HTTP \(status.code) \(code ?? "-")") }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        var channels: [String] = []
-        for c in 0..<channelCount {
-            let body = try await rest.call(.POST, "/v1/workspaces/\(workspace)/channels", token: owner.token, json: #"{"name":"drill-\#(c)"}"#, what: "create channel")
-            guard let id = client.json(body)?["channel_id"] as? String else { throw LoadGenError("no channel_id") }
-            channels.append(id)
-            for user in users.dropFirst() {
-                try await rest.call(.POST, "/v1/workspaces/\(workspace)/channels/\(id)/join", token: user.token, what: "join channel", alsoAccept: "E12")
-            }
-        }
-        // chat learns memberships from workspace.v1.
-        for channel in channels {
-            for user in users {
-                let path = "/v1/workspaces/\(workspace)/channels/\(channel)/chats?cursor_date=2100-01-01T00:00:00.000Z"
-                let deadline = ContinuousClock.now + .seconds(120)
-                while try await client.send(.GET, path, token: user.token).status != .ok {
-                    guard ContinuousClock.now < deadline else { throw LoadGenError("chat does not know the drill's members") }
-                    try await Task.sleep(for: .milliseconds(200))
-                }
-            }
-        }
-        return DrillTraffic(client: client, portOne: portOne, users: users, workspace: workspace, channels: channels, runId: runId,
-                            gateway: "ws://127.0.0.1:\(gatewayPort)")
+        let plan = LoadGenPlan(runId: runId, users: userCount, channels: channelCount, members: userCount, sockets: userCount, channelsPerWorkspace: channelCount)
+        let world = try await LoadGenSetup(rest: LoadGenREST(client: client), plan: plan, concurrency: 4).run()
+        let users = world.users.map { User(email: $0.email, password: LoadGenSetup.password, id: $0.id.description, token: $0.token) }
+        return DrillTraffic(
+            client: client, portOne: portOne, users: users, workspace: world.channels[0].workspaceId.description,
+            channels: world.channels.map(\.id.description), runId: runId, gateway: "ws://127.0.0.1:\(gatewayPort)"
+        )
     }
 
     func token(_ user: Int) -> String { tokens.withLock { $0[user] } }
