@@ -21,12 +21,19 @@ struct DevService: Sendable {
     func waitUntilReady(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health/ready")
-            request.method = .GET
-            if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok { return true }
+            if await Self.isReady(port: port) { return true }
             try? await Task.sleep(for: .milliseconds(200))
         }
         return false
+    }
+
+    /// Whether the service on `port` answers `GET /health/ready` with 200 now.
+    static func isReady(port: Int) async -> Bool {
+        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/health/ready"), timeout: .seconds(2)) else {
+            return false
+        }
+        _ = try? await response.body.collect(upTo: 1 << 20)
+        return response.status == .ok
     }
 }
 

@@ -41,7 +41,7 @@ struct DrillCommand: AsyncParsableCommand {
         var description: String {
             switch self {
             case .kill(let service): "kill -9 \(service)"
-            case .freezeBroker(let duration): "broker stopped \(Int(duration.seconds)) s"
+            case .freezeBroker(let duration): "broker stopped \(Int(duration.milliseconds / 1000)) s"
             case .restartPostgres: "PostgreSQL restarted"
             }
         }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import NIOCore
@@ -44,15 +43,5 @@ final class DrillPortOne: Sendable {
 
     private static func json(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-}
-
-/// Small HTTP helpers of the drill.
-enum DrillHTTP {
-    /// The status of a GET, nil when nothing answered.
-    static func status(_ url: String) async -> Int? {
-        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(2)) else { return nil }
-        _ = try? await response.body.collect(upTo: 1 << 20)
-        return Int(response.status.code)
     }
 }

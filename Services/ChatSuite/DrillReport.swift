@@ -18,7 +18,7 @@ enum DrillReport {
         var paymentsOK = 0
         var paymentRetries = 0
 
-        var recoverySeconds: Double { (recovered - started).seconds }
+        var recoverySeconds: Double { (recovered - started).milliseconds / 1000 }
 
         init(fault: String, started: ContinuousClock.Instant, recovered: ContinuousClock.Instant) {
             self.fault = fault
@@ -81,7 +81,7 @@ enum DrillReport {
                 phases[i].failures += 1
             }
             if outcome.kind == .serverError || (!inWindow && [.unavailable, .unreachable].contains(outcome.kind)) {
-                let offset = (outcome.startedAt - phases[i].started).seconds
+                let offset = (outcome.startedAt - phases[i].started).milliseconds / 1000
                 phases[i].failureDetails.append(String(
                     format: "%@ started %.2f s after the fault (recovered at %.2f s): %@ %@", isPayment ? "payment" : "send", offset,
                     phases[i].recoverySeconds, "\(outcome.kind)", outcome.code ?? "no code"

@@ -84,7 +84,7 @@ final class DrillStack: Sendable {
     /// Whether the service answers `/health/ready` with 200.
     func isReady(_ service: String) async -> Bool {
         guard let port = servicePorts[service] else { return false }
-        return await DrillHTTP.status("http://127.0.0.1:\(port)/health/ready") == 200
+        return await DevService.isReady(port: port)
     }
 
     /// Waits until every service is ready; the seconds it took.
@@ -93,7 +93,7 @@ final class DrillStack: Sendable {
         while ContinuousClock.now - started < timeout {
             var all = true
             for service in Self.services where !(await isReady(service)) { all = false }
-            if all { return (ContinuousClock.now - started).seconds }
+            if all { return (ContinuousClock.now - started).milliseconds / 1000 }
             guard launcher.isRunning else { throw DevError("the launcher stopped:\n\(log.suffix(3000))") }
             try await Task.sleep(for: .milliseconds(200))
         }
@@ -148,8 +148,4 @@ final class DrillStack: Sendable {
         broker.interrupt()
         postgres.withLock { $0.stopServer() }
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
