@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
 
 // Settings shared by every target: Swift 6 language mode is the default for tools 6.x;
@@ -26,23 +27,34 @@ let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 
-// MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
+// MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`,
+// found by folder: every `Services/<Name>/App` is a service; its executable is `<Name>` in
+// kebab case (`ChatFanout` → `chat-fanout`), the name its ServiceCatalog entry gives it (a test
+// checks both agree). A service that needs more than the platform lists it here.
+let serviceExtras: [String: [Target.Dependency]] = [
+    "Gateway": [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
+    "Auth": ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")],
+    "ChatFanout": [metrics, lifecycle],
+    "Payment": [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+]
+
 struct ServiceSpec {
     let folder: String       // Services/<folder>
     let executable: String   // product / binary name
     let extra: [Target.Dependency]
 }
-let services: [ServiceSpec] = [
-    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
-    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")]),
-    .init(folder: "Workspace", executable: "workspace", extra: []),
-    .init(folder: "Chat", executable: "chat", extra: []),
-    .init(folder: "ChatFanout", executable: "chat-fanout", extra: [metrics, lifecycle]),
-    .init(folder: "Presence", executable: "presence", extra: []),
-    .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
-]
+let servicesDirectory = Context.packageDirectory + "/Services"
+let services: [ServiceSpec] = ((try? FileManager.default.contentsOfDirectory(atPath: servicesDirectory)) ?? [])
+    .filter { FileManager.default.fileExists(atPath: "\(servicesDirectory)/\($0)/App") }
+    .sorted()
+    .map { folder in
+        let executable = folder.enumerated().map { index, c in
+            c.isUppercase ? (index == 0 ? "" : "-") + c.lowercased() : String(c)
+        }.joined()
+        return ServiceSpec(folder: folder, executable: executable, extra: serviceExtras[folder] ?? [])
+    }
 
-let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
+let platform: [Target.Dependency] = ["ServiceCatalog", "Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
 
 var targets: [Target] = [
     .systemLibrary(name: "CCrypt", path: "Shared/CCrypt", providers: [.apt(["libcrypt-dev"])]),
@@ -53,6 +65,8 @@ var targets: [Target] = [
         providers: [.apt(["librdkafka-dev"])]
     ),
     .target(name: "Common", dependencies: [], path: "Shared/Common", swiftSettings: swiftSettings),
+    // Which services exist (ports, databases, routes): read by the launcher, the gateway, the harness.
+    .target(name: "ServiceCatalog", dependencies: [], path: "Services/Catalog", swiftSettings: swiftSettings),
     .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
@@ -77,7 +91,7 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "ServiceCatalog", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
                        hummingbird]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
@@ -85,6 +99,8 @@ var targets: [Target] = [
     ),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
+    .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog"], swiftSettings: swiftSettings),
+    .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "ServiceCatalog", hummingbird], swiftSettings: swiftSettings),
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
@@ -94,7 +110,7 @@ var targets: [Target] = [
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "TestSupport", "Database", "Events", "Kafka", "Common",
                        hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Tests/SuiteTesting",

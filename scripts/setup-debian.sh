@@ -3,7 +3,7 @@
 # Swift 6.3 itself is expected on PATH (see README).
 set -euo pipefail
 
-packages=(librdkafka-dev libcrypt-dev pkg-config postgresql postgresql-contrib python3-venv)
+packages=(librdkafka-dev libcrypt-dev pkg-config postgresql postgresql-contrib python3-venv python3-yaml)
 [ "${WITH_COMPOSE:-0}" = 1 ] && packages+=(docker-compose)
 
 missing=()

@@ -7,6 +7,7 @@ import Kafka
 import Logging
 import NIOHTTP1
 import PostgresNIO
+import ServiceCatalog
 import ServiceKit
 
 /// `chatsuite dev`: the whole suite on this machine — PostgreSQL (created under the data folder
@@ -25,7 +26,7 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Port of the local PostgreSQL server the launcher creates.")
     var postgresPort: Int = 54329
 
-    @Option(help: "Gateway port; the services use the next six ports.")
+    @Option(help: "Gateway port; the other services use the next ports (their catalog offsets).")
     var port: Int = 8080
 
     @Option(help: "Brokers in the embedded Kafka cluster.")
@@ -46,19 +47,14 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "PortOne REST API base for payment (e.g. a local fake); the key and secret come from PAYMENT_PORTONE_API_KEY / PAYMENT_PORTONE_API_SECRET (unset: pay validation answers E99).")
     var portoneUrl: String?
 
-    static let services: [(name: String, database: String?)] = [
-        ("gateway", nil), ("auth", "chatsuite_auth"), ("workspace", "chatsuite_workspace"), ("chat", "chatsuite_chat"),
-        ("chat-fanout", nil), ("presence", nil), ("payment", "chatsuite_payment"),
-    ]
-
     func run() async throws {
         let started = ContinuousClock.now
         var logger = Logger(label: "chatsuite.dev")
         logger.logLevel = .info
         let console = ConsoleWriter()
         let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        for (name, _) in Self.services where !FileManager.default.isExecutableFile(atPath: binDir.appendingPathComponent(name).path) {
-            throw DevError("\(binDir.path)/\(name) is missing: build the suite first (swift build)")
+        for service in ServiceEntry.all where !FileManager.default.isExecutableFile(atPath: binDir.appendingPathComponent(service.name).path) {
+            throw DevError("\(binDir.path)/\(service.name) is missing: build the suite first (swift build)")
         }
 
         // 1. PostgreSQL
@@ -98,12 +94,12 @@ struct DevCommand: AsyncParsableCommand {
         let (stream, events) = AsyncStream<DevEvent>.makeStream()
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { events.yield(.signal($0)) }
         let colors = [36, 32, 33, 35, 34, 96, 92]
-        let gatewayURLs = Dictionary(uniqueKeysWithValues: Self.services.enumerated().map { ($0.element.name, "http://127.0.0.1:\(port + $0.offset)") })
+        let files = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files")
         var services: [DevService] = []
-        for (index, service) in Self.services.enumerated() {
+        for (index, service) in ServiceEntry.all.enumerated() {
             var env = ProcessInfo.processInfo.environment
             env["HTTP_HOST"] = "127.0.0.1"
-            env["HTTP_PORT"] = String(port + index)
+            env["HTTP_PORT"] = String(devPort(service))
             env["KAFKA_BROKERS"] = bootstrap
             // The mock broker holds every fetch for the full wait even when data is there
             // (real Kafka answers at once), so a short wait is what bounds latency here.
@@ -112,29 +108,26 @@ struct DevCommand: AsyncParsableCommand {
             env["INSTANCE_ID"] = "\(service.name)-dev"
             env["CHATSUITE_PARENT_PID"] = String(getpid())
             env.removeValue(forKey: "DATABASE_URL")
-            if let db = service.database { env["DATABASE_URL"] = admin.with(database: db).url }
-            if service.name == "auth" {
-                env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path
-                env["AUTH_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/auth").path
+            if let db = service.database { env["DATABASE_URL"] = admin.with(database: db.devName).url }
+            if service.storesFiles {
+                env[ServiceEntry.environmentVariable(service.filesDirectorySetting)] = files.appendingPathComponent(service.name).path
             }
-            if service.name == "chat" {
-                env["CHAT_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/chat").path
+            switch service.tokenKey {
+            case .signing?: env["JWT_PRIVATE_KEY_FILE"] = keys.privateKey.path
+            case .verifying?: env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path
+            case nil: break
             }
-            if service.name == "workspace" {
-                env["WORKSPACE_FILES_DIRECTORY"] = URL(fileURLWithPath: dataDir).standardizedFileURL.appendingPathComponent("files/workspace").path
-            }
-            if service.name == "payment", let portoneUrl {
-                env["PAYMENT_PORTONE_URL"] = portoneUrl
-            }
-            if service.name == "gateway" {
-                env["JWT_PUBLIC_KEY_FILE"] = keys.publicKey.path
+            if service.isEdge {
                 env["SESAC_KEYS"] = sesacKey
-                for (name, url) in gatewayURLs where name != "gateway" {
-                    env["\(name.uppercased().replacingOccurrences(of: "-", with: "_"))_URL"] = url
+                for upstream in ServiceEntry.upstreams {
+                    env[ServiceEntry.environmentVariable(upstream.urlSetting)] = "http://127.0.0.1:\(devPort(upstream))"
                 }
             }
+            if service == .payment, let portoneUrl {
+                env["PAYMENT_PORTONE_URL"] = portoneUrl
+            }
             services.append(DevService(
-                name: service.name, executable: binDir.appendingPathComponent(service.name), port: port + index,
+                name: service.name, executable: binDir.appendingPathComponent(service.name), port: devPort(service),
                 environment: env, color: colors[index % colors.count]
             ))
         }
@@ -172,15 +165,20 @@ struct DevCommand: AsyncParsableCommand {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            for case let (_, db?) in Self.services {
+            for db in ServiceEntry.all.compactMap({ $0.database?.devName }) {
                 var exists = false
                 for try await _ in try await client.query("SELECT 1 FROM pg_database WHERE datname = \(db)") { exists = true }
                 if !exists {
-                    // The names are the constants above, never input.
+                    // The names are the catalog's constants, never input.
                     _ = try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(db)"))
                 }
             }
         }
+    }
+
+    /// A service's port: the gateway on `--port`, the others at their catalog offset from it.
+    private func devPort(_ service: ServiceEntry) -> Int {
+        port + service.port - ServiceEntry.gatewayPort
     }
 
     /// Reports each service as it answers `/health/ready`, then all ready, or the ones that were

@@ -3,6 +3,7 @@ import Database
 import Logging
 import PostgresNIO
 import Synchronization
+import ServiceCatalog
 
 /// The suite the fault drill breaks: its own PostgreSQL, its own embedded broker process, and
 /// `chatsuite dev` on top of both (so every service is a child the launcher restarts), with a
@@ -17,13 +18,14 @@ final class DrillStack: Sendable {
     private let postgres: Mutex<DevPostgres>
     private let output: URL
 
-    /// The services in the launcher's order (their ports follow the gateway's).
-    static let services = DevCommand.services.map(\.name)
+    /// The services in the launcher's order.
+    static let services = ServiceEntry.all.map(\.name)
 
     init(dataDir: URL, port: Int, portOneURL: String, logger: Logger) async throws {
         try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true)
         gatewayPort = port
-        servicePorts = Dictionary(uniqueKeysWithValues: Self.services.enumerated().map { ($0.element, port + $0.offset) })
+        // As the launcher places them: at their catalog offset from the gateway's port.
+        servicePorts = Dictionary(uniqueKeysWithValues: ServiceEntry.all.map { ($0.name, port + $0.port - ServiceEntry.gatewayPort) })
         output = dataDir.appendingPathComponent("drill-suite.log")
         FileManager.default.createFile(atPath: output.path, contents: nil)
 
@@ -105,14 +107,15 @@ final class DrillStack: Sendable {
         let url = postgres.withLock { $0.url }
         guard let admin = try? DatabaseConfiguration(url: url) else { return [:] }
         var backlog: [String: Int] = [:]
-        for case let (service, database?) in DevCommand.services {
+        for service in ServiceEntry.all {
+            guard let database = service.database?.devName else { continue }
             let client = admin.with(database: database).makeClient(logger: logger)
             let count: Int? = await withTaskGroup(of: Int?.self) { group -> Int? in
                 group.addTask { await client.run(); return nil }
                 defer { group.cancelAll() }
                 return try? await Self.firstInt(client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self))
             }
-            backlog[service] = count ?? -1
+            backlog[service.name] = count ?? -1
         }
         return backlog
     }

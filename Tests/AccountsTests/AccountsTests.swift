@@ -220,7 +220,7 @@ struct EdgeSecurityTests {
 
     @Test("rate limit: E98 (429) past the burst, then recovery")
     func rateLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_USER_BURST": "5", "GATEWAY_USER_RATE_PER_SECOND": "1"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_USER_BURST": "5", "GATEWAY_USER_RATE_PER_SECOND": "1"]) { s in
             let user = try await s.join()
             // 15 at once: however slow the machine, at most 5 + elapsed seconds × 1 get through.
             let results = try await withThrowingTaskGroup(of: (HTTPResponse.Status, String?).self) { group in
@@ -245,7 +245,7 @@ struct EdgeSecurityTests {
 
     @Test("oversized bodies are refused at the edge (E11, 413)")
     func bodyLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_MAX_PLAIN_BODY_BYTES": "1024"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_MAX_PLAIN_BODY_BYTES": "1024"]) { s in
             let big = String(repeating: "a", count: 4096)
             let r = try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"\#(big)@example.com"}"#)
             #expect(r.status == .contentTooLarge && errorCode(r) == "E11")

@@ -9,7 +9,7 @@ import Testing
 struct EdgeFailureTests {
     @Test("a service that does not answer is E99 with HTTP 503, not a hang or a 500")
     func upstreamDown() async throws {
-        try await Stack.run(gatewayEnvironment: ["WORKSPACE_URL": "http://127.0.0.1:1"]) { s in
+        try await Stack.run(gateway: ["WORKSPACE_URL": "http://127.0.0.1:1"]) { s in
             let user = try await s.join()
             let r = try await s.request(.get, "/v1/workspaces", token: user.token.accessToken)
             #expect(r.status == .serviceUnavailable && errorCode(r) == "E99")
@@ -18,7 +18,7 @@ struct EdgeFailureTests {
 
     @Test("per-address limit applies to public requests too (E98), then recovers")
     func addressLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_ADDRESS_BURST": "4", "GATEWAY_ADDRESS_RATE_PER_SECOND": "1"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_ADDRESS_BURST": "4", "GATEWAY_ADDRESS_RATE_PER_SECOND": "1"]) { s in
             // 12 at once: however slow the machine, at most 4 + elapsed seconds × 1 get through.
             let codes = try await withThrowingTaskGroup(of: String?.self) { group in
                 for _ in 0..<12 {
@@ -56,7 +56,7 @@ struct EdgeFailureTests {
 
     @Test("Apple's key server unreachable: E99 (503), not E03 (the client's token is not at fault)")
     func appleKeysUnreachable() async throws {
-        try await Stack.run(authEnvironment: ["APPLE_JWKS_URL": "http://127.0.0.1:1/auth/keys", "APPLE_AUDIENCE": "com.example.app"]) { s in
+        try await Stack.run(services: [.auth(env: ["APPLE_JWKS_URL": "http://127.0.0.1:1/auth/keys", "APPLE_AUDIENCE": "com.example.app"])]) { s in
             let r = try await s.request(.post, "/v1/users/login/apple", json: #"{"idToken":"eyJhbGciOiJSUzI1NiJ9.e30.c2ln"}"#)
             #expect(r.status == .serviceUnavailable && errorCode(r) == "E99")
         }

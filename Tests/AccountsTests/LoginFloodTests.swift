@@ -28,7 +28,7 @@ struct LoginFloodTests {
     @Test("more concurrent logins than the bcrypt bound: the excess gets E98 + Retry-After at once, the rest log in, other routes stay fast")
     func floodIsShed() async throws {
         // Two hashes at most (running or waiting), each slow (cost 12 ≈ 4 × the default's time).
-        try await Stack.run(authEnvironment: ["AUTH_BCRYPT_MAX_PENDING": "2", "AUTH_BCRYPT_COST": "12"]) { s in
+        try await Stack.run(services: [.auth(env: ["AUTH_BCRYPT_MAX_PENDING": "2", "AUTH_BCRYPT_COST": "12"])]) { s in
             let password = "correct horse 1"
             let user = try await s.join(password: password)
             let port = try #require(s.client.port)

@@ -64,9 +64,9 @@ struct FakeProviders: Sendable {
     func run(_ body: @escaping @Sendable (Stack, FakeProviders) async throws -> Void) async throws {
         try await app().test(.live) { fake in
             let port = try #require(fake.port)
-            try await Stack.run(authEnvironment: [
+            try await Stack.run(services: [.auth(env: [
                 "APPLE_JWKS_URL": "http://127.0.0.1:\(port)/auth/keys", "APPLE_AUDIENCE": Self.bundleId, "KAKAO_API_URL": "http://127.0.0.1:\(port)",
-            ]) { stack in try await body(stack, self) }
+            ])]) { stack in try await body(stack, self) }
         }
     }
 }

@@ -28,7 +28,7 @@ struct AttachmentTests {
 
     @Test("5 files of each kind (one exactly 5 MB, AMOR's image/jpg) are stored, listed and served with their types")
     func fiveFiles() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let (_, chats) = try await channel(s, owner, member)
@@ -58,7 +58,7 @@ struct AttachmentTests {
 
     @Test("refused and nothing left behind: a 6th file, 5 MB + 1 byte, an unknown kind, content that is not its kind")
     func refusals() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let (_, chats) = try await channel(s, owner, member)
@@ -77,7 +77,7 @@ struct AttachmentTests {
 
     @Test("traversal names are neutralised; non-members, other rooms' users and made-up names get E13")
     func access() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let third = try await s.user()
@@ -114,7 +114,7 @@ struct AttachmentTests {
 
     @Test("long file names keep their end within 100 characters and 200 bytes, are stored, and are served")
     func longFileNames() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let (_, chats) = try await channel(s, owner, member)

@@ -37,7 +37,7 @@ struct ChannelChatTests {
 
     @Test("send (multipart and JSON), history with the contract's exclusive cursor, unread counts")
     func sendHistoryUnreads() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let room = try await room(s, owner, member)
@@ -86,7 +86,7 @@ struct ChannelChatTests {
 
     @Test("every message's own createdAt, echoed as the cursor, returns exactly the messages after it (20 messages)")
     func exactCursor() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let room = try await room(s, owner, member)
@@ -105,7 +105,7 @@ struct ChannelChatTests {
 
     @Test("refusals: E11 empty or oversized content, E13 non-member or unknown channel, E02 without a token")
     func refusals() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let outsider = try await s.user()
@@ -130,7 +130,7 @@ struct ChannelChatTests {
 
     @Test("nonce: the same send retried 3 times concurrently is one message")
     func nonce() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let room = try await room(s, owner, member)
@@ -150,7 +150,7 @@ struct ChannelChatTests {
 
     @Test("membership comes from chat's read model: refused before it has the member, accepted after, refused after the leave")
     func readModelLag() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let room = try await room(s, owner, member)
@@ -181,7 +181,7 @@ struct ChannelChatTests {
 
     @Test("chat.message.v1: one created event per message, keyed by channel id, in send order")
     func events() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let room = try await room(s, owner, member)

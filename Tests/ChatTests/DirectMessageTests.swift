@@ -23,7 +23,7 @@ struct DirectMessageTests {
 
     @Test("get-or-create is idempotent from both sides; list shows the other participant; chats, cursor and unreads as channels")
     func roomsAndChats() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let wid = try await workspace(s, a, [b])
@@ -67,7 +67,7 @@ struct DirectMessageTests {
 
     @Test("refusals: E11 missing opponent, E13 opponent or caller not a member, third parties, unknown rooms, after leaving")
     func refusals() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let a = try await s.user()
             let b = try await s.user()
             let c = try await s.user()
@@ -102,7 +102,7 @@ struct DirectMessageTests {
 
     @Test("chat.dm-message.created: keyed by room id, with both participants; a nonce retry is one event")
     func events() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let a = try await s.user()
             let b = try await s.user()
             let wid = try await workspace(s, a, [b])

@@ -10,7 +10,7 @@ import Testing
 struct EarlyRefusalTests {
     @Test("150 small and 10 large bodies refused before they are read: every response arrives whole")
     func earlyRefusals() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let place = try await MessageChangeTests.channel(s, owner, [])
             let large = String(repeating: "x", count: 300_000)

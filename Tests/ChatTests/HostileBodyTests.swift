@@ -117,7 +117,7 @@ struct HostileBodyTests {
 
     @Test("a chunked body is held to the limit though it declares no length: E11 (413)")
     func chunkedOverLimit() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_MAX_BODY_BYTES": "1000000", "GATEWAY_MAX_PLAIN_BODY_BYTES": "100000"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_MAX_BODY_BYTES": "1000000", "GATEWAY_MAX_PLAIN_BODY_BYTES": "100000"]) { s in
             let user = try await s.join()
             let port = try #require(s.client.port)
             try await Self.withClient { client in

@@ -45,7 +45,7 @@ struct MessageChangeTests {
 
     @Test("replies carry parent_id; a parent from elsewhere or unknown is E13, a malformed one E11; plain messages keep the contract's keys")
     func replies() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let place = try await Self.channel(s, owner, [member])
@@ -69,7 +69,7 @@ struct MessageChangeTests {
 
     @Test("mentions: @nickname and <@id> of members are stored and returned; outsiders and prefixes are not mentions")
     func mentions() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let kim = try await s.user("김철수")
             let lee = try await s.user("이영희")
@@ -91,7 +91,7 @@ struct MessageChangeTests {
 
     @Test("edit and delete: the sender only (E14), E11 empty, E13 unknown or deleted; history and unreads follow")
     func editAndDelete() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let outsider = try await s.user()
@@ -132,7 +132,7 @@ struct MessageChangeTests {
 
     @Test("deleting a message removes its files: the download is gone")
     func deleteRemovesFiles() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let place = try await Self.channel(s, owner, [member])
@@ -154,7 +154,7 @@ struct MessageChangeTests {
 
     @Test("reactions: add is idempotent, remove, counts and users in order, E11 bad emoji, E13 outsider; history shows them (DM too)")
     func reactions() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let outsider = try await s.user()
@@ -192,7 +192,7 @@ struct MessageChangeTests {
 
     @Test("chat.message.v1 carries created, edited, reactions-changed and deleted in order, keyed by the conversation")
     func changeEvents() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let place = try await Self.channel(s, owner, [member])

@@ -22,7 +22,7 @@ struct ReadAndSearchTests {
 
     @Test("read cursors: move forward only, default to the newest message, count others' messages after them; the workspace summary; chat.read.v1")
     func readCursors() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let outsider = try await s.user()
@@ -98,7 +98,7 @@ struct ReadAndSearchTests {
 
     @Test("search: Korean partial words, newest first, only the caller's channels and DMs, literal % and _, E11 / E13")
     func search() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let third = try await s.user("셋째")

@@ -26,7 +26,7 @@ struct SessionRoutesTests {
 
     @Test("session snapshot and replay: unread counts over all workspaces, replay after cursors of readable conversations only, the limit, 400s")
     func sessionAndReplay() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
             let a = try await s.user("에이")
             let b = try await s.user("비")

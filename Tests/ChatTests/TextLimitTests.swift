@@ -27,7 +27,7 @@ struct ChatTextLimitTests {
 
     @Test("one character of ~1 MB (\"a\" + 520 000 combining accents) is E11; the next normal message is published at once")
     func combiningAccentFlood() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let place = try await MessageChangeTests.channel(s, owner, [])
             let flood = Self.accented("a", 520_000)
@@ -58,7 +58,7 @@ struct ChatTextLimitTests {
 
     @Test("content, edits, DMs, nonces and reaction emoji: over their byte limits E11, at them accepted (JSON and multipart)")
     func everyChatText() async throws {
-        try await Stack.run(workspace: true, chat: true) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let owner = try await s.user()
             let member = try await s.user()
             let place = try await MessageChangeTests.channel(s, owner, [member])

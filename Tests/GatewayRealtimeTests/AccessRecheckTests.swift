@@ -15,7 +15,7 @@ struct AccessRecheckTests {
     @Test("a native session resumed from its checkpoint after its user left a channel (no gateway watching) gets conversation.removed and none of its messages")
     func resumeRechecksMembership() async throws {
         let gatewayId = "gw-recheck-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: NativeProtocolTests.environment("gw-stack-\(UUID().uuidString.prefix(8).lowercased())")) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: NativeProtocolTests.environment("gw-stack-\(UUID().uuidString.prefix(8).lowercased())")) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, general) = try await s.sharedChannel(a, b)
@@ -61,7 +61,7 @@ struct AccessRecheckTests {
     @Test("Socket.IO: a credentialed namespace ends (disconnect packet) when its user leaves the channel; deleting a channel ends anonymous joins too")
     func socketIORevocation() async throws {
         let gatewayId = "gw-sio-revoke-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: ["GATEWAY_ID": gatewayId]) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: ["GATEWAY_ID": gatewayId]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let (wid, general) = try await s.sharedChannel(owner, member)

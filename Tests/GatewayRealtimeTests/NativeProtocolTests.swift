@@ -43,7 +43,7 @@ struct NativeProtocolTests {
     @Test("identify → ready with conversations and unread counts; live messages and DMs with consecutive sequence numbers; typing to others only; heartbeat ack; kill the socket, resume → missed messages in order, then live")
     func identifyReceiveResume() async throws {
         let gatewayId = "gw-native-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, cid) = try await s.sharedChannel(a, b)
@@ -138,7 +138,7 @@ struct NativeProtocolTests {
     @Test("restart the gateway: a session resumes on the new process with what was posted meanwhile, replayed from history; a second gateway can resume it too")
     func resumeAfterRestart() async throws {
         let gatewayId = "gw-restart-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment("gw-other-\(UUID().uuidString.prefix(8).lowercased())")) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment("gw-other-\(UUID().uuidString.prefix(8).lowercased())")) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, cid) = try await s.sharedChannel(a, b)
@@ -205,7 +205,7 @@ struct NativeProtocolTests {
     @Test("leaving a channel: the member's native session gets conversation.removed and no more of its messages, live or on resume")
     func leavingStopsDelivery() async throws {
         let gatewayId = "gw-native-leave-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, general) = try await s.sharedChannel(a, b)
@@ -263,7 +263,7 @@ struct NativeProtocolTests {
     @Test("protocol errors close with their documented codes; subscribing to someone else's conversation is refused")
     func errors() async throws {
         let gatewayId = "gw-native-err-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.environment(gatewayId)) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let c = try await s.user("씨")

@@ -33,7 +33,7 @@ struct RealFanoutTests {
     @Test("40 channel messages and 10 DMs posted over REST reach EIO4 and EIO3 clients exactly once each through two fan-out replicas, one stopped mid-run")
     func wholePath() async throws {
         let gatewayId = "gw-e2e-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: ["GATEWAY_ID": gatewayId]) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: ["GATEWAY_ID": gatewayId]) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let (wid, cid) = try await s.sharedChannel(owner, member)

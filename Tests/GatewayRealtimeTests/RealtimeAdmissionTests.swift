@@ -23,7 +23,7 @@ struct RealtimeAdmissionTests {
     @Test("handshakes per address: a burst beyond the limit gets 429 with Engine.IO's error; native upgrades close with 4008; both recover")
     func handshakeLimit() async throws {
         let environment = ["GATEWAY_REALTIME_HANDSHAKE_BURST": "4", "GATEWAY_REALTIME_HANDSHAKE_RATE_PER_SECOND": "1"]
-        try await Stack.run(gatewayEnvironment: environment) { s in
+        try await Stack.run(gateway: environment) { s in
             // 30 at once: however slow the machine, at most 4 + elapsed seconds × 1 get through.
             let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for _ in 0..<30 {
@@ -68,7 +68,7 @@ struct RealtimeAdmissionTests {
 
     @Test("namespaces per session are capped: joins beyond the cap get a connect error, the session stays usable")
     func namespaceCap() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_SOCKETIO_MAX_NAMESPACES": "3"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_SOCKETIO_MAX_NAMESPACES": "3"]) { s in
             let opened = try await s.client.execute(uri: Self.handshake, method: .get, headers: [:], body: nil)
             let poll = "\(Self.handshake)&sid=\(Self.sid(opened.body))"
             let joins = (0..<5).map { _ in "40/ws-channel-\(UUID().uuidString.lowercased())," }
@@ -91,7 +91,7 @@ struct RealtimeAdmissionTests {
 
     @Test("a closed Socket.IO session and a withdrawn interest leave tombstones on their compacted topics")
     func tombstones() async throws {
-        try await Stack.run(gatewayEnvironment: ["GATEWAY_ID": "gw-tomb-\(UUID().uuidString.prefix(8).lowercased())"]) { s in
+        try await Stack.run(gateway: ["GATEWAY_ID": "gw-tomb-\(UUID().uuidString.prefix(8).lowercased())"]) { s in
             let opened = try await s.client.execute(uri: Self.handshake, method: .get, headers: [:], body: nil)
             let sid = Self.sid(opened.body)
             let poll = "\(Self.handshake)&sid=\(sid)"

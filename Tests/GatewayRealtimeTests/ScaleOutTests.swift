@@ -22,7 +22,7 @@ struct ScaleOutTests {
         let run = UUID().uuidString.prefix(8).lowercased()
         // One author posts 1 000 messages through 8 connections: above the default per-user rate limit.
         let limits = ["GATEWAY_USER_RATE_PER_SECOND": "100000", "GATEWAY_USER_BURST": "100000"]
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: limits.merging(["GATEWAY_ID": "gw-a-\(run)"]) { $1 }) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: limits.merging(["GATEWAY_ID": "gw-a-\(run)"]) { $1 }) { s in
             var replicas: [TestProcess] = []
             for index in 0..<3 {
                 replicas.append(try TestProcess(executable: "chat-fanout", environment: [

@@ -19,7 +19,7 @@ struct SlowClientTests {
             // No heartbeat expiry during the test: only the byte bound and the write timeout act.
             "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "120000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "120000",
         ]
-        try await Stack.run(gatewayEnvironment: environment) { s in
+        try await Stack.run(gateway: environment) { s in
             let channel = UUID()
             let namespace = "/ws-channel-\(channel.uuidString.lowercased())"
             let port = try #require(s.client.port)

@@ -40,7 +40,7 @@ struct SocketIOTests {
     @Test("EIO4: polling-then-upgrade and WebSocket-only clients get each channel message once (sender's echo too), even when redelivered; interest announced and withdrawn")
     func channelMessages() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: Self.gatewayEnvironment(gatewayId)) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.gatewayEnvironment(gatewayId)) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let (wid, cid) = try await s.sharedChannel(owner, member)
@@ -95,7 +95,7 @@ struct SocketIOTests {
         let environment = Self.gatewayEnvironment(gatewayId).merging([
             "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "3000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "10000",
         ]) { $1 }
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: environment) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, cid) = try await s.sharedChannel(a, b)
@@ -172,7 +172,7 @@ extension SocketIOTests {
         let environment = Self.gatewayEnvironment(gatewayId).merging([
             "GATEWAY_SOCKETIO_ANONYMOUS": "false", "GATEWAY_SOCKETIO_PING_INTERVAL_MS": "1000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "3000",
         ]) { $1 }
-        try await Stack.run(workspace: true, chat: true, gatewayEnvironment: environment) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: environment) { s in
             let owner = try await s.user("주인")
             let member = try await s.user("멤버")
             let outsider = try await s.user("남")

@@ -15,10 +15,9 @@ extension Stack {
         _ body: @escaping @Sendable (Stack, FakePortOne) async throws -> Void
     ) async throws {
         try await FakePortOne.run { fake, url in
-            try await Stack.run(
-                workspace: workspace, payment: true, gatewayEnvironment: gatewayEnvironment, workspaceEnvironment: workspaceEnvironment,
-                paymentEnvironment: FakePortOne.environment(url: url, timeoutMilliseconds: portOneTimeoutMilliseconds)
-            ) { s in
+            let payment = StackService.payment(env: FakePortOne.environment(url: url, timeoutMilliseconds: portOneTimeoutMilliseconds))
+            let services: [StackService] = workspace ? [.auth, .workspace(env: workspaceEnvironment), payment] : [.auth, payment]
+            try await Stack.run(services: services, gateway: gatewayEnvironment) { s in
                 try await body(s, fake)
             }
         }

@@ -16,7 +16,7 @@ extension Stack {
     public static func workspaces(
         workspaceEnvironment: [String: String] = [:], _ body: @escaping @Sendable (Stack) async throws -> Void
     ) async throws {
-        try await run(workspace: true, workspaceEnvironment: workspaceEnvironment, body)
+        try await run(services: [.auth, .workspace(env: workspaceEnvironment)], body)
     }
 
     public func user(_ nickname: String = "새싹이") async throws -> User {

@@ -14,41 +14,90 @@ import NIOCore
 import NIOFoundationCompat
 import PaymentApp
 import PostgresNIO
+import ServiceCatalog
 import ServiceKit
 import Testing
 import TestSupport
 import WorkspaceApp
 
-/// The suite's services in-process on real sockets — auth, optionally workspace, and the gateway
-/// in front — with a fresh database per service and an embedded Kafka cluster: the path a client
-/// request really takes (client → gateway → service → PostgreSQL / Kafka → other services).
+/// A service the harness starts in-process: its catalog entry (database, files, keys, the URL
+/// setting the gateway reads), its defaults, environment overrides, and how to build it. The
+/// suite's services have shorthands (`.auth`, `.chat(env: […])`); a new service's tests make
+/// their own with `StackService(.presence, defaults: PresenceService.defaults) { … }`.
+public struct StackService: Sendable {
+    public let entry: ServiceEntry
+    public let defaults: [AbsoluteConfigKey: ConfigValue]
+    public var environment: [String: String]
+    let build: @Sendable (ServiceSettings, Logger) async throws -> any ApplicationProtocol
+
+    public init(
+        _ entry: ServiceEntry, defaults: [AbsoluteConfigKey: ConfigValue], environment: [String: String] = [:],
+        build: @escaping @Sendable (ServiceSettings, Logger) async throws -> any ApplicationProtocol
+    ) {
+        self.entry = entry
+        self.defaults = defaults
+        self.environment = environment
+        self.build = build
+    }
+
+    public static var auth: StackService { auth(env: [:]) }
+    public static func auth(env: [String: String]) -> StackService {
+        StackService(.auth, defaults: AuthService.defaults, environment: env) { try await AuthApp.buildApplication(settings: $0, logger: $1) }
+    }
+
+    public static var workspace: StackService { workspace(env: [:]) }
+    public static func workspace(env: [String: String]) -> StackService {
+        StackService(.workspace, defaults: WorkspaceService.defaults, environment: env) { try await WorkspaceApp.buildApplication(settings: $0, logger: $1) }
+    }
+
+    public static var chat: StackService { chat(env: [:]) }
+    public static func chat(env: [String: String]) -> StackService {
+        StackService(.chat, defaults: ChatService.defaults, environment: env) { try await ChatApp.buildApplication(settings: $0, logger: $1) }
+    }
+
+    public static var payment: StackService { payment(env: [:]) }
+    public static func payment(env: [String: String]) -> StackService {
+        StackService(.payment, defaults: PaymentService.defaults, environment: env) { try await PaymentApp.buildApplication(settings: $0, logger: $1) }
+    }
+}
+
+/// The suite's services in-process on real sockets, the gateway in front, with a fresh database
+/// per service and an embedded Kafka cluster: the path a client request really takes (client →
+/// gateway → service → PostgreSQL / Kafka → other services). What each service gets comes from
+/// its catalog entry, as under `chatsuite dev`.
 public struct Stack: Sendable {
     public let client: any TestClientProtocol
     public let keys: (privateKey: String, publicKey: String)
     public let cluster: EmbeddedKafkaCluster
-    /// A running client for the workspace service's database (nil without workspace).
-    public let workspaceDatabase: PostgresClient?
-    /// A running client for the chat service's database (nil without chat).
-    public let chatDatabase: PostgresClient?
-    /// Where chat stores attachments in this stack (nil without chat).
-    public let chatFilesDirectory: String?
-    /// A running client for the payment service's database (nil without payment).
-    public var paymentDatabase: PostgresClient? = nil
+    /// A running client for each started service's database, by catalog name.
+    public let databases: [String: PostgresClient]
+    /// Where each started service that stores files keeps them, by catalog name.
+    public let filesDirectories: [String: String]
     /// The gateway's environment (upstream URLs, JWT key, Kafka): to start more gateways.
-    public var gatewayEnvironment: [String: String] = [:]
+    public let gatewayEnvironment: [String: String]
     public static let appKey = "test-app-key"
 
-    /// A service started behind the gateway (auth always runs).
+    /// The workspace service's database (nil when it is not running).
+    public var workspaceDatabase: PostgresClient? { databases[ServiceEntry.workspace.name] }
+    /// The chat service's database (nil when it is not running).
+    public var chatDatabase: PostgresClient? { databases[ServiceEntry.chat.name] }
+    /// The payment service's database (nil when it is not running).
+    public var paymentDatabase: PostgresClient? { databases[ServiceEntry.payment.name] }
+    /// Where chat stores attachments in this stack (nil without chat).
+    public var chatFilesDirectory: String? { filesDirectories[ServiceEntry.chat.name] }
+
+    /// A started service: its database and how to build it.
     private struct Backend: Sendable {
-        let urlVariable: String
-        let database: TestDatabase
+        let entry: ServiceEntry
+        let database: TestDatabase?
         let make: @Sendable () async throws -> any ApplicationProtocol
     }
 
+    /// Runs `services` (in this order, each on a real port) and the gateway in front, waits until
+    /// all are ready, runs `body`, then stops everything and drops the databases.
+    /// - Parameter gateway: environment overrides of the gateway.
     public static func run(
-        workspace: Bool = false, chat: Bool = false, payment: Bool = false,
-        gatewayEnvironment: [String: String] = [:], authEnvironment: [String: String] = [:],
-        workspaceEnvironment: [String: String] = [:], chatEnvironment: [String: String] = [:], paymentEnvironment: [String: String] = [:],
+        services: [StackService] = [.auth], gateway gatewayOverrides: [String: String] = [:],
         _ body: @escaping @Sendable (Stack) async throws -> Void
     ) async throws {
         // One broker: the stacks test services, not broker failover (KafkaTests and DatabaseTests
@@ -57,84 +106,64 @@ public struct Stack: Sendable {
         let keys = try JWTKeyPEM.newEd25519()
         let logger = TestDatabase.logger
         let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]
-        let files = FileManager.default.temporaryDirectory
-        func settings(_ name: String, _ defaults: [AbsoluteConfigKey: ConfigValue], _ db: TestDatabase, _ env: [String: String]) -> ServiceSettings {
-            ServiceSettings(
-                serviceName: name, defaults: defaults,
-                environment: common.merging(["DATABASE_URL": db.configuration.url]) { $1 }.merging(env) { $1 }, arguments: [name]
-            )
+        let temporary = FileManager.default.temporaryDirectory
+
+        /// What the catalog says an entry gets (as `chatsuite dev` gives it), then the overrides.
+        @Sendable func environment(_ entry: ServiceEntry, database: TestDatabase?, files: String?, _ overrides: [String: String]) -> [String: String] {
+            var env = common
+            if let database { env["DATABASE_URL"] = database.configuration.url }
+            if let files { env[ServiceEntry.environmentVariable(entry.filesDirectorySetting)] = files }
+            switch entry.tokenKey {
+            case .signing?: env["JWT_PRIVATE_KEY"] = keys.privateKey
+            case .verifying?: env["JWT_PUBLIC_KEY"] = keys.publicKey
+            case nil: break
+            }
+            if entry.isEdge { env["SESAC_KEYS"] = "other-key, \(appKey)" }
+            return env.merging(overrides) { $1 }
         }
 
         var backends: [Backend] = []
-        let authDB = try await TestDatabase.create(prefix: "auth")
-        let authSettings = settings("auth", AuthService.defaults, authDB, [
-            "JWT_PRIVATE_KEY": keys.privateKey, "AUTH_FILES_DIRECTORY": files.appendingPathComponent("auth-files-\(authDB.name)").path,
-        ].merging(authEnvironment) { $1 })
-        backends.append(Backend(urlVariable: "AUTH_URL", database: authDB) { try await AuthApp.buildApplication(settings: authSettings, logger: logger) })
-        var workspaceDB: TestDatabase?
-        if workspace {
-            let db = try await TestDatabase.create(prefix: "ws")
-            workspaceDB = db
-            let s = settings("workspace", WorkspaceService.defaults, db, [
-                "WORKSPACE_FILES_DIRECTORY": files.appendingPathComponent("workspace-files-\(db.name)").path,
-            ].merging(workspaceEnvironment) { $1 })
-            backends.append(Backend(urlVariable: "WORKSPACE_URL", database: db) { try await WorkspaceApp.buildApplication(settings: s, logger: logger) })
-        }
-        var chatDB: TestDatabase?
-        var chatFiles: String?
-        if chat {
-            let db = try await TestDatabase.create(prefix: "chat")
-            chatDB = db
-            chatFiles = files.appendingPathComponent("chat-files-\(db.name)").path
-            let s = settings("chat", ChatService.defaults, db, [
-                "CHAT_FILES_DIRECTORY": files.appendingPathComponent("chat-files-\(db.name)").path,
-            ].merging(chatEnvironment) { $1 })
-            backends.append(Backend(urlVariable: "CHAT_URL", database: db) { try await ChatApp.buildApplication(settings: s, logger: logger) })
-        }
-        var paymentDB: TestDatabase?
-        if payment {
-            let db = try await TestDatabase.create(prefix: "pay")
-            paymentDB = db
-            let s = settings("payment", PaymentService.defaults, db, paymentEnvironment)
-            backends.append(Backend(urlVariable: "PAYMENT_URL", database: db) { try await PaymentApp.buildApplication(settings: s, logger: logger) })
+        var filesDirectories: [String: String] = [:]
+        for service in services {
+            let entry = service.entry
+            var database: TestDatabase?
+            if let name = entry.database?.name { database = try await TestDatabase.create(prefix: String(name.prefix(4))) }
+            let files = entry.storesFiles ? temporary.appendingPathComponent("\(entry.name)-files-\(database?.name ?? UUID().uuidString)").path : nil
+            filesDirectories[entry.name] = files
+            let settings = ServiceSettings(
+                serviceName: entry.name, defaults: service.defaults,
+                environment: environment(entry, database: database, files: files, service.environment), arguments: [entry.name]
+            )
+            backends.append(Backend(entry: entry, database: database) { try await service.build(settings, logger) })
         }
         let started = backends
+        let files = filesDirectories
         let failure = Locked<(any Error)?>(nil)
-        let paymentDatabase = paymentDB
-        let (workspaceDatabase, chatDatabase, chatFilesDirectory) = (workspaceDB, chatDB, chatFiles)
 
         @Sendable func runGateway(upstreams: [String: String], backends: [any TestClientProtocol]) async throws {
-            var env = common.merging(["JWT_PUBLIC_KEY": keys.publicKey, "SESAC_KEYS": "other-key, \(appKey)"]) { $1 }
-            env.merge(upstreams) { $1 }
-            env.merge(gatewayEnvironment) { $1 }
-            let finalEnvironment = env
+            let env = environment(.gateway, database: nil, files: nil, upstreams).merging(gatewayOverrides) { $1 }
             let gateway = try await GatewayApp.buildApplication(
-                settings: ServiceSettings(serviceName: "gateway", defaults: GatewayService.defaults, environment: env, arguments: ["gateway"]),
+                settings: ServiceSettings(serviceName: ServiceEntry.gateway.name, defaults: GatewayService.defaults, environment: env, arguments: ["gateway"]),
                 logger: logger
             )
-            try await withOptionalClient(workspaceDatabase) { workspaceClient in
-                try await withOptionalClient(chatDatabase) { chatClient in
-                    try await withOptionalClient(paymentDatabase) { paymentClient in
-                        try await gateway.test(.live) { client in
-                            // The body's error is carried out of the stack rather than thrown
-                            // through it: a throwing test closure makes HummingbirdTesting cancel
-                            // the nested live applications instead of shutting them down
-                            // gracefully, and a cancelled service group waits forever on a
-                            // Postgres lease made after its client stopped (the hang the last
-                            // session found). Graceful shutdown first, then the failure.
-                            do {
-                                // As `chatsuite dev` does: the body starts once every service is
-                                // ready, i.e. its consumers caught up (read models current).
-                                try await waitUntilReady(backends + [client])
-                                var stack = Stack(client: client, keys: keys, cluster: cluster, workspaceDatabase: workspaceClient,
-                                                  chatDatabase: chatClient, chatFilesDirectory: chatFilesDirectory)
-                                stack.paymentDatabase = paymentClient
-                                stack.gatewayEnvironment = finalEnvironment
-                                try await body(stack)
-                            } catch {
-                                failure.withLock { $0 = error }
-                            }
-                        }
+            try await withClients(started.compactMap { backend in backend.database.map { (backend.entry.name, $0) } }[...], [:]) { databases in
+                try await gateway.test(.live) { client in
+                    // The body's error is carried out of the stack rather than thrown through it:
+                    // a throwing test closure makes HummingbirdTesting cancel the nested live
+                    // applications instead of shutting them down gracefully, and a cancelled
+                    // service group waits forever on a Postgres lease made after its client
+                    // stopped (the hang the last session found). Graceful shutdown first, then
+                    // the failure.
+                    do {
+                        // As `chatsuite dev` does: the body starts once every service is ready,
+                        // i.e. its consumers caught up (read models current).
+                        try await waitUntilReady(backends + [client])
+                        let stack = Stack(
+                            client: client, keys: keys, cluster: cluster, databases: databases, filesDirectories: files, gatewayEnvironment: env
+                        )
+                        try await body(stack)
+                    } catch {
+                        failure.withLock { $0 = error }
                     }
                 }
             }
@@ -147,12 +176,13 @@ public struct Stack: Sendable {
             let app = try await backend.make()
             try await app.test(.live) { client in
                 let url = "http://127.0.0.1:\(try #require(client.port))"
-                try await start(index + 1, upstreams.merging([backend.urlVariable: url]) { $1 }, clients + [client])
+                let variable = ServiceEntry.environmentVariable(backend.entry.urlSetting)
+                try await start(index + 1, upstreams.merging([variable: url]) { $1 }, clients + [client])
             }
         }
 
         try await start(0, [:], [])
-        for backend in started { try await backend.database.drop() }
+        for backend in started { try await backend.database?.drop() }
         if let error = failure.value { throw error }
     }
 
@@ -172,9 +202,15 @@ public struct Stack: Sendable {
         }
     }
 
-    private static func withOptionalClient(_ db: TestDatabase?, _ body: @escaping @Sendable (PostgresClient?) async throws -> Void) async throws {
-        guard let db else { return try await body(nil) }
-        try await db.withClient { try await body($0) }
+    /// Opens a running client for each database in turn, then calls `body` with all of them.
+    private static func withClients(
+        _ databases: ArraySlice<(String, TestDatabase)>, _ open: [String: PostgresClient],
+        _ body: @escaping @Sendable ([String: PostgresClient]) async throws -> Void
+    ) async throws {
+        guard let (name, database) = databases.first else { return try await body(open) }
+        try await database.withClient { client in
+            try await withClients(databases.dropFirst(), open.merging([name: client]) { $1 }, body)
+        }
     }
 
     // MARK: requests

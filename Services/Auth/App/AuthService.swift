@@ -5,15 +5,16 @@ import Events
 import Foundation
 import Hummingbird
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `auth`: Accounts, credentials, tokens, device tokens and friends; produces `auth.user.v1`,
 /// consumes `payment.v1` (the coin balance `/users/me` shows).
 public enum AuthService {
-    public static let name = "auth"
+    public static let name = ServiceEntry.auth.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
-        "http.port": 8081,
+        "http.port": ConfigValue(.int(ServiceEntry.auth.port), isSecret: false),
         "auth.access-ttl-seconds": 600,
         "auth.refresh-ttl-seconds": 2_592_000,
         "auth.bcrypt-cost": 10,

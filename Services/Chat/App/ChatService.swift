@@ -3,14 +3,15 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `chat`: Channel and DM messages, files and read cursors; produces `chat.message.v1` and
 /// `chat.read.v1`; consumes `workspace.v1` (membership read model) and `auth.user.v1` (profiles).
 public enum ChatService {
-    public static let name = "chat"
+    public static let name = ServiceEntry.chat.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8083, "chat.files-directory": "data/chat-files"]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": ConfigValue(.int(ServiceEntry.chat.port), isSecret: false), "chat.files-directory": "data/chat-files"]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = ChatMigrations.all
 }

@@ -3,6 +3,7 @@ import Database
 import Hummingbird
 import Kafka
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `chat-fanout`: Turns `chat.message.v1` into one delivery per interested gateway on `gateway.delivery.v1`.
@@ -11,9 +12,9 @@ import ServiceKit
 /// `chat-fanout` consumer group over `chat.message.v1` once that table is caught up, so any number
 /// of replicas share the messages and each message reaches each interested gateway.
 public enum ChatFanoutService {
-    public static let name = "chat-fanout"
+    public static let name = ServiceEntry.chatFanout.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": 8084, "fanout.batch-size": 500]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": ConfigValue(.int(ServiceEntry.chatFanout.port), isSecret: false), "fanout.batch-size": 500]
 }
 
 /// Builds the `chat-fanout` application: platform services, routes, and the startup step.

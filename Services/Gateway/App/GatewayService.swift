@@ -6,19 +6,23 @@ import Database
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `gateway`: Terminates client REST and WebSockets and routes to the services (REST edge and real-time protocols arrive with their issues).
 public enum GatewayService {
-    public static let name = "gateway"
-    /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
-        "http.port": 8080,
-        "auth.url": "http://127.0.0.1:8081",
-        "workspace.url": "http://127.0.0.1:8082",
-        "chat.url": "http://127.0.0.1:8083",
-        "presence.url": "http://127.0.0.1:8085",
-        "payment.url": "http://127.0.0.1:8086",
+    public static let name = ServiceEntry.gateway.name
+    /// Defaults below environment variables and command-line flags (docs/configuration.md):
+    /// the catalog's ports (`http.port`, each upstream's `<name>.url` on 127.0.0.1), then the
+    /// gateway's own.
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = catalogDefaults.merging(ownDefaults) { $1 }
+
+    private static let catalogDefaults: [AbsoluteConfigKey: ConfigValue] = Dictionary(
+        uniqueKeysWithValues: [(AbsoluteConfigKey("http.port"), ConfigValue(.int(ServiceEntry.gateway.port), isSecret: false))]
+            + ServiceEntry.upstreams.map { (AbsoluteConfigKey(ConfigKey($0.urlSetting)), ConfigValue(.string("http://127.0.0.1:\($0.port)"), isSecret: false)) }
+    )
+
+    private static let ownDefaults: [AbsoluteConfigKey: ConfigValue] = [
         // WorkSpaceX polls its DM list and every room every 2 s: 1 + N requests per 2 s per user.
         "gateway.user-rate-per-second": 30,
         "gateway.user-burst": 200,
@@ -81,7 +85,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     }
     let socketIO = try SocketIOSettings(settings)
     let native = try NativeSettings(settings)
-    let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[.chat] ?? "", logger: logger)
+    let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger)
     let (socketIOTransport, nativeTransport) = try realtime(
         socketIO, native, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
     )

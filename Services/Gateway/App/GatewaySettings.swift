@@ -1,4 +1,5 @@
 import Foundation
+import ServiceCatalog
 import ServiceKit
 
 /// Settings of the gateway beyond the platform's (docs/configuration.md).
@@ -8,7 +9,8 @@ struct GatewaySettings: Sendable {
     var jwtPublicKeyPEM: String
     var audience: String
     var issuer: String
-    var upstreams: [RouteTable.Upstream: String]
+    /// Base URL of each routed service, by catalog name (`ServiceEntry.upstreams`).
+    var upstreams: [String: String]
     var userRatePerSecond: Double
     var userBurst: Double
     var addressRatePerSecond: Double
@@ -26,13 +28,13 @@ struct GatewaySettings: Sendable {
         jwtPublicKeyPEM = try settings.secretText("jwt.public-key")
         audience = try settings.string("jwt.audience")
         issuer = try settings.string("jwt.issuer")
-        var upstreams: [RouteTable.Upstream: String] = [:]
-        for upstream in RouteTable.Upstream.allCases {
-            let url = try settings.string("\(upstream.rawValue).url")
+        var upstreams: [String: String] = [:]
+        for upstream in ServiceEntry.upstreams {
+            let url = try settings.string(upstream.urlSetting)
             guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https", parsed.host != nil else {
-                throw StartupError("\(upstream.rawValue).url is not an http(s) URL: \(url)")
+                throw StartupError("\(upstream.urlSetting) is not an http(s) URL: \(url)")
             }
-            upstreams[upstream] = url.hasSuffix("/") ? String(url.dropLast()) : url
+            upstreams[upstream.name] = url.hasSuffix("/") ? String(url.dropLast()) : url
         }
         self.upstreams = upstreams
         userRatePerSecond = Double(try settings.int("gateway.user-rate-per-second"))

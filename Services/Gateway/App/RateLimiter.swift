@@ -11,17 +11,22 @@ final class RateLimiter: Sendable {
     let rate: Double
     let burst: Double
     private let buckets = Mutex<[String: Bucket]>([:])
-    private static let maxKeys = 200_000
+    /// Past this many keys, buckets that refilled completely are forgotten.
+    private let maxKeys: Int
 
-    init(rate: Double, burst: Double) {
+    init(rate: Double, burst: Double, maxKeys: Int = 200_000) {
         self.rate = rate
         self.burst = burst
+        self.maxKeys = maxKeys
     }
+
+    /// Keys currently tracked.
+    var keyCount: Int { buckets.withLock { $0.count } }
 
     /// Takes one token for `key`; false when the bucket is empty.
     func allow(_ key: String, now: ContinuousClock.Instant = .now) -> Bool {
         buckets.withLock { buckets in
-            if buckets.count >= Self.maxKeys { Self.evictFull(&buckets, now: now, rate: rate, burst: burst) }
+            if buckets.count >= maxKeys { Self.evictFull(&buckets, now: now, rate: rate, burst: burst) }
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = now - bucket.updated
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

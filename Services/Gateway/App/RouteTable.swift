@@ -1,21 +1,25 @@
 import HTTPTypes
+import ServiceCatalog
 
-/// Which service owns a `/v1/...` path, and whether the edge requires an access token for it.
-/// Patterns: literal segments, `*` (one segment), `**` (the rest, possibly nothing).
+/// Which service owns a `/v1/...` path, and whether the edge requires an access token for it,
+/// built from the routes each catalog entry declares (`ServiceEntry.routes`).
+///
+/// Patterns: literal segments, `*` (one segment), `**` (the rest, possibly nothing). Of the
+/// patterns matching a path, the most specific wins: compared segment by segment, a literal beats
+/// `*`, `*` beats the pattern's end, the end beats `**`; at equal patterns a route for the method
+/// beats one for any method. Routes are sorted by that order once, so the first match is the
+/// most specific one.
 struct RouteTable: Sendable {
-    enum Upstream: String, Sendable, CaseIterable {
-        case auth, workspace, chat, payment, presence
-    }
-
     struct Route: Sendable {
         let methods: Set<HTTPRequest.Method>?
         let segments: [Substring]
-        let upstream: Upstream
+        let upstream: String
         let isPublic: Bool
     }
 
     struct Match: Sendable, Equatable {
-        let upstream: Upstream
+        /// The catalog name of the service (`ServiceEntry.name`).
+        let upstream: String
         let isPublic: Bool
         /// The matched pattern (bounded label for metrics and access logs).
         let pattern: String
@@ -23,13 +27,20 @@ struct RouteTable: Sendable {
 
     private let routes: [Route]
 
-    init(_ routes: [(HTTPRequest.Method?, String, Upstream, Bool)]) {
-        self.routes = routes.map { method, pattern, upstream, isPublic in
-            Route(methods: method.map { [$0] }, segments: pattern.split(separator: "/"), upstream: upstream, isPublic: isPublic)
+    init(_ services: [ServiceEntry]) {
+        var routes: [Route] = []
+        for service in services {
+            for route in service.routes {
+                routes.append(Route(
+                    methods: route.method.flatMap { HTTPRequest.Method($0) }.map { [$0] },
+                    segments: route.pattern.split(separator: "/"), upstream: service.name, isPublic: route.isPublic
+                ))
+            }
         }
+        self.routes = routes.sorted(by: Self.isMoreSpecific)
     }
 
-    /// First matching route wins (order: public and specific first).
+    /// The most specific route that matches, if any.
     func match(method: HTTPRequest.Method, path: String) -> Match? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true)
         for route in routes where route.methods?.contains(method) ?? true {
@@ -40,6 +51,20 @@ struct RouteTable: Sendable {
         return nil
     }
 
+    /// Routes with the same pattern and method in two services: the catalog is ambiguous.
+    var conflicts: [String] {
+        var seen: [String: String] = [:]
+        var conflicts: [String] = []
+        for route in routes {
+            let key = "\(route.methods.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*") /\(route.segments.joined(separator: "/"))"
+            if let other = seen[key], other != route.upstream {
+                conflicts.append("\(key): \(other) and \(route.upstream)")
+            }
+            seen[key] = route.upstream
+        }
+        return conflicts
+    }
+
     private static func matches(_ pattern: ArraySlice<Substring>, _ path: ArraySlice<Substring>) -> Bool {
         guard let head = pattern.first else { return path.isEmpty }
         if head == "**" { return true }
@@ -48,34 +73,27 @@ struct RouteTable: Sendable {
         return matches(pattern.dropFirst(), path.dropFirst())
     }
 
-    /// The suite's routes (client contract §1.2–§1.11).
-    static let suite = RouteTable([
-        // Public: no access token at the edge.
-        (.post, "/v1/users/validation/email", .auth, true),
-        (.post, "/v1/users/join", .auth, true),
-        (.post, "/v1/users/login", .auth, true),
-        (.post, "/v1/users/login/kakao", .auth, true),
-        (.post, "/v1/users/login/apple", .auth, true),
-        // Refresh carries an expired token on purpose; auth verifies it itself.
-        (.get, "/v1/auth/refresh", .auth, true),
-        // Authenticated.
-        (nil, "/v1/users/**", .auth, false),
-        (nil, "/v1/friends", .auth, false),
-        (nil, "/v1/friends/**", .auth, false),
-        (nil, "/v1/workspaces/*/channels/*/chats", .chat, false),
-        (nil, "/v1/workspaces/*/channels/*/chats/**", .chat, false),
-        (nil, "/v1/workspaces/*/channels/*/unreads", .chat, false),
-        (nil, "/v1/workspaces/*/channels/*/read", .chat, false),
-        (nil, "/v1/workspaces/*/chats/search", .chat, false),
-        (nil, "/v1/workspaces/*/unreads", .chat, false),
-        (nil, "/v1/workspaces/*/dms", .chat, false),
-        (nil, "/v1/workspaces/*/dms/**", .chat, false),
-        (nil, "/v1/workspaces", .workspace, false),
-        (nil, "/v1/workspaces/**", .workspace, false),
-        (nil, "/v1/invites/*", .workspace, false),
-        (nil, "/v1/store/**", .payment, false),
-        (nil, "/v1/static/profiles/**", .auth, false),
-        (nil, "/v1/static/workspaces/**", .workspace, false),
-        (nil, "/v1/static/**", .chat, false),
-    ])
+    /// Rank of a pattern position: literal 0, `*` 1, end of pattern 2, `**` 3.
+    private static func rank(_ segments: [Substring], _ index: Int) -> Int {
+        guard index < segments.count else { return 2 }
+        switch segments[index] {
+        case "**": return 3
+        case "*": return 1
+        default: return 0
+        }
+    }
+
+    private static func isMoreSpecific(_ a: Route, _ b: Route) -> Bool {
+        for index in 0...max(a.segments.count, b.segments.count) {
+            let (ra, rb) = (rank(a.segments, index), rank(b.segments, index))
+            if ra != rb { return ra < rb }
+            if ra == 2 || ra == 3 { break }
+            // Two literals that differ never match the same path; any order will do.
+            if ra == 0, a.segments[index] != b.segments[index] { return a.segments[index] < b.segments[index] }
+        }
+        return a.methods != nil && b.methods == nil
+    }
+
+    /// The suite's routes (client contract §1.2–§1.11), from the catalog.
+    static let suite = RouteTable(ServiceEntry.all)
 }

@@ -4,15 +4,16 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `payment`: Coin store, PortOne verification and the coin ledger; produces `payment.v1`,
 /// consumes `workspace.v1` (the coin saga's debit and refund requests).
 public enum PaymentService {
-    public static let name = "payment"
+    public static let name = ServiceEntry.payment.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
-        "http.port": 8086,
+        "http.port": ConfigValue(.int(ServiceEntry.payment.port), isSecret: false),
         "payment.portone-url": "https://api.iamport.kr",
         "payment.portone-api-key": ConfigValue(.string(""), isSecret: true),
         "payment.portone-api-secret": ConfigValue(.string(""), isSecret: true),

@@ -3,15 +3,16 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import ServiceCatalog
 import ServiceKit
 
 /// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
 /// consumes `auth.user.v1` (member profiles) and `payment.v1` (coin saga replies).
 public enum WorkspaceService {
-    public static let name = "workspace"
+    public static let name = ServiceEntry.workspace.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
-        "http.port": 8082,
+        "http.port": ConfigValue(.int(ServiceEntry.workspace.port), isSecret: false),
         "workspace.creation-cost": 0,
         "workspace.saga-timeout-ms": 10_000,
         "workspace.files-directory": "data/workspace-files",

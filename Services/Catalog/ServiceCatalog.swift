@@ -1,0 +1,146 @@
+/// The suite's executables, one entry each: the single place that says which services exist, on
+/// which port, with which database, files volume, keys and client routes. The dev launcher
+/// (`chatsuite dev`), the test harness (`Stack.run(services:)`), the gateway (upstream settings,
+/// its route table) and each service's own defaults read it; a test checks docker-compose.yml,
+/// deploy/postgres/init-databases.sh and docs/configuration.md against it.
+///
+/// Adding a service: one entry here, `all` below, and the folder `Services/<Name>/{App,Server}`
+/// (docs/adding-a-service.md). Package.swift finds the folder by itself.
+public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
+    /// Executable, product, compose service, log label and settings prefix (`chat-fanout`).
+    public let name: String
+    /// Default `http.port` (`chatsuite dev`: its `--port` plus `port - ServiceEntry.gatewayPort`).
+    public let port: Int
+    /// The PostgreSQL database the service owns (nil: stateless).
+    public let database: Database?
+    /// Whether it keeps files on a volume of its own (`<name>.files-directory`).
+    public let storesFiles: Bool
+    /// Its part in access tokens: auth signs them, the gateway verifies them.
+    public let tokenKey: TokenKey?
+    /// Whether it is the edge: it gets the app keys and every upstream's URL.
+    public let isEdge: Bool
+    /// Client paths the gateway forwards to it (empty: no client REST surface).
+    public let routes: [Route]
+
+    public struct Database: Sendable, Hashable {
+        /// Database and owning role in compose (`auth`); `chatsuite dev` prefixes `chatsuite_`.
+        public let name: String
+        /// Extensions the init script creates (the service's role may not).
+        public let extensions: [String]
+
+        public init(_ name: String, extensions: [String] = []) {
+            self.name = name
+            self.extensions = extensions
+        }
+
+        /// The database's name under `chatsuite dev`, beside other databases on one server.
+        public var devName: String { "chatsuite_\(name)" }
+    }
+
+    public enum TokenKey: Sendable, Hashable {
+        /// `jwt.private-key` / `JWT_PRIVATE_KEY_FILE`.
+        case signing
+        /// `jwt.public-key` / `JWT_PUBLIC_KEY_FILE`.
+        case verifying
+
+        public var setting: String { self == .signing ? "jwt.private-key" : "jwt.public-key" }
+    }
+
+    /// A client path pattern the gateway forwards: literal segments, `*` (one segment), `**` (the
+    /// rest, possibly nothing). The most specific matching pattern wins, whichever service
+    /// declares it, so declarations need no order.
+    public struct Route: Sendable, Hashable {
+        /// Upper-case HTTP method, or nil for any.
+        public let method: String?
+        public let pattern: String
+        /// No access token at the edge (sign-up, login, refresh).
+        public let isPublic: Bool
+
+        public static func any(_ pattern: String) -> Route { Route(method: nil, pattern: pattern, isPublic: false) }
+        public static func publicPost(_ pattern: String) -> Route { Route(method: "POST", pattern: pattern, isPublic: true) }
+        public static func publicGet(_ pattern: String) -> Route { Route(method: "GET", pattern: pattern, isPublic: true) }
+    }
+
+    public init(
+        name: String, port: Int, database: Database? = nil, storesFiles: Bool = false, tokenKey: TokenKey? = nil,
+        isEdge: Bool = false, routes: [Route] = []
+    ) {
+        self.name = name
+        self.port = port
+        self.database = database
+        self.storesFiles = storesFiles
+        self.tokenKey = tokenKey
+        self.isEdge = isEdge
+        self.routes = routes
+    }
+
+    public var description: String { name }
+
+    /// The gateway's port; the others' ports are offsets from it in `chatsuite dev`.
+    public static let gatewayPort = 8080
+
+    /// Settings key of the base URL the gateway forwards to (`chat.url`); only for routed services.
+    public var urlSetting: String { "\(name).url" }
+    /// Settings key of the files volume (`chat.files-directory`).
+    public var filesDirectorySetting: String { "\(name).files-directory" }
+
+    /// The environment variable of a settings key (`chat-fanout.url` → `CHAT_FANOUT_URL`), as
+    /// the services read it.
+    public static func environmentVariable(_ key: String) -> String {
+        String(key.uppercased().map { $0 == "." || $0 == "-" ? "_" : $0 })
+    }
+}
+
+extension ServiceEntry {
+    public static let gateway = ServiceEntry(name: "gateway", port: 8080, tokenKey: .verifying, isEdge: true)
+
+    public static let auth = ServiceEntry(
+        name: "auth", port: 8081, database: .init("auth"), storesFiles: true, tokenKey: .signing,
+        routes: [
+            .publicPost("/v1/users/validation/email"),
+            .publicPost("/v1/users/join"),
+            .publicPost("/v1/users/login"),
+            .publicPost("/v1/users/login/kakao"),
+            .publicPost("/v1/users/login/apple"),
+            // Refresh carries an expired token on purpose; auth verifies it itself.
+            .publicGet("/v1/auth/refresh"),
+            .any("/v1/users/**"),
+            .any("/v1/friends/**"),
+            .any("/v1/static/profiles/**"),
+        ]
+    )
+
+    public static let workspace = ServiceEntry(
+        name: "workspace", port: 8082, database: .init("workspace", extensions: ["pg_trgm"]), storesFiles: true,
+        routes: [.any("/v1/workspaces/**"), .any("/v1/invites/*"), .any("/v1/static/workspaces/**")]
+    )
+
+    public static let chat = ServiceEntry(
+        name: "chat", port: 8083, database: .init("chat", extensions: ["pg_trgm"]), storesFiles: true,
+        routes: [
+            .any("/v1/workspaces/*/channels/*/chats/**"),
+            .any("/v1/workspaces/*/channels/*/unreads"),
+            .any("/v1/workspaces/*/channels/*/read"),
+            .any("/v1/workspaces/*/chats/search"),
+            .any("/v1/workspaces/*/unreads"),
+            .any("/v1/workspaces/*/dms/**"),
+            // Attachments (`/v1/static/<yyyyMMdd>/<file>`); profiles and covers are more specific.
+            .any("/v1/static/**"),
+        ]
+    )
+
+    /// Stateless and horizontally scalable (`docker-compose up --scale chat-fanout=N`).
+    public static let chatFanout = ServiceEntry(name: "chat-fanout", port: 8084)
+
+    public static let presence = ServiceEntry(name: "presence", port: 8085)
+
+    public static let payment = ServiceEntry(name: "payment", port: 8086, database: .init("payment"), routes: [.any("/v1/store/**")])
+
+    /// Every executable, the edge first (start order of `chatsuite dev`).
+    public static let all: [ServiceEntry] = [.gateway, .auth, .workspace, .chat, .chatFanout, .presence, .payment]
+
+    /// The services the gateway forwards client requests to.
+    public static var upstreams: [ServiceEntry] { all.filter { !$0.routes.isEmpty } }
+
+    public static func named(_ name: String) -> ServiceEntry? { all.first { $0.name == name } }
+}
