@@ -77,12 +77,21 @@ var targets: [Target] = [
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
-                       hummingbird]
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "LoadGen", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore,
+                       hbWSClient, hummingbird]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
+        exclude: ["LoadGen"],
         swiftSettings: swiftSettings
     ),
+    // `chatsuite loadgen`'s engine (also the drill's setup and the gateway benchmarks' client).
+    .target(
+        name: "LoadGen",
+        dependencies: ["Common", "Events", "Kafka", logging, httpClient, nioCore, nioHTTP1, hbWSClient, .product(name: "NIOWebSocket", package: "swift-nio")],
+        path: "Services/ChatSuite/LoadGen",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Common", "Events", nioCore], swiftSettings: swiftSettings),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Common
 import Foundation
 import Kafka
+import LoadGen
 import Logging
 
 struct BenchCommand: AsyncParsableCommand {
@@ -152,10 +153,4 @@ struct KafkaBench: AsyncParsableCommand {
 
 private func seconds(_ d: Duration) -> Double {
     Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-}
-
-func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

@@ -1,5 +1,6 @@
-import Foundation
 import Database
+import Foundation
+import LoadGen
 import Logging
 import PostgresNIO
 import Synchronization
