@@ -75,11 +75,12 @@ var targets: [Target] = [
         path: "Shared/TestSupport",
         swiftSettings: swiftSettings
     ),
+    // The CLI imports no service library: `chatsuite dev` runs the service executables, which
+    // `swift build` builds as products of their own.
     .executableTarget(
         name: "ChatSuiteCLI",
         dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "LoadGen", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore,
-                       hbWSClient, hummingbird]
-            + services.map { .target(name: "\($0.folder)App") },
+                       hbWSClient, hummingbird],
         path: "Services/ChatSuite",
         exclude: ["LoadGen"],
         swiftSettings: swiftSettings
