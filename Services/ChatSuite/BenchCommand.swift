@@ -14,7 +14,7 @@ struct BenchCommand: AsyncParsableCommand {
 struct KafkaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "kafka", abstract: "Producer throughput and produce→consume latency.")
 
-    @Option(help: "Kafka bootstrap servers (default: start an embedded 3-broker cluster).")
+    @Option(help: "\(BootstrapServers.help) (default: start an embedded 3-broker cluster).", transform: BootstrapServers.parse)
     var brokers: String?
 
     @Option(help: "Messages for the throughput run.")

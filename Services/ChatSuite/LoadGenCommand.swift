@@ -21,7 +21,8 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "Concurrent send workers.") var senders = 64
     @Option(help: "Seconds to wait for outstanding deliveries after the last send.") var drainSeconds = 5
     @Option(help: "rest (POST …/chats through the gateway) or kafka (produce chat.message.v1 events directly; needs --brokers).") var inject: Inject = .rest
-    @Option(help: "Kafka bootstrap servers for --inject kafka (chatsuite dev prints them).") var brokers: String?
+    @Option(help: "\(BootstrapServers.help), for --inject kafka (chatsuite dev prints them).", transform: BootstrapServers.parse)
+    var brokers: String?
     @Option(help: "Gateway process id: its RSS is sampled before the sockets open, when they are open and idle, and at the end.") var gatewayPid: Int32?
     @Option(help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.") var watch: [String] = []
     @Option(help: "REST requests in flight during setup.") var setupConcurrency = 16
