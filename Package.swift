@@ -89,14 +89,24 @@ var targets: [Target] = [
         path: "Shared/TestSupport",
         swiftSettings: swiftSettings
     ),
+    // The CLI imports no service library: `chatsuite dev` runs the service executables, which
+    // `swift build` builds as products of their own.
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "ServiceCatalog", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
-                       hummingbird]
-            + services.map { .target(name: "\($0.folder)App") },
+        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore,
+                       hbWSClient, hummingbird],
         path: "Services/ChatSuite",
+        exclude: ["LoadGen"],
         swiftSettings: swiftSettings
     ),
+    // `chatsuite loadgen`'s engine (also the drill's setup and the gateway benchmarks' client).
+    .target(
+        name: "LoadGen",
+        dependencies: ["Common", "Events", "Kafka", logging, httpClient, nioCore, nioHTTP1, hbWSClient, .product(name: "NIOWebSocket", package: "swift-nio")],
+        path: "Services/ChatSuite/LoadGen",
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Common", "Events", nioCore], swiftSettings: swiftSettings),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
     .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog"], swiftSettings: swiftSettings),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Common
 import Foundation
 import Kafka
+import LoadGen
 import Logging
 
 struct BenchCommand: AsyncParsableCommand {
@@ -13,7 +14,7 @@ struct BenchCommand: AsyncParsableCommand {
 struct KafkaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "kafka", abstract: "Producer throughput and produce→consume latency.")
 
-    @Option(help: "Kafka bootstrap servers (default: start an embedded 3-broker cluster).")
+    @Option(help: "\(BootstrapServers.help) (default: start an embedded 3-broker cluster).", transform: BootstrapServers.parse)
     var brokers: String?
 
     @Option(help: "Messages for the throughput run.")
@@ -152,10 +153,4 @@ struct KafkaBench: AsyncParsableCommand {
 
 private func seconds(_ d: Duration) -> Double {
     Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-}
-
-func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

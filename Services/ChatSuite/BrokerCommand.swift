@@ -11,13 +11,13 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker", abstract: "Run the embedded Kafka cluster (librdkafka mock) with the catalog's topics until Ctrl-C."
     )
 
-    @Option(help: "Number of brokers.")
-    var brokers: Int = 3
+    @Option(help: "Brokers in the embedded Kafka cluster.")
+    var embeddedBrokers: Int = 3
 
     func run() async throws {
         var logger = Logger(label: "chatsuite.broker")
         logger.logLevel = .warning
-        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+        let cluster = try EmbeddedKafkaCluster(brokers: embeddedBrokers, logger: logger)
         try cluster.createTopics(Topic.catalog.map(\.specification))
         emit("KAFKA_BROKERS=\(cluster.bootstrapServers)")
         let stream = AsyncStream<Int32>.makeStream()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Database
 import Events
 import Foundation
+import LoadGen
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -29,11 +29,11 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Gateway port; the other services use the next ports (their catalog offsets).")
     var port: Int = 8080
 
-    @Option(help: "Brokers in the embedded Kafka cluster.")
-    var brokers: Int = 3
+    @Option(help: "Brokers in the embedded Kafka cluster (without --brokers).")
+    var embeddedBrokers: Int = 3
 
-    @Option(help: "Bootstrap servers of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).")
-    var kafkaBrokers: String?
+    @Option(help: "\(BootstrapServers.help), of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).", transform: BootstrapServers.parse)
+    var brokers: String?
 
     @Option(help: "Client app key the gateway accepts (SesacKey header).")
     var sesacKey: String = "dev-key"
@@ -79,11 +79,11 @@ struct DevCommand: AsyncParsableCommand {
         // 2. Kafka
         var cluster: EmbeddedKafkaCluster?
         let bootstrap: String
-        if let kafkaBrokers, !kafkaBrokers.isEmpty {
-            bootstrap = kafkaBrokers
+        if let brokers, !brokers.isEmpty {
+            bootstrap = brokers
             console.write("Kafka: \(bootstrap)  postgres: \(admin.with(database: "postgres"))")
         } else {
-            let embedded = try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+            let embedded = try EmbeddedKafkaCluster(brokers: embeddedBrokers, logger: logger)
             try embedded.createTopics(Topic.catalog.map(\.specification))
             cluster = embedded
             bootstrap = embedded.bootstrapServers

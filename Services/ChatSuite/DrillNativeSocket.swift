@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import HummingbirdWSClient
+import LoadGen
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -55,8 +56,8 @@ final class DrillNativeSocket: Sendable {
     }
 
     private func session(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, token: String) async throws {
-        var frames = LoadGenSession.MessageReader(iterator: inbound.makeAsyncIterator())
-        guard let hello = try await frames.next().flatMap(LoadGenSession.object),
+        var frames = WebSocketMessageReader(inbound)
+        guard let hello = try await frames.next().flatMap(jsonObject),
               let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue else { return }
         let (sessionId, seq) = state.withLock { ($0.sessionId, $0.seq) }
         if let sessionId {
@@ -75,7 +76,7 @@ final class DrillNativeSocket: Sendable {
             }
             defer { group.cancelAll() }
             while let frame = try await frames.next() {
-                guard let object = LoadGenSession.object(frame), object["op"] as? String == "dispatch",
+                guard let object = jsonObject(frame), object["op"] as? String == "dispatch",
                       let s = (object["s"] as? NSNumber)?.intValue else { continue }
                 let type = object["t"] as? String
                 let data = object["d"] as? [String: Any]

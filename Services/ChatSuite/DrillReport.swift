@@ -1,4 +1,5 @@
 import Foundation
+import LoadGen
 
 /// The drill's table: per fault, what REST answered inside and outside the outage window and
 /// how long recovery took; overall, messages accepted / stored / delivered per socket and coins.

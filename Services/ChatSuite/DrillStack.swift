@@ -1,5 +1,6 @@
-import Foundation
 import Database
+import Foundation
+import LoadGen
 import Logging
 import PostgresNIO
 import Synchronization
@@ -37,7 +38,7 @@ final class DrillStack: Sendable {
         // The broker in a process of its own, so it can be frozen.
         broker = Process()
         broker.executableURL = binary
-        broker.arguments = ["broker", "--brokers", "1"]
+        broker.arguments = ["broker", "--embedded-brokers", "1"]
         let brokerOut = Pipe()
         broker.standardOutput = brokerOut
         broker.standardError = FileHandle.nullDevice
@@ -51,7 +52,7 @@ final class DrillStack: Sendable {
         launcher = Process()
         launcher.executableURL = binary
         launcher.arguments = [
-            "dev", "--database-url", pg.url, "--kafka-brokers", bootstrap, "--port", String(port), "--sesac-key", sesacKey,
+            "dev", "--database-url", pg.url, "--brokers", bootstrap, "--port", String(port), "--sesac-key", sesacKey,
             "--data-dir", dataDir.path, "--portone-url", portOneURL, "--log-level", "warning",
         ]
         var environment = ProcessInfo.processInfo.environment

@@ -1,6 +1,7 @@
 import Common
 import Events
 import Foundation
+import LoadGen
 import NIOCore
 import NIOHTTP1
 import Synchronization

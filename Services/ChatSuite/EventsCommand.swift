@@ -16,7 +16,7 @@ struct EventsCommand: AsyncParsableCommand {
         @Argument(help: "Topic name, e.g. auth.user.v1 (see `chatsuite events topics`).")
         var topic: String
 
-        @Option(help: "Kafka bootstrap servers.")
+        @Option(help: "\(BootstrapServers.help) (default: KAFKA_BROKERS from the environment).", transform: BootstrapServers.parse)
         var brokers: String = ProcessInfo.processInfo.environment["KAFKA_BROKERS"] ?? "127.0.0.1:9092"
 
         @Flag(help: "Start at the oldest retained event instead of new ones.")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LoadGen
 import NIOCore
 import NIOHTTP1
 

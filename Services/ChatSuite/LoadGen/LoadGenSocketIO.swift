@@ -7,7 +7,7 @@ import NIOCore
 /// pings `2` are answered `3`; messages arrive as `42/ws-channel-<id>,["channel",{…}]`.
 extension LoadGenSession {
     func runSocketIO() async throws {
-        var reader = MessageReader(iterator: inbound.makeAsyncIterator())
+        var reader = WebSocketMessageReader(inbound)
         guard let open = try await reader.next() else { throw LoadGenProtocolError("socketio: closed before the open packet") }
         guard open.readableBytesView.first == UInt8(ascii: "0") else {
             throw LoadGenProtocolError("socketio: expected the open packet, got \(String(buffer: open).prefix(80))")

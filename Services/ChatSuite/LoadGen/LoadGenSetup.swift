@@ -6,16 +6,22 @@ import NIOHTTP1
 
 /// Creates the plan's users, workspaces, channels and memberships through the gateway's REST API,
 /// then waits until chat's membership read model (fed by `workspace.v1`) knows every member.
-struct LoadGenSetup: Sendable {
+public struct LoadGenSetup: Sendable {
     /// Every generated user's password (the drill logs in again with it).
-    static let password = "loadgen password 1"
+    public static let password = "loadgen password 1"
 
     let rest: LoadGenREST
     let plan: LoadGenPlan
     /// Requests in flight during setup (bcrypt makes sign-ups CPU-bound at the auth service).
     let concurrency: Int
 
-    func run() async throws -> LoadGenWorld {
+    public init(rest: LoadGenREST, plan: LoadGenPlan, concurrency: Int) {
+        self.rest = rest
+        self.plan = plan
+        self.concurrency = concurrency
+    }
+
+    public func run() async throws -> LoadGenWorld {
         let plan = self.plan
         let rest = self.rest
         let started = ContinuousClock.now
@@ -41,7 +47,7 @@ struct LoadGenSetup: Sendable {
         }
         say("  created \(workspaceIds.count) workspace(s)")
 
-        let invitations = (0..<plan.workspaces).flatMap { w in plan.usersOf(workspace: w).dropFirst().map { (w, $0) } }
+        let invitations = plan.invitations()
         let invited = Progress("invited", total: invitations.count)
         _ = try await concurrentMap(invitations.count, limit: concurrency) { i in
             let (w, u) = invitations[i]
@@ -69,7 +75,7 @@ struct LoadGenSetup: Sendable {
             return LoadGenChannel(workspaceId: workspace, id: id, name: name)
         }
 
-        let joins = (0..<plan.channels).flatMap { c in (1..<plan.members).map { (c, $0) } }
+        let joins = plan.joins()
         let joined = Progress("joined channels", total: joins.count)
         _ = try await concurrentMap(joins.count, limit: concurrency) { i in
             let (c, j) = joins[i]
@@ -100,8 +106,10 @@ struct LoadGenSetup: Sendable {
 
 /// REST calls of the load generator: answers other than 200 are errors (with the body's error
 /// code), except `alsoAccept`; 5xx, 429 and transport errors are retried a few times.
-struct LoadGenREST: Sendable {
+public struct LoadGenREST: Sendable {
     let client: GatewayClient
+
+    public init(client: GatewayClient) { self.client = client }
 
     @discardableResult
     func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil, what: String, alsoAccept: Set<String> = []) async throws -> ByteBuffer {

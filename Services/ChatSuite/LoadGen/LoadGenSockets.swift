@@ -1,11 +1,11 @@
-import ArgumentParser
 import Common
 import Events
 import Foundation
 import HummingbirdWSClient
 import Logging
 
-enum LoadGenProtocol: String, ExpressibleByArgument, Sendable {
+/// The sockets' protocol: `mixed` makes even sockets Socket.IO and odd ones native.
+public enum LoadGenProtocol: String, Sendable {
     case socketio, native, mixed
 }
 

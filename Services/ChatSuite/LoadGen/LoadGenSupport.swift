@@ -52,10 +52,10 @@ final class AsyncGate: Sendable {
     }
 }
 
-enum ProcessStats {
+public enum ProcessStats {
     /// Raises the soft open-files limit to the hard limit; returns the new soft limit.
     @discardableResult
-    static func raiseFileLimit() -> Int {
+    public static func raiseFileLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
         if limit.rlim_cur < limit.rlim_max {
@@ -67,7 +67,7 @@ enum ProcessStats {
     }
 
     /// Resident set size of a process in KiB (`VmRSS` of /proc/<pid>/status), nil if unreadable.
-    static func rssKiB(pid: Int32) -> Int? {
+    public static func rssKiB(pid: Int32) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
             return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
@@ -77,7 +77,7 @@ enum ProcessStats {
 
     /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
     /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
-    static func cpuSeconds(pid: Int32) -> Double? {
+    public static func cpuSeconds(pid: Int32) -> Double? {
         guard let own = stat(pid) else { return nil }
         var total = own.cpu
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
@@ -101,12 +101,19 @@ enum ProcessStats {
 }
 
 /// Prints a line at once (stdout is block-buffered when piped; progress must show as it happens).
-func say(_ line: String) {
+public func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 extension Duration {
-    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+    public var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+}
+
+/// Nanoseconds of the monotonic clock (comparable across tasks and threads of one process).
+public func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
 /// Byte-level search used on every received frame (no String or JSON decoding on the hot path).

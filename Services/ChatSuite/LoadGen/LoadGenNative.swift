@@ -8,9 +8,9 @@ import NIOCore
 /// `channel.message` carry the `ChannelChat`. Sequence numbers must grow by exactly 1.
 extension LoadGenSession {
     func runNative() async throws {
-        var reader = MessageReader(iterator: inbound.makeAsyncIterator())
+        var reader = WebSocketMessageReader(inbound)
         guard let helloFrame = try await reader.next() else { throw LoadGenProtocolError("native: closed before hello") }
-        guard let hello = Self.object(helloFrame), hello["op"] as? String == "hello",
+        guard let hello = jsonObject(helloFrame), hello["op"] as? String == "hello",
               let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue, interval > 0
         else { throw LoadGenProtocolError("native: expected hello with heartbeat_interval, got \(String(buffer: helloFrame).prefix(120))") }
         try await outbound.write(.text(#"{"op":"identify","d":{"token":"\#(spec.token)"}}"#))
@@ -48,7 +48,7 @@ extension LoadGenSession {
             return true
         }
         if fast { return }
-        guard let object = Self.object(message), let op = object["op"] as? String else {
+        guard let object = jsonObject(message), let op = object["op"] as? String else {
             throw LoadGenProtocolError("native: undecodable frame \(String(buffer: message).prefix(120))")
         }
         switch op {
@@ -73,9 +73,5 @@ extension LoadGenSession {
             return last.map { s != $0 + 1 } ?? (s != 1)
         }
         if gap { log.sequenceGap() }
-    }
-
-    static func object(_ buffer: ByteBuffer) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any]
     }
 }

@@ -26,23 +26,6 @@ struct LoadGenSession {
         }
     }
 
-    /// Whole messages (fragments joined) as byte buffers; nil when the connection ended.
-    struct MessageReader {
-        var iterator: WebSocketInboundStream.AsyncIterator
-
-        mutating func next() async throws -> ByteBuffer? {
-            guard var frame = try await iterator.next() else { return nil }
-            var buffer = frame.data
-            while !frame.fin {
-                guard let more = try await iterator.next() else { return nil }
-                var data = more.data
-                buffer.writeBuffer(&data)
-                frame = more
-            }
-            return buffer
-        }
-    }
-
     func recordMessage(_ bytes: UnsafeRawBufferPointer, at nanos: UInt64) {
         if !markers.record(bytes, socket: spec.index, at: nanos, in: log) { log.other() }
     }
@@ -50,6 +33,30 @@ struct LoadGenSession {
     func ready() {
         if handshake.finish(ready: true) { log.ready(socket: spec.index) }
     }
+}
+
+/// Whole WebSocket messages (fragments joined) as byte buffers; nil when the connection ended.
+public struct WebSocketMessageReader {
+    var iterator: WebSocketInboundStream.AsyncIterator
+
+    public init(_ inbound: WebSocketInboundStream) { iterator = inbound.makeAsyncIterator() }
+
+    public mutating func next() async throws -> ByteBuffer? {
+        guard var frame = try await iterator.next() else { return nil }
+        var buffer = frame.data
+        while !frame.fin {
+            guard let more = try await iterator.next() else { return nil }
+            var data = more.data
+            buffer.writeBuffer(&data)
+            frame = more
+        }
+        return buffer
+    }
+}
+
+/// A received frame as a JSON object, if it is one.
+public func jsonObject(_ buffer: ByteBuffer) -> [String: Any]? {
+    (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any]
 }
 
 struct LoadGenProtocolError: Error, CustomStringConvertible {

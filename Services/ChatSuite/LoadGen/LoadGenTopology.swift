@@ -9,13 +9,22 @@ import Foundation
 /// Channels are grouped into workspaces of at most `channelsPerWorkspace` consecutive channels;
 /// the creator of a workspace's first channel owns the workspace and invites everyone else of it.
 /// Socket `s` belongs to user `s mod U` and follows every channel of that user.
-struct LoadGenPlan: Sendable {
-    let runId: String
-    let users: Int
-    let channels: Int
-    let members: Int
-    let sockets: Int
-    let channelsPerWorkspace: Int
+public struct LoadGenPlan: Sendable {
+    public let runId: String
+    public let users: Int
+    public let channels: Int
+    public let members: Int
+    public let sockets: Int
+    public let channelsPerWorkspace: Int
+
+    public init(runId: String, users: Int, channels: Int, members: Int, sockets: Int, channelsPerWorkspace: Int) {
+        self.runId = runId
+        self.users = users
+        self.channels = channels
+        self.members = members
+        self.sockets = sockets
+        self.channelsPerWorkspace = channelsPerWorkspace
+    }
 
     func member(_ j: Int, of channel: Int) -> Int { (channel * members + j) % users }
     func membersOf(_ channel: Int) -> [Int] { (0..<members).map { member($0, of: channel) } }
@@ -36,6 +45,16 @@ struct LoadGenPlan: Sendable {
     }
     func user(ofSocket socket: Int) -> Int { socket % users }
 
+    /// (workspace, user) for every invitation setup sends: each user of a workspace but its owner.
+    func invitations() -> [(workspace: Int, user: Int)] {
+        (0..<workspaces).flatMap { w in usersOf(workspace: w).dropFirst().map { (w, $0) } }
+    }
+
+    /// (channel, member index) for every channel join setup sends: every member but the creator.
+    func joins() -> [(channel: Int, member: Int)] {
+        (0..<channels).flatMap { c in (1..<members).map { (c, $0) } }
+    }
+
     /// Channels of each user, in channel order.
     func channelsByUser() -> [[Int]] {
         var result = [[Int]](repeating: [], count: users)
@@ -51,7 +70,7 @@ struct LoadGenPlan: Sendable {
         return counts
     }
 
-    func validate() throws -> Void {
+    public func validate() throws {
         guard channels >= 1, members >= 1, users >= members, users <= channels * members, sockets >= 1, channelsPerWorkspace >= 1 else {
             throw LoadGenError("need channels ≥ 1, members ≥ 1, members ≤ users ≤ channels × members, sockets ≥ 1 (got channels \(channels), members \(members), users \(users), sockets \(sockets))")
         }
@@ -59,34 +78,34 @@ struct LoadGenPlan: Sendable {
 }
 
 /// A signed-up user.
-struct LoadGenUser: Sendable {
-    let id: UserID
-    let email: String
-    let nickname: String
-    let token: String
+public struct LoadGenUser: Sendable {
+    public let id: UserID
+    public let email: String
+    public let nickname: String
+    public let token: String
     /// `exp` of the access token (seconds since 1970), if readable.
-    let expires: Double?
+    public let expires: Double?
 }
 
 /// A created channel.
-struct LoadGenChannel: Sendable {
-    let workspaceId: WorkspaceID
-    let id: ChannelID
-    let name: String
+public struct LoadGenChannel: Sendable {
+    public let workspaceId: WorkspaceID
+    public let id: ChannelID
+    public let name: String
 }
 
 /// Everything setup created.
-struct LoadGenWorld: Sendable {
-    let plan: LoadGenPlan
-    let users: [LoadGenUser]
-    let channels: [LoadGenChannel]
+public struct LoadGenWorld: Sendable {
+    public let plan: LoadGenPlan
+    public let users: [LoadGenUser]
+    public let channels: [LoadGenChannel]
     /// Channel indexes per user (`plan.channelsByUser()`).
-    let channelsByUser: [[Int]]
+    public let channelsByUser: [[Int]]
     /// Sockets following each channel.
-    let socketsPerChannel: [Int]
+    public let socketsPerChannel: [Int]
 }
 
-struct LoadGenError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct LoadGenError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

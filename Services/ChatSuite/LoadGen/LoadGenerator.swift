@@ -1,0 +1,218 @@
+import AsyncHTTPClient
+import Foundation
+import Kafka
+import Logging
+import NIOCore
+
+/// What a load-generator run does; `chatsuite loadgen` fills it from its options (the defaults
+/// are the command's).
+public struct LoadGenOptions: Sendable {
+    /// rest: POST …/chats through the gateway; kafka: produce chat.message.v1 events directly.
+    public enum Inject: String, Sendable { case rest, kafka }
+
+    public var gateway = "http://127.0.0.1:8080"
+    public var sesacKey = "dev-key"
+    public var channels = 500
+    public var members = 10
+    /// Default channels × members; fewer are reused round-robin across channels.
+    public var users: Int?
+    /// Default channels × members; socket s belongs to user s mod users.
+    public var sockets: Int?
+    public var proto: LoadGenProtocol = .socketio
+    public var channelsPerWorkspace = 100
+    /// Messages per second (open loop).
+    public var rate = 1000
+    public var seconds = 30
+    public var senders = 64
+    public var drainSeconds = 5
+    public var inject: Inject = .rest
+    /// Kafka bootstrap servers for `.kafka` injection.
+    public var brokers: String?
+    public var gatewayPid: Int32?
+    /// `name=pid` entries of processes whose CPU time over the send phase is reported.
+    public var watch: [String] = []
+    public var setupConcurrency = 16
+    public var handshakes = 64
+    public var idleSeconds = 5
+    /// Also print the figures as one JSON line.
+    public var json = false
+
+    public init() {}
+}
+
+/// An option value the load generator cannot run with (the command reports it as a usage error).
+public struct LoadGenUsageError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A real-time load generator against a running suite (`chatsuite dev`).
+/// Sets up users, workspaces, channels and memberships over REST; opens sockets (Socket.IO and/or
+/// the native protocol) that follow their users' channels; sends messages at a fixed rate (REST,
+/// or straight to Kafka); reports deliveries, loss, duplicates, send→receive latency and the
+/// gateway's memory per idle socket. docs/benchmarks.md, "Real-time load generator".
+public struct LoadGenerator: Sendable {
+    public let options: LoadGenOptions
+    let plan: LoadGenPlan
+    /// Processes whose CPU time is reported: `--watch`, the gateway, the load generator itself.
+    let watched: [(name: String, pid: Int32)]
+    let fileLimit: Int
+
+    /// Checks the options: the plan (`LoadGenError`), then every other value and the
+    /// open-files limit (`LoadGenUsageError`), in the order the command always checked them.
+    public init(_ options: LoadGenOptions, runId: String = String(UUID().uuidString.prefix(8)).lowercased(), fileLimit: Int) throws {
+        let o = options
+        let plan = LoadGenPlan(
+            runId: runId, users: o.users ?? o.channels * o.members, channels: o.channels, members: o.members,
+            sockets: o.sockets ?? o.channels * o.members, channelsPerWorkspace: o.channelsPerWorkspace
+        )
+        try plan.validate()
+        guard o.rate >= 1, o.seconds >= 1, o.senders >= 1 else { throw LoadGenUsageError("--rate, --seconds and --senders must be positive") }
+        if o.inject == .kafka, o.brokers == nil { throw LoadGenUsageError("--inject kafka needs --brokers") }
+        if plan.sockets + 64 > fileLimit { throw LoadGenUsageError("\(plan.sockets) sockets need more file descriptors than the limit \(fileLimit)") }
+        var watched: [(name: String, pid: Int32)] = try o.watch.map { entry in
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let pid = Int32(parts[1]) else { throw LoadGenUsageError("--watch expects name=pid") }
+            return (String(parts[0]), pid)
+        }
+        if let gatewayPid = o.gatewayPid, !watched.contains(where: { $0.pid == gatewayPid }) { watched.append(("gateway", gatewayPid)) }
+        watched.append(("loadgen", getpid()))
+        self.options = options
+        self.plan = plan
+        self.watched = watched
+        self.fileLimit = fileLimit
+    }
+
+    public func run() async throws {
+        let o = options
+        say("loadgen run \(plan.runId): open-files limit \(fileLimit)")
+
+        var httpConfig = HTTPClient.Configuration()
+        httpConfig.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(o.senders, o.setupConcurrency * 2))
+        httpConfig.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfig)
+        var producer: KafkaProducer?
+        do {
+            let client = GatewayClient(base: o.gateway, sesacKey: o.sesacKey, http: http)
+            let world = try await LoadGenSetup(rest: LoadGenREST(client: client), plan: plan, concurrency: o.setupConcurrency).run()
+            try checkTokens(world)
+            let sink: any MessageSink
+            if o.inject == .kafka, let brokers = o.brokers {
+                var logger = Logger(label: "loadgen.kafka")
+                logger.logLevel = .error
+                let p = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: brokers, clientId: "loadgen")), logger: logger)
+                producer = p
+                sink = KafkaSink(producer: p, world: world)
+            } else {
+                sink = RESTSink(client: client, world: world)
+            }
+            try await measure(world: world, sink: sink, watched: watched)
+        } catch {
+            try? await producer?.flush()
+            try? await http.shutdown()
+            throw error
+        }
+        try? await producer?.flush()
+        try await http.shutdown()
+    }
+
+    /// Access tokens live `auth.access-ttl-seconds` (600 s by default): a run that outlives them
+    /// would measure E05 answers, so stop early and say how to avoid it.
+    private func checkTokens(_ world: LoadGenWorld) throws {
+        let o = options
+        let needed = Date().timeIntervalSince1970 + Double(o.seconds + o.drainSeconds + o.idleSeconds) + 180
+        if let first = world.users.compactMap(\.expires).min(), first < needed {
+            throw LoadGenError("access tokens expire \(Int(first - Date().timeIntervalSince1970)) s from now, before the run would end: start the suite with AUTH_ACCESS_TTL_SECONDS=86400 (or use fewer --users)")
+        }
+    }
+
+    private func measure(world: LoadGenWorld, sink: any MessageSink, watched: [(name: String, pid: Int32)]) async throws {
+        let o = options
+        let plan = world.plan
+        let rssBefore = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let ownBefore = ProcessStats.rssKiB(pid: getpid())
+        let log = DeliveryLog(expected: o.rate * o.seconds * max(1, plan.sockets * plan.members / max(plan.users, 1)))
+        let specs = (0..<plan.sockets).map { s -> LoadGenSocketSpec in
+            let user = plan.user(ofSocket: s)
+            let kind: LoadGenSocketSpec.Kind = switch o.proto {
+            case .socketio: .socketio
+            case .native: .native
+            case .mixed: s % 2 == 0 ? .socketio : .native
+            }
+            return LoadGenSocketSpec(index: s, kind: kind, token: world.users[user].token,
+                                     channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) })
+        }
+        say("opening \(plan.sockets) \(o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
+        let pool = SocketPool(specs: specs, gatewayURL: o.gateway, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
+        let openStarted = ContinuousClock.now
+        pool.start()
+        let (ready, failed) = await pool.waitForHandshakes(timeout: .seconds(120 + plan.sockets / 50))
+        say(String(format: "  %d sockets ready, %d failed in %.1f s", ready, failed, (ContinuousClock.now - openStarted).milliseconds / 1000))
+        for (reason, count) in log.socketEvents.errors.sorted(by: { $0.value > $1.value }).prefix(5) { say("  socket error \(count)× \(reason)") }
+        guard ready > 0 else {
+            await pool.stop()
+            throw LoadGenError("no socket could be opened (\(log.socketEvents.errors.keys.sorted().first ?? "no error reported"))")
+        }
+
+        try await Task.sleep(for: .seconds(o.idleSeconds))
+        let rssIdle = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let ownIdle = ProcessStats.rssKiB(pid: getpid())
+
+        let readySockets = log.socketEvents.readySockets
+        let unconfirmed = try await LoadGenProbe(world: world, sink: sink, log: log, concurrency: o.senders).run(readySockets: readySockets, timeout: .seconds(120))
+        if !unconfirmed.isEmpty { say("  WARNING: \(unconfirmed.count) channels never delivered a probe to all their sockets (first: \(unconfirmed.prefix(5)))") }
+        try await Task.sleep(for: .seconds(1))
+
+        // Expected deliveries count the sockets that were ready when sending started.
+        var perChannel = [Int](repeating: 0, count: plan.channels)
+        for s in log.socketEvents.readySockets { for c in world.channelsByUser[plan.user(ofSocket: s)] { perChannel[c] += 1 } }
+        let measuredWorld = LoadGenWorld(plan: plan, users: world.users, channels: world.channels, channelsByUser: world.channelsByUser, socketsPerChannel: perChannel)
+        let total = o.rate * o.seconds
+        let expected = (0..<total).reduce(0) { $0 + perChannel[$1 % plan.channels] }
+        say("sending \(total) messages at \(o.rate)/s for \(o.seconds) s via \(o.inject.rawValue) with \(o.senders) workers (\(expected) deliveries expected)")
+        let cpuStart = watched.map { ProcessStats.cpuSeconds(pid: $0.1) }
+        let sendStarted = ContinuousClock.now
+        let sends = SendLog(messages: total)
+        await OpenLoopSchedule(rate: o.rate, messages: total, workers: o.senders).run(plan: plan, sink: sink, log: sends)
+        say(String(format: "  sending done in %.1f s; draining up to %d s", (ContinuousClock.now - sendStarted).milliseconds / 1000, o.drainSeconds))
+        let accepted = sends.snapshot.accepted
+        let acceptedExpected = (0..<total).reduce(0) { $0 + (accepted[$1] ? perChannel[$1 % plan.channels] : 0) }
+        let drainEnd = ContinuousClock.now + .seconds(o.drainSeconds)
+        while ContinuousClock.now < drainEnd, log.deliveryCount < acceptedExpected {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let measuredSeconds = (ContinuousClock.now - sendStarted).milliseconds / 1000
+        let cpuEnd = watched.map { ProcessStats.cpuSeconds(pid: $0.1) }
+        let rssEnd = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let deliveries = log.allDeliveries
+        let events = log.socketEvents
+        await pool.stop()
+
+        var report = LoadGenReport()
+        report.protocolName = o.proto.rawValue
+        report.inject = o.inject.rawValue
+        report.sockets = plan.sockets
+        report.socketsReady = ready
+        report.socketsFailed = events.failed
+        report.socketsDropped = events.droppedAfterReady
+        report.channels = plan.channels
+        report.members = plan.members
+        report.users = plan.users
+        report.rate = o.rate
+        report.seconds = o.seconds
+        report.otherFrames = events.otherMessages
+        report.sequenceGaps = events.sequenceGaps
+        report.analyse(world: measuredWorld, sends: sends.snapshot, deliveries: deliveries)
+        report.gatewayRssBeforeKiB = rssBefore
+        report.gatewayRssIdleKiB = rssIdle
+        report.gatewayRssEndKiB = rssEnd
+        if let rssBefore, let rssIdle { report.gatewayRssPerIdleSocketKiB = Double(rssIdle - rssBefore) / Double(ready) }
+        if let ownBefore, let ownIdle { report.loadgenRssPerSocketKiB = Double(ownIdle - ownBefore) / Double(ready) }
+        report.measuredSeconds = measuredSeconds
+        for (i, (name, _)) in watched.enumerated() {
+            if let a = cpuStart[i], let b = cpuEnd[i] { report.cpuSeconds[name] = b - a }
+        }
+        say(report.summary(failures: sends.snapshot.failures, socketErrors: events.errors))
+        if o.json { say(report.jsonLine()) }
+    }
+}

@@ -1,0 +1,124 @@
+import Common
+import Foundation
+import NIOCore
+import Testing
+@testable import LoadGen
+
+@Suite("Load generator helpers")
+struct SupportTests {
+    @Test func concurrentMapKeepsOrderAndBoundsConcurrency() async throws {
+        let inFlight = Locked((now: 0, max: 0))
+        let results = try await concurrentMap(20, limit: 3) { i -> Int in
+            inFlight.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 1...5)))
+            inFlight.withLock { $0.now -= 1 }
+            return i * i
+        }
+        #expect(results == (0..<20).map { $0 * $0 })
+        #expect(inFlight.value.max <= 3)
+        #expect(inFlight.value.max >= 2)
+        #expect(try await concurrentMap(0, limit: 4) { $0 }.isEmpty)
+    }
+
+    @Test func concurrentMapPassesErrorsOn() async {
+        await #expect(throws: LoadGenError.self) {
+            _ = try await concurrentMap(5, limit: 2) { i -> Int in
+                if i == 3 { throw LoadGenError("three") }
+                return i
+            }
+        }
+    }
+
+    @Test func asyncGateAdmitsAtMostItsPermits() async {
+        let gate = AsyncGate(permits: 2)
+        let inFlight = Locked((now: 0, max: 0))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    await gate.acquire()
+                    inFlight.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+                    try? await Task.sleep(for: .milliseconds(2))
+                    inFlight.withLock { $0.now -= 1 }
+                    gate.release()
+                }
+            }
+        }
+        #expect(inFlight.value.max == 2)
+    }
+
+    @Test func aHandshakeReleasesItsPermitOnce() async {
+        let gate = AsyncGate(permits: 1)
+        await gate.acquire()
+        let handshake = HandshakeState(gate: gate)
+        #expect(!handshake.isDone)
+        #expect(handshake.finish(ready: true))
+        #expect(!handshake.finish())
+        #expect(handshake.isDone)
+        #expect(handshake.wasReady)
+        // Exactly one permit came back: one acquire passes, a second one waits.
+        await gate.acquire()
+        let second = Locked(false)
+        let waiter = Task {
+            await gate.acquire()
+            second.withLock { $0 = true }
+        }
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(!second.value)
+        gate.release()
+        await waiter.value
+        #expect(second.value)
+    }
+
+    @Test func jwtPeekReadsTheExpiryOfAnUnverifiedToken() throws {
+        // A payload whose base64url form needs both '-'/'_' translation and padding.
+        let payload = #"{"sub":"ü?>","exp":1700000000}"#
+        let encoded = Data(payload.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let token = "eyJhbGciOiJub25lIn0.\(encoded).sig"
+        #expect(JWTPeek.claims(of: token)?["sub"] as? String == "ü?>")
+        #expect(JWTPeek.expiry(of: token) == 1_700_000_000)
+        #expect(JWTPeek.expiry(of: "a.b") == nil)
+        #expect(JWTPeek.expiry(of: "a.!!!.c") == nil)
+    }
+
+    @Test func socketURLsFollowTheGatewayScheme() {
+        func base(_ gateway: String) -> String {
+            SocketPool(specs: [], gatewayURL: gateway, markers: DeliveryMarkers(runId: "r"), log: DeliveryLog(expected: 0), handshakes: 1).wsBase
+        }
+        #expect(base("http://127.0.0.1:8080") == "ws://127.0.0.1:8080")
+        #expect(base("https://chat.example.com") == "wss://chat.example.com")
+    }
+
+    @Test func socketErrorsAreDescribedWithTheirProtocol() {
+        #expect(SocketPool.describe(CancellationError(), kind: .native) == "native: cancelled")
+        #expect(SocketPool.describe(LoadGenProtocolError("boom"), kind: .socketio) == "socketio: boom")
+    }
+
+    @Test func gatewayAnswersAreReadAsJSONObjects() {
+        let client = GatewayClient(base: "http://127.0.0.1:1", sesacKey: "k")
+        #expect(client.json(ByteBuffer(string: #"{"errorCode":"E03"}"#))?["errorCode"] as? String == "E03")
+        #expect(client.json(ByteBuffer(string: "[1]")) == nil)
+        #expect(client.json(ByteBuffer(string: "not json")) == nil)
+        #expect(jsonObject(ByteBuffer(string: #"{"op":"hello"}"#))?["op"] as? String == "hello")
+    }
+
+    @Test func durationsInMilliseconds() {
+        #expect(Duration.milliseconds(1500).milliseconds == 1500)
+        #expect(Duration.microseconds(250).milliseconds == 0.25)
+        let a = monotonicNanos()
+        let b = monotonicNanos()
+        #expect(b >= a)
+    }
+
+    #if os(Linux)
+    @Test func processStatisticsComeFromProc() throws {
+        let rss = try #require(ProcessStats.rssKiB(pid: getpid()))
+        #expect(rss > 1024)
+        let cpu = try #require(ProcessStats.cpuSeconds(pid: getpid()))
+        #expect(cpu >= 0)
+        #expect(ProcessStats.rssKiB(pid: Int32.max) == nil)
+        #expect(ProcessStats.cpuSeconds(pid: Int32.max) == nil)
+        #expect(ProcessStats.raiseFileLimit() > 64)
+    }
+    #endif
+}
