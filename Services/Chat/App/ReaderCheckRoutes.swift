@@ -15,8 +15,8 @@ extension ChatAPI {
     static let conversationKindHeader = HTTPField.Name("Chatsuite-Conversation-Kind")!
     static let conversationWorkspaceHeader = HTTPField.Name("Chatsuite-Conversation-Workspace")!
 
-    func addReaderCheckRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/internal/v1/conversations/:conversation/readers/:user") { _, context -> Response in
+    func addReaderCheckRoutes(to routes: RouteCollection<SuiteRequestContext>) {
+        routes.get("conversations/:conversation/readers/:user") { _, context -> Response in
             guard let conversation = context.parameters.get("conversation").flatMap(UUID.init(uuidString:)),
                   let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
                 return Response(status: .badRequest)

@@ -22,15 +22,15 @@ import ServiceKit
 extension ChatAPI {
     static let replayMoreHeader = HTTPField.Name("Chatsuite-Replay-More")!
 
-    func addSessionRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/internal/v1/users/:user/session") { _, context -> Response in
+    func addSessionRoutes(to routes: RouteCollection<SuiteRequestContext>) {
+        routes.get("users/:user/session") { _, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init) else { return Response(status: .badRequest) }
             let snapshot = try await postgres.withConnection { try await sessionSnapshot(of: user, $0) }
             var headers = HTTPFields()
             headers[.contentType] = "application/json; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: snapshot.jsonBuffer))
         }
-        router.post("/internal/v1/users/:user/replay") { request, context -> Response in
+        routes.post("users/:user/replay") { request, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init),
                   let body = try? await request.decode(as: ReplayRequest.self, context: context),
                   body.cursors.count <= 10_000, (1...10_000).contains(body.limit) else {
