@@ -33,10 +33,10 @@ struct ServiceSpec {
     let extra: [Target.Dependency]
 }
 let services: [ServiceSpec] = [
-    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
+    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket, "ChatInternalAPI"]),
     .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")]),
     .init(folder: "Workspace", executable: "workspace", extra: []),
-    .init(folder: "Chat", executable: "chat", extra: []),
+    .init(folder: "Chat", executable: "chat", extra: ["ChatInternalAPI"]),
     .init(folder: "ChatFanout", executable: "chat-fanout", extra: [metrics, lifecycle]),
     .init(folder: "Presence", executable: "presence", extra: []),
     .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
@@ -147,6 +147,18 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
 ]
+// Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
+targets.append(.target(
+    name: "ChatInternalAPI",
+    dependencies: ["Events", .product(name: "HTTPTypes", package: "swift-http-types")],
+    path: "Services/Chat/Internal",
+    swiftSettings: swiftSettings
+))
+targets.append(.testTarget(
+    name: "ChatInternalAPITests",
+    dependencies: ["ChatInternalAPI", "Events", .product(name: "HTTPTypes", package: "swift-http-types")],
+    swiftSettings: swiftSettings
+))
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
 for s in services {
     targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
@@ -171,6 +183,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],

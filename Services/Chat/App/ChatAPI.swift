@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Database
 import Events
 import Foundation
@@ -20,7 +21,7 @@ struct ChatAPI: Sendable {
 
     func add(to router: Router<SuiteRequestContext>) {
         // What the gateway asks, for any user: no forwarded identity.
-        router.addRoutes(internalRoutes, atPath: "internal/v1")
+        router.addRoutes(internalRoutes, atPath: RouterPath(ChatInternal.prefix))
         // What clients ask, through the gateway: as the signed-in user.
         let v1 = router.group("v1", context: AuthenticatedContext.self)
         v1.addRoutes(channelChatRoutes, atPath: "workspaces/:workspace/channels/:conversation")
