@@ -32,8 +32,9 @@ let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", packag
 // kebab case (`ChatFanout` → `chat-fanout`), the name its ServiceCatalog entry gives it (a test
 // checks both agree). A service that needs more than the platform lists it here.
 let serviceExtras: [String: [Target.Dependency]] = [
-    "Gateway": [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
+    "Gateway": [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket, "ChatInternalAPI"],
     "Auth": ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")],
+    "Chat": ["ChatInternalAPI"],
     "ChatFanout": [metrics, lifecycle],
     "Payment": [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")],
 ]
@@ -173,6 +174,18 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
 ]
+// Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
+targets.append(.target(
+    name: "ChatInternalAPI",
+    dependencies: ["Events", .product(name: "HTTPTypes", package: "swift-http-types")],
+    path: "Services/Chat/Internal",
+    swiftSettings: swiftSettings
+))
+targets.append(.testTarget(
+    name: "ChatInternalAPITests",
+    dependencies: ["ChatInternalAPI", "Events", .product(name: "HTTPTypes", package: "swift-http-types")],
+    swiftSettings: swiftSettings
+))
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
 for s in services {
     targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
@@ -197,6 +210,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],

@@ -12,26 +12,26 @@ public enum GatewayHeader {
     public static let reserved: [HTTPField.Name] = [userId]
 }
 
-extension Request {
-    /// The user the gateway authenticated, or E02 when the request carries none.
-    public func authenticatedUser() throws -> String {
-        guard let id = headers[GatewayHeader.userId], !id.isEmpty else { throw APIError.authenticationFailed }
-        return id
-    }
-}
-
-extension Request {
-    /// The authenticated user as a typed id (E02 when missing or not an id).
-    public func authenticatedUserID() throws -> UserID {
-        guard let id = UserID(try authenticatedUser()) else { throw APIError.authenticationFailed }
-        return id
-    }
-}
-
 extension RequestContext {
     /// A typed id from the route path; one that is not a UUID names nothing (E13).
     public func pathID<Entity>(_ name: String, as: Identifier<Entity>.Type = Identifier<Entity>.self) throws -> Identifier<Entity> {
         guard let id = parameters.get(name).flatMap(Identifier<Entity>.init) else { throw APIError.notFound(name) }
         return id
+    }
+}
+
+/// The one place a service reads the identity the gateway forwarded: puts the `X-Chatsuite-User-Id`
+/// of the request into `SuiteRequestContext.identity` (nil when absent, empty or not an id). It
+/// refuses nothing itself: routes that need a user sit in an `AuthenticatedContext` group, which
+/// answers E02 when there is none.
+public struct ForwardedIdentityMiddleware: RouterMiddleware {
+    public typealias Context = SuiteRequestContext
+
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.identity = request.headers[GatewayHeader.userId].flatMap(UserID.init)
+        return try await next(request, context)
     }
 }

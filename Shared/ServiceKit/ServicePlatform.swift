@@ -136,9 +136,10 @@ public struct ServicePlatform: Sendable {
         extraChecks.append((name, check))
     }
 
-    /// A router with the suite's middleware (error mapping, metrics) and the health routes.
+    /// A router with the suite's middleware (error mapping, metrics, the forwarded identity) and
+    /// the health routes.
     public func makeRouter() -> Router<SuiteRequestContext> {
-        makeRouter(context: SuiteRequestContext.self)
+        makeRouter(context: SuiteRequestContext.self).add(middleware: ForwardedIdentityMiddleware())
     }
 
     public func makeRouter<Context: RequestContext>(context: Context.Type) -> Router<Context> {

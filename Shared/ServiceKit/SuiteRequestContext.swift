@@ -19,9 +19,13 @@ public enum SuiteJSON {
     }
 }
 
-/// The request context of every service: the suite's JSON coders and the request id.
+/// The request context of every service: the suite's JSON coders, the request id, and the user
+/// the gateway authenticated (set by `ForwardedIdentityMiddleware`; protected routes read it
+/// from an `AuthenticatedContext`, where it is not optional).
 public struct SuiteRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The forwarded user, nil when the request carries none (or not an id).
+    public var identity: UserID?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

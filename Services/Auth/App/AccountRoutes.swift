@@ -24,64 +24,73 @@ struct AccountRoutes: Sendable {
     static let source = "auth"
 
     func add(to router: Router<SuiteRequestContext>) {
-        router.post("/v1/users/validation/email") { request, context -> HTTPResponse.Status in
+        router.addRoutes(publicRoutes, atPath: "v1/users")
+        router.group("v1/users", context: AuthenticatedContext.self).addRoutes(accountRoutes)
+        // Refresh carries an expired token on purpose: it is verified here, not at the edge.
+        router.get("v1/auth/refresh") { request, _ in try await refresh(request) }
+        router.get("v1/static/profiles/:file") { _, context -> Response in
+            try await images.response(named: context.parameters.get("file") ?? "", context: context)
+        }
+    }
+
+    /// Sign-up, logins and public profiles: no identity needed.
+    var publicRoutes: RouteCollection<SuiteRequestContext> {
+        let routes = RouteCollection(context: SuiteRequestContext.self)
+        routes.post("validation/email") { request, context -> HTTPResponse.Status in
             let body = try await request.decodeBody(as: EmailBody.self, context: context)
             let email = try Validation.email(body.email)
             if try await store.emailExists(email) { throw APIError.duplicate("email") }
             return .ok
         }
-        router.post("/v1/users/join") { request, context in try await join(request, context) }
-        router.post("/v1/users/login") { request, context in try await login(request, context) }
-        router.post("/v1/users/login/apple") { request, context -> UserResponse in
+        routes.post("join") { request, context in try await join(request, context) }
+        routes.post("login") { request, context in try await login(request, context) }
+        routes.post("login/apple") { request, context -> UserResponse in
             let body = try await request.decodeBody(as: AppleLoginBody.self, context: context)
             guard let token = body.idToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("idToken is required") }
             var identity = try await apple.verify(token)
             identity.nickname = try body.nickname.flatMap { $0.isEmpty ? nil : try Validation.nickname($0) }
             return try await socialLogin(identity, deviceToken: try Validation.deviceToken(body.deviceToken))
         }
-        router.post("/v1/users/login/kakao") { request, context -> UserResponse in
+        routes.post("login/kakao") { request, context -> UserResponse in
             let body = try await request.decodeBody(as: KakaoLoginBody.self, context: context)
             guard let token = body.oauthToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("oauthToken is required") }
             return try await socialLogin(try await kakao.verify(token), deviceToken: try Validation.deviceToken(body.deviceToken))
         }
-        router.get("/v1/auth/refresh") { request, _ in try await refresh(request) }
-        router.get("/v1/users/me") { request, _ -> UserResponse in
-            let id = try userId(request)
-            guard let user = try await store.find(id: id) else { throw APIError.unknownAccount }
-            return .myProfile(user, coins: try await store.coinBalance(id: id))
-        }
-        router.put("/v1/users/me") { request, context in try await editProfile(request, context) }
-        router.put("/v1/users/me/image") { request, _ in try await editImage(request) }
-        router.get("/v1/static/profiles/:file") { _, context -> Response in
-            try await images.response(named: context.parameters.get("file") ?? "", context: context)
-        }
-        router.get("/v1/users/:userId") { _, context -> UserResponse in
+        routes.get(":userId") { _, context -> UserResponse in
             guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
                 throw APIError.unknownAccount
             }
             return .member(user)
         }
+        return routes
+    }
+
+    /// The caller's own account.
+    var accountRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("me") { _, context -> UserResponse in
+            let id = context.identity
+            guard let user = try await store.find(id: id) else { throw APIError.unknownAccount }
+            return .myProfile(user, coins: try await store.coinBalance(id: id))
+        }
+        routes.put("me") { request, context in try await editProfile(request, context) }
+        routes.put("me/image") { request, context in try await editImage(request, context) }
         for method in [HTTPRequest.Method.put, .post] {
-            router.on("/v1/users/deviceToken", method: method) { request, context -> HTTPResponse.Status in
-                let id = try userId(request)
+            routes.on("deviceToken", method: method) { request, context -> HTTPResponse.Status in
                 let body = try await request.decodeBody(as: DeviceTokenBody.self, context: context)
                 guard let token = try Validation.deviceToken(body.deviceToken) else { throw APIError.badRequest("deviceToken is required") }
-                try await store.saveDeviceToken(token, for: id)
+                try await store.saveDeviceToken(token, for: context.identity)
                 return .ok
             }
         }
         for method in [HTTPRequest.Method.post, .get] {
-            router.on("/v1/users/logout", method: method) { request, _ -> HTTPResponse.Status in
-                let id = try userId(request)
-                try await store.revokeRefreshTokens(for: id)
-                try await store.removeDeviceTokens(for: id)
+            routes.on("logout", method: method) { _, context -> HTTPResponse.Status in
+                try await store.revokeRefreshTokens(for: context.identity)
+                try await store.removeDeviceTokens(for: context.identity)
                 return .ok
             }
         }
-    }
-
-    private func userId(_ request: Request) throws -> UserID {
-        try request.authenticatedUserID()
+        return routes
     }
 
     private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
@@ -173,8 +182,8 @@ struct AccountRoutes: Sendable {
         return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
     }
 
-    private func editImage(_ request: Request) async throws -> UserResponse {
-        let id = try userId(request)
+    private func editImage(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
+        let id = context.identity
         guard request.isMultipart else { throw APIError.badRequest("multipart/form-data with an 'image' part is required") }
         let parts = try await request.multipartParts(limit: images.multipartLimit)
         guard let part = parts.first(where: { $0.name == "image" }) else { throw APIError.badRequest("multipart part 'image' is required") }
@@ -196,8 +205,8 @@ struct AccountRoutes: Sendable {
         return .editedProfile(result.0)
     }
 
-    private func editProfile(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
-        let id = try userId(request)
+    private func editProfile(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
+        let id = context.identity
         let body = try await request.decodeBody(as: ProfileBody.self, context: context)
         let nickname = try Validation.nickname(body.nickname)
         let phone = try Validation.phone(body.phone)

@@ -43,8 +43,13 @@ struct FriendRoutes: Sendable {
     }
 
     func add(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/friends/me") { request, _ -> MyTag in
-            let me = try viewer(request)
+        router.group("v1/friends", context: AuthenticatedContext.self).addRoutes(routes)
+    }
+
+    var routes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("me") { _, context -> MyTag in
+            let me = context.identity
             for try await (name, code) in try await postgres.query("SELECT nickname, user_code FROM users WHERE id = \(me.uuid)", logger: logger)
                 .decode((String, String).self)
             {
@@ -52,33 +57,29 @@ struct FriendRoutes: Sendable {
             }
             throw APIError.unknownAccount
         }
-        router.get("/v1/friends") { request, _ -> [FriendResponse] in try await list(for: try viewer(request)) }
-        router.post("/v1/friends") { request, context -> FriendResponse in
-            let me = try viewer(request)
+        routes.get { _, context -> [FriendResponse] in try await list(for: context.identity) }
+        routes.post { request, context -> FriendResponse in
             let body = try await request.decodeBody(as: FriendRequestBody.self, context: context)
             // `name` is a nickname (the same limits); `code` four ASCII digits.
             guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty, Validation.nicknameLimit.allows(name),
                   let code = body.code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
             else { throw APIError.badRequest("name and a 4-digit code are required") }
-            return try await sendRequest(from: me, name: name, code: code)
+            return try await sendRequest(from: context.identity, name: name, code: code)
         }
-        router.patch("/v1/friends/:id") { request, context -> FriendResponse in
-            try await change(try friendshipId(context), by: try viewer(request), to: .accepted)
+        routes.patch(":id") { _, context -> FriendResponse in
+            try await change(try friendshipId(context), by: context.identity, to: .accepted)
         }
-        router.patch("/v1/friends/:id/ban") { request, context -> FriendResponse in
-            try await change(try friendshipId(context), by: try viewer(request), to: .banned)
+        routes.patch(":id/ban") { _, context -> FriendResponse in
+            try await change(try friendshipId(context), by: context.identity, to: .banned)
         }
-        router.delete("/v1/friends/:id") { request, context -> HTTPResponse.Status in
-            _ = try await change(try friendshipId(context), by: try viewer(request), to: .removed)
+        routes.delete(":id") { _, context -> HTTPResponse.Status in
+            _ = try await change(try friendshipId(context), by: context.identity, to: .removed)
             return .ok
         }
+        return routes
     }
 
-    private func viewer(_ request: Request) throws -> UserID {
-        try request.authenticatedUserID()
-    }
-
-    private func friendshipId(_ context: SuiteRequestContext) throws -> UUID {
+    private func friendshipId(_ context: AuthenticatedContext) throws -> UUID {
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else { throw APIError.notFound("friendship") }
         return id
     }

@@ -9,9 +9,11 @@ import ServiceKit
 /// channel's members (per chat's read model of `workspace.v1`) may read or write: anyone else,
 /// including a member the read model has not caught up with yet, gets E13.
 extension ChatAPI {
-    func addChannelChatRoutes(to router: Router<SuiteRequestContext>) {
-        router.post("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> JSONResponse in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces/{w}/channels/{c}`.
+    var channelChatRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.post("chats") { request, context -> JSONResponse in
+            let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
                 try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
@@ -31,8 +33,8 @@ extension ChatAPI {
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/channels/:conversation/chats") { request, context -> JSONResponse in
-            let me = try user(request)
+        routes.get("chats") { request, context -> JSONResponse in
+            let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
@@ -40,8 +42,8 @@ extension ChatAPI {
                 return JSONResponse(array: try await messages.history(.channel(channel), after: cursor, c).map { ChannelChatResponse($0, in: channel) })
             }
         }
-        router.get("/v1/workspaces/:workspace/channels/:conversation/unreads") { request, context -> ChannelUnreadResponse in
-            let me = try user(request)
+        routes.get("unreads") { request, context -> ChannelUnreadResponse in
+            let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
             return try await postgres.withConnection { c in
@@ -52,5 +54,6 @@ extension ChatAPI {
                 return ChannelUnreadResponse(channel_id: channel.id, name: channel.name, count: count)
             }
         }
+        return routes
     }
 }

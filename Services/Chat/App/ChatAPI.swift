@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Database
 import Events
 import Foundation
@@ -19,20 +20,40 @@ struct ChatAPI: Sendable {
     static let source = "chat"
 
     func add(to router: Router<SuiteRequestContext>) {
-        addChannelChatRoutes(to: router)
-        addDMRoutes(to: router)
-        addMessageChangeRoutes(to: router)
-        addReadCursorRoutes(to: router)
-        addSearchRoutes(to: router)
-        addReaderCheckRoutes(to: router)
-        addSessionRoutes(to: router)
-        router.get("/v1/static/channelChats/:file") { request, context in try await file(request, context, .channel) }
-        router.get("/v1/static/dmChats/:file") { request, context in try await file(request, context, .dm) }
+        // What the gateway asks, for any user: no forwarded identity.
+        router.addRoutes(internalRoutes, atPath: RouterPath(ChatInternal.prefix))
+        // What clients ask, through the gateway: as the signed-in user.
+        let v1 = router.group("v1", context: AuthenticatedContext.self)
+        v1.addRoutes(channelChatRoutes, atPath: "workspaces/:workspace/channels/:conversation")
+        v1.addRoutes(dmRoutes, atPath: "workspaces/:workspace/dms")
+        for kind in ConversationKind.allCases {
+            v1.addRoutes(messageChangeRoutes(kind), atPath: kind.path)
+            v1.addRoutes(readCursorRoutes(kind), atPath: kind.path)
+        }
+        v1.addRoutes(unreadSummaryRoutes, atPath: "workspaces/:workspace")
+        v1.addRoutes(searchRoutes, atPath: "workspaces/:workspace")
+        v1.addRoutes(fileRoutes, atPath: "static")
+    }
+
+    /// The gateway's internal routes: session, replay, reader check.
+    var internalRoutes: RouteCollection<SuiteRequestContext> {
+        let routes = RouteCollection(context: SuiteRequestContext.self)
+        addSessionRoutes(to: routes)
+        addReaderCheckRoutes(to: routes)
+        return routes
+    }
+
+    /// Attachments; mounted at `/v1/static`.
+    var fileRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("channelChats/:file") { _, context in try await file(context, .channel) }
+        routes.get("dmChats/:file") { _, context in try await file(context, .dm) }
+        return routes
     }
 
     /// An attachment, to members of the conversation its message is in (anyone else: E13).
-    private func file(_ request: Request, _ context: SuiteRequestContext, _ prefix: ChatFiles.Prefix) async throws -> Response {
-        let me = try user(request)
+    private func file(_ context: AuthenticatedContext, _ prefix: ChatFiles.Prefix) async throws -> Response {
+        let me = context.identity
         // Names keep the client's (sanitised) file name, so clients percent-encode non-ASCII ones.
         let raw = context.parameters.get("file") ?? ""
         let name = raw.removingPercentEncoding ?? raw
@@ -46,7 +67,7 @@ struct ChatAPI: Sendable {
     /// Reads the message form (streaming attachments to the volume) after a cheap membership
     /// check, so a stranger's upload is refused before it is written; then runs `store`, and
     /// removes the attachments again when it fails or did not keep them (a retried send).
-    func receive<T: Sendable>(_ request: Request, _ context: SuiteRequestContext, member: () async throws -> Bool,
+    func receive<T: Sendable>(_ request: Request, _ context: AuthenticatedContext, member: () async throws -> Bool,
                               _ store: @Sendable (MessageForm, MessageDraft) async throws -> (T, keptFiles: Bool)) async throws -> T {
         guard try await member() else { throw APIError.notFound("conversation") }
         let form = try await MessageForm.read(request, context: context, files: files)
@@ -60,9 +81,7 @@ struct ChatAPI: Sendable {
         }
     }
 
-    func user(_ request: Request) throws -> UserID { try request.authenticatedUserID() }
-
-    func pathID<Entity>(_ context: SuiteRequestContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
+    func pathID<Entity>(_ context: AuthenticatedContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
 
     /// A `cursor_date` / `after` value in epoch milliseconds: absent or empty is nil; otherwise the
     /// contract's format (E11 when unreadable).

@@ -11,11 +11,11 @@ enum ConversationKind: Sendable, CaseIterable {
     case channel
     case dm
 
-    /// The route prefix; `:conversation` is the channel or room id.
-    var path: String {
+    /// The route prefix under `/v1`; `:conversation` is the channel or room id.
+    var path: RouterPath {
         switch self {
-        case .channel: "/v1/workspaces/:workspace/channels/:conversation"
-        case .dm: "/v1/workspaces/:workspace/dms/:conversation"
+        case .channel: "workspaces/:workspace/channels/:conversation"
+        case .dm: "workspaces/:workspace/dms/:conversation"
         }
     }
 }
@@ -60,9 +60,9 @@ enum MessageResponse: JSONWritable {
 extension ChatAPI {
     /// The conversation of the request's path when the caller may use it (else E13); locked for
     /// the transaction when `lock` (which serialises its message inserts).
-    func conversation(_ kind: ConversationKind, _ request: Request, _ context: SuiteRequestContext, lock: Bool,
+    func conversation(_ kind: ConversationKind, _ context: AuthenticatedContext, lock: Bool,
                       _ c: PostgresConnection) async throws -> Conversation {
-        let me = try user(request)
+        let me = context.identity
         let workspace: WorkspaceID = try pathID(context, "workspace")
         switch kind {
         case .channel:

@@ -9,9 +9,11 @@ import ServiceKit
 /// members; get-or-create is idempotent (both clients call it before opening a DM). A room is
 /// open to its participants while they are members of the workspace; to anyone else it is E13.
 extension ChatAPI {
-    func addDMRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces/:workspace/dms") { request, context -> [DMRoomResponse] in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces/{w}/dms`.
+    var dmRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get { request, context -> [DMRoomResponse] in
+            let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
             return try await postgres.withConnection { c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
@@ -23,8 +25,8 @@ extension ChatAPI {
                 return result
             }
         }
-        router.post("/v1/workspaces/:workspace/dms") { request, context -> DMRoomResponse in
-            let me = try user(request)
+        routes.post { request, context -> DMRoomResponse in
+            let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let body = try await request.decodeBody(as: OpponentBody.self, context: context)
             guard let opponent = body.opponent_id.flatMap(UserID.init) else { throw APIError.badRequest("opponent_id is required") }
@@ -35,8 +37,8 @@ extension ChatAPI {
                 return DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
             }
         }
-        router.post("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> JSONResponse in
-            let me = try user(request)
+        routes.post(":conversation/chats") { request, context -> JSONResponse in
+            let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(request, context, member: {
                 try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
@@ -54,8 +56,8 @@ extension ChatAPI {
                 }
             }
         }
-        router.get("/v1/workspaces/:workspace/dms/:conversation/chats") { request, context -> JSONResponse in
-            let me = try user(request)
+        routes.get(":conversation/chats") { request, context -> JSONResponse in
+            let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
@@ -63,8 +65,8 @@ extension ChatAPI {
                 return JSONResponse(array: try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) })
             }
         }
-        router.get("/v1/workspaces/:workspace/dms/:conversation/unreads") { request, context -> DMUnreadResponse in
-            let me = try user(request)
+        routes.get(":conversation/unreads") { request, context -> DMUnreadResponse in
+            let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
             return try await postgres.withConnection { c in
@@ -74,5 +76,6 @@ extension ChatAPI {
                 return DMUnreadResponse(room_id: room.id, count: count)
             }
         }
+        return routes
     }
 }

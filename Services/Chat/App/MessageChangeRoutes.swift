@@ -14,68 +14,69 @@ import ServiceKit
 extension ChatAPI {
     private struct EditBody: Decodable { var content: String? }
 
-    func addMessageChangeRoutes(to router: Router<SuiteRequestContext>) {
-        for kind in ConversationKind.allCases {
-            router.put("\(kind.path)/chats/:chat") { request, context -> JSONResponse in
-                let me = try user(request)
+    /// Mounted at `kind.path` under `/v1`.
+    func messageChangeRoutes(_ kind: ConversationKind) -> RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.put("chats/:chat") { request, context -> JSONResponse in
+            let me = context.identity
+            let messageId: MessageID = try pathID(context, "chat")
+            let body = try await request.decodeBody(as: EditBody.self, context: context)
+            return try await postgres.withTransaction(logger: logger) { c in
+                let conversation = try await conversation(kind, context, lock: false, c)
+                var message = try await ownMessage(messageId, in: conversation, sender: me, c)
+                let content = try MessageForm.validatedContent(body.content, hasFiles: !message.files.isEmpty)
+                // The same text again changes nothing (a retried edit).
+                guard content != message.content else { return JSONResponse(MessageResponse(message, in: conversation)) }
+                message.content = content
+                message.mentions = try await Mentions.resolve(in: content, conversation: conversation, c, logger: logger)
+                message.editedAt = try await messages.edit(messageId, content: content, mentions: message.mentions, c)
+                try await append(ChatEvents.MessageEdited(
+                    messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
+                    content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
+                ), c)
+                return JSONResponse(MessageResponse(message, in: conversation))
+            }
+        }
+        routes.delete("chats/:chat") { request, context -> HTTPResponse.Status in
+            let me = context.identity
+            let messageId: MessageID = try pathID(context, "chat")
+            let removed = try await postgres.withTransaction(logger: logger) { c -> [String] in
+                let conversation = try await conversation(kind, context, lock: false, c)
+                let message = try await ownMessage(messageId, in: conversation, sender: me, c)
+                let deletedAt = try await messages.delete(messageId, c)
+                try await append(ChatEvents.MessageDeleted(
+                    messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
+                    deletedAt: deletedAt
+                ), c)
+                return message.files
+            }
+            // After the commit: nothing refers to the files any more.
+            files.remove(paths: removed)
+            return .ok
+        }
+        for present in [true, false] {
+            routes.on("chats/:chat/reactions/:emoji", method: present ? .put : .delete) { request, context -> JSONResponse in
+                let me = context.identity
                 let messageId: MessageID = try pathID(context, "chat")
-                let body = try await request.decodeBody(as: EditBody.self, context: context)
+                guard let emoji = ReactionStore.validEmoji(context.parameters.get("emoji") ?? "") else {
+                    throw APIError.badRequest("emoji must be 1 to 32 characters without spaces")
+                }
                 return try await postgres.withTransaction(logger: logger) { c in
-                    let conversation = try await conversation(kind, request, context, lock: false, c)
-                    var message = try await ownMessage(messageId, in: conversation, sender: me, c)
-                    let content = try MessageForm.validatedContent(body.content, hasFiles: !message.files.isEmpty)
-                    // The same text again changes nothing (a retried edit).
-                    guard content != message.content else { return JSONResponse(MessageResponse(message, in: conversation)) }
-                    message.content = content
-                    message.mentions = try await Mentions.resolve(in: content, conversation: conversation, c, logger: logger)
-                    message.editedAt = try await messages.edit(messageId, content: content, mentions: message.mentions, c)
-                    try await append(ChatEvents.MessageEdited(
-                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
-                        content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
-                    ), c)
-                    return JSONResponse(MessageResponse(message, in: conversation))
-                }
-            }
-            router.delete("\(kind.path)/chats/:chat") { request, context -> HTTPResponse.Status in
-                let me = try user(request)
-                let messageId: MessageID = try pathID(context, "chat")
-                let removed = try await postgres.withTransaction(logger: logger) { c -> [String] in
-                    let conversation = try await conversation(kind, request, context, lock: false, c)
-                    let message = try await ownMessage(messageId, in: conversation, sender: me, c)
-                    let deletedAt = try await messages.delete(messageId, c)
-                    try await append(ChatEvents.MessageDeleted(
-                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
-                        deletedAt: deletedAt
-                    ), c)
-                    return message.files
-                }
-                // After the commit: nothing refers to the files any more.
-                files.remove(paths: removed)
-                return .ok
-            }
-            for present in [true, false] {
-                router.on("\(kind.path)/chats/:chat/reactions/:emoji", method: present ? .put : .delete) { request, context -> JSONResponse in
-                    let me = try user(request)
-                    let messageId: MessageID = try pathID(context, "chat")
-                    guard let emoji = ReactionStore.validEmoji(context.parameters.get("emoji") ?? "") else {
-                        throw APIError.badRequest("emoji must be 1 to 32 characters without spaces")
+                    let conversation = try await conversation(kind, context, lock: false, c)
+                    guard let message = try await messages.lockedMessage(messageId, in: conversation, c) else { throw APIError.notFound("message") }
+                    guard try await reactions.set(emoji, by: me, on: messageId, present: present, c) else {
+                        return JSONResponse(array: message.reactions)
                     }
-                    return try await postgres.withTransaction(logger: logger) { c in
-                        let conversation = try await conversation(kind, request, context, lock: false, c)
-                        guard let message = try await messages.lockedMessage(messageId, in: conversation, c) else { throw APIError.notFound("message") }
-                        guard try await reactions.set(emoji, by: me, on: messageId, present: present, c) else {
-                            return JSONResponse(array: message.reactions)
-                        }
-                        let summary = try await reactions.refreshSummary(of: messageId, c)
-                        try await append(ChatEvents.ReactionsChanged(
-                            messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, userId: me,
-                            emoji: emoji, added: present, reactions: summary
-                        ), c)
-                        return JSONResponse(array: summary)
-                    }
+                    let summary = try await reactions.refreshSummary(of: messageId, c)
+                    try await append(ChatEvents.ReactionsChanged(
+                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, userId: me,
+                        emoji: emoji, added: present, reactions: summary
+                    ), c)
+                    return JSONResponse(array: summary)
                 }
             }
         }
+        return routes
     }
 
     /// The caller's own live message in the conversation, locked: E13 when there is none, E14

@@ -46,27 +46,33 @@ extension ChatAPI {
         var dms: [ReadStateResponse]
     }
 
-    func addReadCursorRoutes(to router: Router<SuiteRequestContext>) {
-        for kind in ConversationKind.allCases {
-            router.put("\(kind.path)/read") { request, context -> ReadStateResponse in
-                let me = try user(request)
-                let body = try await request.decodeBody(as: ReadBody.self, context: context)
-                let cursor = try Self.milliseconds(body.cursor_date)
-                return try await postgres.withTransaction(logger: logger) { c in
-                    let conversation = try await conversation(kind, request, context, lock: false, c)
-                    let (readAt, moved) = try await cursors.move(me, in: conversation, to: cursor, c)
-                    if moved {
-                        try await append(ChatEvents.ReadCursorMoved(
-                            userId: me, workspaceId: conversation.workspaceId, conversation: conversation.event, readAt: readAt
-                        ), c)
-                    }
-                    let count = try await messages.unreadCount(conversation, after: Timestamp.milliseconds(readAt), reader: me, c)
-                    return ReadStateResponse(conversation, readAt: readAt, count: count)
+    /// Mounted at `kind.path` under `/v1`.
+    func readCursorRoutes(_ kind: ConversationKind) -> RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.put("read") { request, context -> ReadStateResponse in
+            let me = context.identity
+            let body = try await request.decodeBody(as: ReadBody.self, context: context)
+            let cursor = try Self.milliseconds(body.cursor_date)
+            return try await postgres.withTransaction(logger: logger) { c in
+                let conversation = try await conversation(kind, context, lock: false, c)
+                let (readAt, moved) = try await cursors.move(me, in: conversation, to: cursor, c)
+                if moved {
+                    try await append(ChatEvents.ReadCursorMoved(
+                        userId: me, workspaceId: conversation.workspaceId, conversation: conversation.event, readAt: readAt
+                    ), c)
                 }
+                let count = try await messages.unreadCount(conversation, after: Timestamp.milliseconds(readAt), reader: me, c)
+                return ReadStateResponse(conversation, readAt: readAt, count: count)
             }
         }
-        router.get("/v1/workspaces/:workspace/unreads") { request, context -> UnreadSummaryResponse in
-            let me = try user(request)
+        return routes
+    }
+
+    /// Mounted at `/v1/workspaces/{w}`.
+    var unreadSummaryRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("unreads") { request, context -> UnreadSummaryResponse in
+            let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
             return try await postgres.withConnection { c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
@@ -76,5 +82,6 @@ extension ChatAPI {
                 )
             }
         }
+        return routes
     }
 }

@@ -30,9 +30,11 @@ extension ChatAPI {
 
     static let maxSearchResults = 100
 
-    func addSearchRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces/:workspace/chats/search") { request, context -> JSONResponse in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces/{w}`.
+    var searchRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("chats/search") { request, context -> JSONResponse in
+            let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let keyword = (request.uri.queryParameters.get("keyword") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
@@ -52,5 +54,6 @@ extension ChatAPI {
                 ))
             }
         }
+        return routes
     }
 }

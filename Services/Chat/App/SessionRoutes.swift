@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Events
 import Foundation
 import HTTPTypes
@@ -6,58 +7,56 @@ import NIOCore
 import PostgresNIO
 import ServiceKit
 
-/// What the gateway's native protocol asks chat (docs/native-gateway.md), outside `/v1` so the
-/// gateway's route table never forwards clients here:
-/// - `GET /internal/v1/users/{user}/session`: the `ready` snapshot — the user's workspaces, the
-///   channels they are in and their DM rooms, each with its unread count (as `.../unreads`).
-/// - `POST /internal/v1/users/{user}/replay` `{"cursors":[{"conversation_id","after_ms"}],"limit"}`:
-///   the messages after each cursor (epoch milliseconds, strictly after; per conversation the
-///   times are strictly increasing, so a time is a position) of the conversations the user can
-///   still read, oldest first overall. One line per message:
-///   `<t>\t<conversation id>\t<message id>\t<created ms>\t<JSON object>`, preceded by one
-///   `conversation.removed\t<conversation id>` line per asked conversation the user can no
-///   longer read (a resuming session must stop following it); header
-///   `Chatsuite-Replay-More: true` when more than `limit` messages were found (the answer then
-///   holds none: the client is too far behind to resume).
+/// What the gateway's native protocol asks chat (docs/native-gateway.md; the wire types are
+/// `ChatInternal`'s):
+/// - `ChatInternal.Session`: the `ready` snapshot — the user's workspaces, the channels they are
+///   in and their DM rooms, each with its unread count (as `.../unreads`).
+/// - `ChatInternal.Replay`: the messages after each cursor (epoch milliseconds, strictly after;
+///   per conversation the times are strictly increasing, so a time is a position) of the
+///   conversations the user can still read, oldest first overall, as `ReplayLine`s, preceded by
+///   a removal line per asked conversation the user can no longer read (a resuming session must
+///   stop following it); when more than `limit` messages were found, none and the "more" header
+///   (the client is too far behind to resume).
 extension ChatAPI {
-    static let replayMoreHeader = HTTPField.Name("Chatsuite-Replay-More")!
-
-    func addSessionRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/internal/v1/users/:user/session") { _, context -> Response in
+    func addSessionRoutes(to routes: RouteCollection<SuiteRequestContext>) {
+        routes.get(RouterPath(ChatInternal.Session.route)) { _, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init) else { return Response(status: .badRequest) }
             let snapshot = try await postgres.withConnection { try await sessionSnapshot(of: user, $0) }
             var headers = HTTPFields()
             headers[.contentType] = "application/json; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: snapshot.jsonBuffer))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: SessionSnapshotJSON(snapshot).jsonBuffer))
         }
-        router.post("/internal/v1/users/:user/replay") { request, context -> Response in
+        routes.post(RouterPath(ChatInternal.Replay.route)) { request, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init),
-                  let body = try? await request.decode(as: ReplayRequest.self, context: context),
-                  body.cursors.count <= 10_000, (1...10_000).contains(body.limit) else {
+                  let body = try? await request.decode(as: ChatInternal.ReplayRequest.self, context: context), body.isValid else {
                 return Response(status: .badRequest)
             }
             let (lines, more) = try await postgres.withConnection { try await replay(body, for: user, $0) }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; charset=utf-8"
-            if more { headers[Self.replayMoreHeader] = "true" }
+            if more { headers[ChatInternal.Replay.moreHeader] = "true" }
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: lines))
         }
     }
 
-    private func sessionSnapshot(of user: UserID, _ c: PostgresConnection) async throws -> SessionSnapshot {
-        var snapshot = SessionSnapshot()
-        snapshot.channels = try await cursors.channelUnreads(of: user, in: nil, c)
-        snapshot.rooms = try await cursors.roomUnreads(of: user, in: nil, c)
+    private func sessionSnapshot(of user: UserID, _ c: PostgresConnection) async throws -> ChatInternal.SessionSnapshot {
+        var snapshot = ChatInternal.SessionSnapshot()
+        snapshot.channels = try await cursors.channelUnreads(of: user, in: nil, c).map {
+            .init(channel_id: ChannelID($0.conversationId), workspace_id: WorkspaceID($0.workspaceId), name: $0.name, unread_count: $0.count)
+        }
+        snapshot.dms = try await cursors.roomUnreads(of: user, in: nil, c).map {
+            .init(room_id: RoomID($0.conversationId), workspace_id: WorkspaceID($0.workspaceId), user_id: $0.opponent.map(UserID.init), unread_count: $0.count)
+        }
         for try await workspace in try await c.query("""
             SELECT workspace_id FROM workspace_members WHERE user_id = \(user.uuid) ORDER BY workspace_id
             """, logger: logger).decode(UUID.self)
         {
-            snapshot.workspaces.append(workspace)
+            snapshot.workspaces.append(.init(workspace_id: WorkspaceID(workspace)))
         }
         return snapshot
     }
 
-    private func replay(_ request: ReplayRequest, for user: UserID, _ c: PostgresConnection) async throws -> (ByteBuffer, Bool) {
+    private func replay(_ request: ChatInternal.ReplayRequest, for user: UserID, _ c: PostgresConnection) async throws -> (ByteBuffer, Bool) {
         let wanted = Dictionary(request.cursors.map { ($0.conversation_id, $0.after_ms) }, uniquingKeysWith: max)
         let ids = Array(wanted.keys)
         var conversations: [Conversation] = []
@@ -82,7 +81,7 @@ extension ChatAPI {
         var out = ByteBuffer()
         let readable = Set(conversations.map(\.id))
         for id in ids where !readable.contains(id) {
-            out.writeString("conversation.removed\t\(id.uuidString.lowercased())\n")
+            out.writeString(ChatInternal.ReplayLine.removed(id).text)
         }
         var found: [(message: StoredMessage, conversation: Conversation)] = []
         for conversation in conversations {
@@ -93,17 +92,16 @@ extension ChatAPI {
         }
         found.sort { ($0.message.createdAt, $0.message.id.uuid.lowercased) < ($1.message.createdAt, $1.message.id.uuid.lowercased) }
         for (message, conversation) in found {
-            let type: String
+            let kind: ChatEvents.Conversation.Kind
             var json: ByteBuffer
             switch conversation {
-            case .channel(let channel):
-                type = "channel.message"
-                json = ChannelChatResponse(message, in: channel).jsonBuffer
-            case .room(let room):
-                type = "dm.message"
-                json = DMChatResponse(message, in: room).jsonBuffer
+            case .channel(let channel): (kind, json) = (.channel, ChannelChatResponse(message, in: channel).jsonBuffer)
+            case .room(let room): (kind, json) = (.dm, DMChatResponse(message, in: room).jsonBuffer)
             }
-            out.writeString("\(type)\t\(conversation.id.uuidString.lowercased())\t\(message.id.uuid.lowercased)\t\(Timestamp.milliseconds(message.createdAt))\t")
+            out.writeString(ChatInternal.ReplayLine.messageHead(
+                kind: kind, conversationId: conversation.id, messageId: message.id.uuid,
+                createdAtMilliseconds: Timestamp.milliseconds(message.createdAt)
+            ))
             out.writeBuffer(&json)
             out.writeString("\n")
         }
@@ -111,50 +109,43 @@ extension ChatAPI {
     }
 }
 
-private struct ReplayRequest: Decodable {
-    struct Cursor: Decodable {
-        var conversation_id: UUID
-        var after_ms: Int64
-    }
-    var cursors: [Cursor]
-    var limit: Int
-}
+/// The `ready` snapshot as JSON, written by hand rather than with `JSONEncoder` (whose key order
+/// is unspecified): the gateway splices the object into `ready` as it is, so the members keep the
+/// order of `ChatInternal.SessionSnapshot`.
+struct SessionSnapshotJSON: JSONWritable {
+    let snapshot: ChatInternal.SessionSnapshot
 
-/// The `ready` snapshot (JSON written by hand: snake_case ids as the contract prints them).
-struct SessionSnapshot: JSONWritable {
-    var workspaces: [UUID] = []
-    var channels: [ReadCursorStore.Unread] = []
-    var rooms: [ReadCursorStore.Unread] = []
+    init(_ snapshot: ChatInternal.SessionSnapshot) { self.snapshot = snapshot }
 
     func write(to json: inout JSONWriter) {
         json.beginObject()
         json.key("workspaces")
         json.beginArray()
-        for workspace in workspaces {
+        for workspace in snapshot.workspaces {
             json.beginObject()
-            json.member("workspace_id", workspace.uuidString.lowercased())
+            json.member("workspace_id", workspace.workspace_id)
             json.endObject()
         }
         json.endArray()
         json.key("channels")
         json.beginArray()
-        for channel in channels {
+        for channel in snapshot.channels {
             json.beginObject()
-            json.member("channel_id", channel.conversationId.uuidString.lowercased())
-            json.member("workspace_id", channel.workspaceId.uuidString.lowercased())
+            json.member("channel_id", channel.channel_id)
+            json.member("workspace_id", channel.workspace_id)
             json.member("name", channel.name)
-            json.member("unread_count", channel.count)
+            json.member("unread_count", channel.unread_count)
             json.endObject()
         }
         json.endArray()
         json.key("dms")
         json.beginArray()
-        for room in rooms {
+        for room in snapshot.dms {
             json.beginObject()
-            json.member("room_id", room.conversationId.uuidString.lowercased())
-            json.member("workspace_id", room.workspaceId.uuidString.lowercased())
-            json.member("user_id", room.opponent.map { $0.uuidString.lowercased() })
-            json.member("unread_count", room.count)
+            json.member("room_id", room.room_id)
+            json.member("workspace_id", room.workspace_id)
+            json.member("user_id", room.user_id)
+            json.member("unread_count", room.unread_count)
             json.endObject()
         }
         json.endArray()

@@ -27,17 +27,23 @@ struct StoreRoutes: Sendable {
     static let source = "payment"
 
     func add(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/store/item/list") { request, _ -> [StoreItemResponse] in
-            _ = try request.authenticatedUserID()
-            return try await postgres.withConnection { try await records.items($0) }.map(StoreItemResponse.init)
-        }
-        router.post("/v1/store/pay/validation") { request, context in
-            try await validate(request, context)
-        }
+        router.group("v1/store", context: AuthenticatedContext.self).addRoutes(routes)
     }
 
-    private func validate(_ request: Request, _ context: SuiteRequestContext) async throws -> BillingResponse {
-        let buyer = try request.authenticatedUserID()
+    /// Signed-in users only, though the catalogue is the same for everyone.
+    var routes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("item/list") { _, _ -> [StoreItemResponse] in
+            try await postgres.withConnection { try await records.items($0) }.map(StoreItemResponse.init)
+        }
+        routes.post("pay/validation") { request, context in
+            try await validate(request, context)
+        }
+        return routes
+    }
+
+    private func validate(_ request: Request, _ context: AuthenticatedContext) async throws -> BillingResponse {
+        let buyer = context.identity
         let body = try await request.decodeBody(as: ValidationBody.self, context: context)
         let impUID = try Self.reference(body.imp_uid, "imp_uid")
         let merchantUID = try Self.reference(body.merchant_uid, "merchant_uid")

@@ -10,17 +10,19 @@ import ServiceKit
 /// the workspace owner's. Moves use the contract's "place after `next`, 0 = first" semantics
 /// and answer with the whole tree so a client can redraw.
 extension WorkspaceAPI {
-    func addCategoryRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces/:workspace/categories") { request, context -> [CategoryResponse] in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces/{id}`: `categories...` and `channels/{id}/location`.
+    var categoryRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("categories") { request, context -> [CategoryResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
                 return try await tree(id, c)
             }
         }
-        router.post("/v1/workspaces/:workspace/categories") { request, context -> CategoryResponse in
-            let me = try user(request)
+        routes.post("categories") { request, context -> CategoryResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let name = try WorkspaceForm.validName(try await request.decodeBody(as: CategoryBody.self, context: context).name)
             return try await write { c in
@@ -29,8 +31,8 @@ extension WorkspaceAPI {
                 return CategoryResponse(category_id: category.id, name: category.name, channels: [])
             }
         }
-        router.put("/v1/workspaces/:workspace/categories/:category") { request, context -> CategoryResponse in
-            let me = try user(request)
+        routes.put("categories/:category") { request, context -> CategoryResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let categoryId: CategoryID = try pathID(context, "category")
             let name = try WorkspaceForm.validName(try await request.decodeBody(as: CategoryBody.self, context: context).name)
@@ -44,8 +46,8 @@ extension WorkspaceAPI {
         }
         // Deleting a category keeps its channels: they move to the end of the first remaining
         // category. The last category cannot be deleted (E15).
-        router.delete("/v1/workspaces/:workspace/categories/:category") { request, context -> HTTPResponse.Status in
-            let me = try user(request)
+        routes.delete("categories/:category") { request, context -> HTTPResponse.Status in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let categoryId: CategoryID = try pathID(context, "category")
             try await write { c in
@@ -62,8 +64,8 @@ extension WorkspaceAPI {
             }
             return .ok
         }
-        router.put("/v1/workspaces/:workspace/categories/:category/location") { request, context -> [CategoryResponse] in
-            let me = try user(request)
+        routes.put("categories/:category/location") { request, context -> [CategoryResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let categoryId: CategoryID = try pathID(context, "category")
             let next: CategoryID? = try nextId(try await request.decodeBody(as: LocationBody.self, context: context))
@@ -75,8 +77,8 @@ extension WorkspaceAPI {
                 return try await tree(id, c)
             }
         }
-        router.put("/v1/workspaces/:workspace/channels/:channel/location") { request, context -> [CategoryResponse] in
-            let me = try user(request)
+        routes.put("channels/:channel/location") { request, context -> [CategoryResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let channelId: ChannelID = try pathID(context, "channel")
             let body = try await request.decodeBody(as: LocationBody.self, context: context)
@@ -98,6 +100,7 @@ extension WorkspaceAPI {
                 return try await tree(id, c)
             }
         }
+        return routes
     }
 
     /// The categories in order, each with its channels in order.

@@ -10,26 +10,28 @@ import ServiceKit
 /// visible to every member of its workspace; the channel's owner or the workspace's owner may
 /// edit, delete or hand it over.
 extension WorkspaceAPI {
-    func addChannelRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces/:workspace/channels") { request, context -> [ChannelResponse] in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces/{id}`.
+    var channelRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get("channels") { request, context -> [ChannelResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
                 return try await channels.all(in: id, c).map(ChannelResponse.init)
             }
         }
-        router.get("/v1/workspaces/:workspace/my-channels") { request, context -> [ChannelResponse] in
-            let me = try user(request)
+        routes.get("my-channels") { request, context -> [ChannelResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
                 return try await channels.mine(in: id, user: me, c).map(ChannelResponse.init)
             }
         }
-        router.post("/v1/workspaces/:workspace/channels") { request, context in try await createChannel(request, context) }
-        router.get("/v1/workspaces/:workspace/channels/:channel") { request, context -> ChannelDetailResponse in
-            let me = try user(request)
+        routes.post("channels") { request, context in try await createChannel(request, context) }
+        routes.get("channels/:channel") { request, context -> ChannelDetailResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let channelId: ChannelID = try pathID(context, "channel")
             return try await read { c in
@@ -38,14 +40,14 @@ extension WorkspaceAPI {
                 return ChannelDetailResponse(channel, members: try await channels.members(of: channelId, c))
             }
         }
-        router.put("/v1/workspaces/:workspace/channels/:channel") { request, context in try await editChannel(request, context) }
-        router.delete("/v1/workspaces/:workspace/channels/:channel") { request, context in try await deleteChannel(request, context) }
-        router.get("/v1/workspaces/:workspace/channels/:channel/exit") { request, context in try await leaveChannel(request, context) }
-        router.put("/v1/workspaces/:workspace/channels/:channel/transfer/ownership") { request, context in
+        routes.put("channels/:channel") { request, context in try await editChannel(request, context) }
+        routes.delete("channels/:channel") { request, context in try await deleteChannel(request, context) }
+        routes.get("channels/:channel/exit") { request, context in try await leaveChannel(request, context) }
+        routes.put("channels/:channel/transfer/ownership") { request, context in
             try await transferChannel(request, context)
         }
-        router.get("/v1/workspaces/:workspace/channels/:channel/members") { request, context -> [MemberResponse] in
-            let me = try user(request)
+        routes.get("channels/:channel/members") { request, context -> [MemberResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let channelId: ChannelID = try pathID(context, "channel")
             return try await read { c in
@@ -54,7 +56,8 @@ extension WorkspaceAPI {
                 return try await channels.members(of: channelId, c).map(MemberResponse.init)
             }
         }
-        router.post("/v1/workspaces/:workspace/channels/:channel/join") { request, context in try await joinChannel(request, context) }
+        routes.post("channels/:channel/join") { request, context in try await joinChannel(request, context) }
+        return routes
     }
 
     func requireChannel(_ id: ChannelID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> ChannelRecord {
@@ -67,8 +70,8 @@ extension WorkspaceAPI {
         guard channel.ownerId == user || workspace.ownerId == user else { throw APIError.forbidden("not the channel owner") }
     }
 
-    private func createChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> ChannelResponse {
-        let me = try user(request)
+    private func createChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let form = try await WorkspaceForm.read(request, context: context, images: images)
         let name = try WorkspaceForm.validName(form.name)
@@ -107,8 +110,8 @@ extension WorkspaceAPI {
         }
     }
 
-    private func editChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> ChannelResponse {
-        let me = try user(request)
+    private func editChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         let form = try await WorkspaceForm.read(request, context: context, images: images)
@@ -141,8 +144,8 @@ extension WorkspaceAPI {
     }
 
     /// The default channel cannot be deleted (E11).
-    private func deleteChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> HTTPResponse.Status {
-        let me = try user(request)
+    private func deleteChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         let cover = try await write { c -> String? in
@@ -159,8 +162,8 @@ extension WorkspaceAPI {
     }
 
     /// `GET .../exit`: leaves the channel; returns my remaining channels of the workspace.
-    private func leaveChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> [ChannelResponse] {
-        let me = try user(request)
+    private func leaveChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> [ChannelResponse] {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         return try await write { c in
@@ -175,8 +178,8 @@ extension WorkspaceAPI {
         }
     }
 
-    private func transferChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> ChannelResponse {
-        let me = try user(request)
+    private func transferChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         let target = try await newOwner(request, context)
@@ -195,8 +198,8 @@ extension WorkspaceAPI {
     }
 
     /// Explore + join: any workspace member may join any of its channels (E12 when already in).
-    private func joinChannel(_ request: Request, _ context: SuiteRequestContext) async throws -> ChannelDetailResponse {
-        let me = try user(request)
+    private func joinChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelDetailResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         return try await write { c in

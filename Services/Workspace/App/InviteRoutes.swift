@@ -14,9 +14,11 @@ extension WorkspaceAPI {
     static let maxInviteLifetime = 30 * 24 * 3600
     static let maxInviteUses = 10_000
 
-    func addInviteRoutes(to router: Router<SuiteRequestContext>) {
-        router.post("/v1/workspaces/:workspace/invites") { request, context -> InviteResponse in
-            let me = try user(request)
+    /// A workspace's codes; mounted at `/v1/workspaces/{id}/invites`.
+    var workspaceInviteRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.post { request, context -> InviteResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let body = try await request.decodeBody(as: InviteBody.self, context: context)
             let lifetime = body.expiresInSeconds ?? Self.defaultInviteLifetime
@@ -27,16 +29,16 @@ extension WorkspaceAPI {
                 return try await invites.insert(workspace: id, creator: me, maxUses: body.maxUses, expiresInSeconds: lifetime, c)
             })
         }
-        router.get("/v1/workspaces/:workspace/invites") { request, context -> [InviteResponse] in
-            let me = try user(request)
+        routes.get { request, context -> [InviteResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireOwner(id, me, c)
                 return try await invites.list(in: id, c).map(InviteResponse.init)
             }
         }
-        router.delete("/v1/workspaces/:workspace/invites/:code") { request, context -> HTTPResponse.Status in
-            let me = try user(request)
+        routes.delete(":code") { request, context -> HTTPResponse.Status in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let code = context.parameters.get("code") ?? ""
             try await write { c in
@@ -47,8 +49,14 @@ extension WorkspaceAPI {
             }
             return .ok
         }
-        router.post("/v1/invites/:code") { request, context -> WorkspaceResponse in
-            let me = try user(request)
+        return routes
+    }
+
+    /// Joining with a code; mounted at `/v1/invites`.
+    var inviteRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.post(":code") { request, context -> WorkspaceResponse in
+            let me = context.identity
             let code = context.parameters.get("code") ?? ""
             return WorkspaceResponse(try await write { c in
                 // Workspace row first, then the invite: the same lock order as every other path.
@@ -61,5 +69,6 @@ extension WorkspaceAPI {
                 return workspace
             })
         }
+        return routes
     }
 }

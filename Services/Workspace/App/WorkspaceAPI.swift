@@ -26,18 +26,21 @@ struct WorkspaceAPI: Sendable {
 
     static let source = "workspace"
 
+    /// Every route acts for the signed-in user: all of them are mounted in one group whose
+    /// context carries the identity.
     func add(to router: Router<SuiteRequestContext>) {
-        addWorkspaceRoutes(to: router)
-        addChannelRoutes(to: router)
-        addCategoryRoutes(to: router)
-        addInviteRoutes(to: router)
+        let v1 = router.group("v1", context: AuthenticatedContext.self)
+        v1.addRoutes(workspaceRoutes, atPath: "workspaces")
+        v1.addRoutes(channelRoutes, atPath: "workspaces/:workspace")
+        v1.addRoutes(categoryRoutes, atPath: "workspaces/:workspace")
+        v1.addRoutes(workspaceInviteRoutes, atPath: "workspaces/:workspace/invites")
+        v1.addRoutes(inviteRoutes, atPath: "invites")
+        v1.addRoutes(coverRoutes, atPath: "static/workspaces")
     }
 
     // MARK: request helpers
 
-    func user(_ request: Request) throws -> UserID { try request.authenticatedUserID() }
-
-    func pathID<Entity>(_ context: SuiteRequestContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
+    func pathID<Entity>(_ context: AuthenticatedContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
 
     /// Runs reads on one pooled connection.
     func read<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
@@ -73,7 +76,7 @@ struct WorkspaceAPI: Sendable {
     }
 
     /// Parses `owner_id` of a transfer body (E11 when missing or not an id).
-    func newOwner(_ request: Request, _ context: SuiteRequestContext) async throws -> UserID {
+    func newOwner(_ request: Request, _ context: AuthenticatedContext) async throws -> UserID {
         let body = try await request.decodeBody(as: OwnerBody.self, context: context)
         guard let id = body.owner_id.flatMap(UserID.init) else { throw APIError.badRequest("owner_id is required") }
         return id

@@ -11,35 +11,37 @@ extension WorkspaceAPI {
     static let defaultChannelName = "일반"
     static let defaultCategoryName = "채널"
 
-    func addWorkspaceRoutes(to router: Router<SuiteRequestContext>) {
-        router.get("/v1/workspaces") { request, _ -> [WorkspaceResponse] in
-            let me = try user(request)
+    /// Mounted at `/v1/workspaces`.
+    var workspaceRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get { _, context -> [WorkspaceResponse] in
+            let me = context.identity
             return try await read { try await workspaces.list(for: me, $0).map(WorkspaceResponse.init) }
         }
-        router.post("/v1/workspaces") { request, context in try await create(request, context) }
-        router.get("/v1/workspaces/:workspace") { request, context -> WorkspaceDetailResponse in
-            let me = try user(request)
+        routes.post { request, context in try await create(request, context) }
+        routes.get(":workspace") { request, context -> WorkspaceDetailResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 let workspace = try await requireMember(id, me, c)
                 return WorkspaceDetailResponse(workspace, channels: try await channels.all(in: id, c), members: try await workspaces.members(of: id, c))
             }
         }
-        router.put("/v1/workspaces/:workspace") { request, context in try await edit(request, context) }
-        router.delete("/v1/workspaces/:workspace") { request, context in try await delete(request, context) }
-        router.get("/v1/workspaces/:workspace/exit") { request, context in try await leave(request, context) }
-        router.put("/v1/workspaces/:workspace/transfer/ownership") { request, context in try await transfer(request, context) }
-        router.post("/v1/workspaces/:workspace/members") { request, context in try await invite(request, context) }
-        router.get("/v1/workspaces/:workspace/members") { request, context -> [MemberResponse] in
-            let me = try user(request)
+        routes.put(":workspace") { request, context in try await edit(request, context) }
+        routes.delete(":workspace") { request, context in try await delete(request, context) }
+        routes.get(":workspace/exit") { request, context in try await leave(request, context) }
+        routes.put(":workspace/transfer/ownership") { request, context in try await transfer(request, context) }
+        routes.post(":workspace/members") { request, context in try await invite(request, context) }
+        routes.get(":workspace/members") { request, context -> [MemberResponse] in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
                 return try await workspaces.members(of: id, c).map(MemberResponse.init)
             }
         }
-        router.get("/v1/workspaces/:workspace/members/:user") { request, context -> MemberResponse in
-            let me = try user(request)
+        routes.get(":workspace/members/:user") { request, context -> MemberResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let other: UserID = try pathID(context, "user")
             return try await read { c in
@@ -48,8 +50,8 @@ extension WorkspaceAPI {
                 return MemberResponse(member)
             }
         }
-        router.get("/v1/workspaces/:workspace/search") { request, context -> WorkspaceDetailResponse in
-            let me = try user(request)
+        routes.get(":workspace/search") { request, context -> WorkspaceDetailResponse in
+            let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
@@ -63,21 +65,28 @@ extension WorkspaceAPI {
                 )
             }
         }
-        router.get("/v1/static/workspaces/:file") { request, context -> Response in
-            let me = try user(request)
+        return routes
+    }
+
+    /// Cover images, to members of a workspace that shows them; mounted at `/v1/static/workspaces`.
+    var coverRoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.get(":file") { _, context -> Response in
+            let me = context.identity
             let file = context.parameters.get("file") ?? ""
             if file == CoverImages.defaultCoverName { return CoverImages.defaultCoverResponse() }
             let path = CoverImages.urlPrefix + file
             guard try await read({ try await workspaces.canSeeCover(path, user: me, $0) }) else { throw APIError.notFound("image") }
             return try await images.response(named: file, context: context)
         }
+        return routes
     }
 
     /// Creates the workspace with its owner as first member, a default category and the default
     /// channel. With a creation cost the workspace stays pending until `payment` answers the
     /// debit request (see `CreationSaga`).
-    private func create(_ request: Request, _ context: SuiteRequestContext) async throws -> WorkspaceResponse {
-        let me = try user(request)
+    private func create(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+        let me = context.identity
         let form = try await WorkspaceForm.read(request, context: context, images: images)
         let name = try WorkspaceForm.validName(form.name)
         let description = try WorkspaceForm.validDescription(form.description)
@@ -135,8 +144,8 @@ extension WorkspaceAPI {
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: workspace.id, userId: workspace.ownerId, channelIds: [channel.id], via: .creation), c)
     }
 
-    private func edit(_ request: Request, _ context: SuiteRequestContext) async throws -> WorkspaceResponse {
-        let me = try user(request)
+    private func edit(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let form = try await WorkspaceForm.read(request, context: context, images: images)
         let newName = try form.name.map { try WorkspaceForm.validName($0) }
@@ -165,8 +174,8 @@ extension WorkspaceAPI {
         return WorkspaceResponse(result.0)
     }
 
-    private func delete(_ request: Request, _ context: SuiteRequestContext) async throws -> HTTPResponse.Status {
-        let me = try user(request)
+    private func delete(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let covers = try await write { c -> [String] in
             let workspace = try await requireOwner(id, me, c, lock: true)
@@ -181,8 +190,8 @@ extension WorkspaceAPI {
 
     /// `GET .../exit`: leaves the workspace and all its channels; returns my remaining workspaces.
     /// The owner of the workspace or of any of its channels must transfer ownership first (E15).
-    private func leave(_ request: Request, _ context: SuiteRequestContext) async throws -> [WorkspaceResponse] {
-        let me = try user(request)
+    private func leave(_ request: Request, _ context: AuthenticatedContext) async throws -> [WorkspaceResponse] {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         return try await write { c in
             let workspace = try await requireMember(id, me, c, lock: true)
@@ -195,8 +204,8 @@ extension WorkspaceAPI {
         }
     }
 
-    private func transfer(_ request: Request, _ context: SuiteRequestContext) async throws -> WorkspaceResponse {
-        let me = try user(request)
+    private func transfer(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let target = try await newOwner(request, context)
         return WorkspaceResponse(try await write { c in
@@ -210,8 +219,8 @@ extension WorkspaceAPI {
     }
 
     /// Invites a registered user by email: they join the workspace and its default channel.
-    private func invite(_ request: Request, _ context: SuiteRequestContext) async throws -> MemberResponse {
-        let me = try user(request)
+    private func invite(_ request: Request, _ context: AuthenticatedContext) async throws -> MemberResponse {
+        let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let email = try EmailAddress.validated(try await request.decodeBody(as: EmailBody.self, context: context).email)
         return MemberResponse(try await write { c in

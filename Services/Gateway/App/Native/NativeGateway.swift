@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Events
 import Foundation
 import Logging
@@ -330,18 +331,10 @@ struct ReadySnapshot {
 
     init(_ buffer: ByteBuffer) throws {
         let text = String(buffer: buffer)
-        guard text.hasPrefix("{"),
-              let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { throw ChatInternalError(status: 0) }
-        for channel in object["channels"] as? [[String: Any]] ?? [] {
-            if let id = (channel["channel_id"] as? String).flatMap(UUID.init(uuidString:)) {
-                conversations.append((id, .channel, (channel["workspace_id"] as? String).flatMap(UUID.init(uuidString:))))
-            }
-        }
-        for room in object["dms"] as? [[String: Any]] ?? [] {
-            if let id = (room["room_id"] as? String).flatMap(UUID.init(uuidString:)) {
-                conversations.append((id, .dm, (room["workspace_id"] as? String).flatMap(UUID.init(uuidString:))))
-            }
-        }
+        guard text.hasPrefix("{") else { throw ChatInternalError(status: 0) }
+        let snapshot = try JSONDecoder().decode(ChatInternal.SessionSnapshot.self, from: Data(text.utf8))
+        conversations = snapshot.channels.map { ($0.channel_id.uuid, .channel, $0.workspace_id.uuid) }
+            + snapshot.dms.map { ($0.room_id.uuid, .dm, $0.workspace_id.uuid) }
         members = String(text.dropFirst())
     }
 }

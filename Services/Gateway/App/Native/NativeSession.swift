@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Events
 import Foundation
 import NIOCore
@@ -232,7 +233,7 @@ final class NativeSession: Sendable {
     /// Stops following the conversations the user can no longer read (`conversation.removed`
     /// each), dispatches the replayed messages, then `resumed`, then the live events that arrived
     /// meanwhile (those the replay did not already contain). False when the queue overflowed.
-    func finishResume(replayed: [ConversationAccess.ReplayedMessage], removed: [UUID]) -> Bool {
+    func finishResume(replayed: [ChatInternal.ReplayedMessage], removed: [UUID]) -> Bool {
         state.withLock { state in
             guard !state.ended, let connection = state.connection, state.resuming else { return true }
             var frames: [OutboundText] = []

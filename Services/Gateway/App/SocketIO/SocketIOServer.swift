@@ -1,3 +1,4 @@
+import ChatInternalAPI
 import Events
 import Foundation
 import Logging
