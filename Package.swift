@@ -25,6 +25,7 @@ let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat", package: "swift-nio")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable.
 struct ServiceSpec {
@@ -33,13 +34,14 @@ struct ServiceSpec {
     let extra: [Target.Dependency]
 }
 let services: [ServiceSpec] = [
-    .init(folder: "Gateway", executable: "gateway", extra: [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
-    .init(folder: "Auth", executable: "auth", extra: ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")]),
-    .init(folder: "Workspace", executable: "workspace", extra: []),
-    .init(folder: "Chat", executable: "chat", extra: []),
-    .init(folder: "ChatFanout", executable: "chat-fanout", extra: [metrics, lifecycle]),
+    .init(folder: "Gateway", executable: "gateway", extra: ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket]),
+    .init(folder: "Auth", executable: "auth", extra: ["AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
+                                                    .product(name: "NIOPosix", package: "swift-nio")]),
+    .init(folder: "Workspace", executable: "workspace", extra: ["ClientContract", "Uploads"]),
+    .init(folder: "Chat", executable: "chat", extra: ["ClientContract", "Uploads"]),
+    .init(folder: "ChatFanout", executable: "chat-fanout", extra: ["Messaging", metrics, lifecycle]),
     .init(folder: "Presence", executable: "presence", extra: []),
-    .init(folder: "Payment", executable: "payment", extra: [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")]),
+    .init(folder: "Payment", executable: "payment", extra: ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat]),
 ]
 
 let platform: [Target.Dependency] = ["Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
@@ -61,23 +63,40 @@ var targets: [Target] = [
         path: "Shared/Database",
         swiftSettings: swiftSettings
     ),
+    // Events on Kafka: topic specifications, whole-topic tables, CloudEvents records.
+    .target(name: "Messaging", dependencies: ["Events", "Kafka", logging, lifecycle], path: "Shared/Messaging", swiftSettings: swiftSettings),
+    // The platform every executable runs on: settings, bootstrap, health, metrics, error mapping.
     .target(
         name: "ServiceKit",
-        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt, httpClient,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "MultipartKit", package: "multipart-kit"),
-                       .product(name: "_NIOFileSystem", package: "swift-nio")],
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, nioCore,
+                       nioFoundationCompat],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
+    // What clients see: text limits, shared shapes (MemberSummary, email rule), the JSON writer.
+    .target(name: "ClientContract", dependencies: ["Events", "ServiceKit", hummingbird, nioCore], path: "Shared/ClientContract", swiftSettings: swiftSettings),
+    // Multipart bodies, streamed file uploads, stored images.
+    .target(
+        name: "Uploads",
+        dependencies: ["ClientContract", "Events", "ServiceKit", hummingbird, nioCore, .product(name: "MultipartKit", package: "multipart-kit"),
+                       .product(name: "_NIOFileSystem", package: "swift-nio")],
+        path: "Shared/Uploads",
+        swiftSettings: swiftSettings
+    ),
+    // Access tokens (JWT): signing, verification, key PEMs.
+    .target(name: "AccessTokens", dependencies: [jwt], path: "Shared/AccessTokens", swiftSettings: swiftSettings),
+    // Outbound HTTP clients as platform services.
+    .target(name: "OutboundHTTP", dependencies: [httpClient, lifecycle], path: "Shared/OutboundHTTP", swiftSettings: swiftSettings),
     .target(
         name: "TestSupport",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging],
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", postgres, logging],
         path: "Shared/TestSupport",
         swiftSettings: swiftSettings
     ),
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient,
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1,
+                       nioCore, hbWSClient,
                        hummingbird]
             + services.map { .target(name: "\($0.folder)App") },
         path: "Services/ChatSuite",
@@ -88,13 +107,13 @@ var targets: [Target] = [
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
-        dependencies: ["Common", "ServiceKit", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
+        dependencies: ["Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
         swiftSettings: swiftSettings
     ),
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common",
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common",
                        hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Tests/SuiteTesting",
@@ -127,7 +146,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "AccountsTests",
-        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
                        httpClient, nioHTTP1,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
@@ -143,7 +162,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", httpClient, nioHTTP1, nioCore],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", "AccessTokens", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
     ),
 ]

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import Kafka
 import Logging
+import Messaging
 import PostgresNIO
 import ServiceLifecycle
 

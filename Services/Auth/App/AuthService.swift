@@ -5,7 +5,9 @@ import Events
 import Foundation
 import Hummingbird
 import Logging
+import OutboundHTTP
 import ServiceKit
+import Uploads
 
 /// `auth`: Accounts, credentials, tokens, device tokens and friends; produces `auth.user.v1`,
 /// consumes `payment.v1` (the coin balance `/users/me` shows).

@@ -1,3 +1,4 @@
+import AccessTokens
 import AsyncHTTPClient
 import Configuration
 import HTTPTypes
@@ -6,6 +7,7 @@ import Database
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import OutboundHTTP
 import ServiceKit
 
 /// `gateway`: Terminates client REST and WebSockets and routes to the services (REST edge and real-time protocols arrive with their issues).

@@ -4,6 +4,7 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import OutboundHTTP
 import ServiceKit
 
 /// `payment`: Coin store, PortOne verification and the coin ledger; produces `payment.v1`,

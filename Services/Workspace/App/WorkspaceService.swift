@@ -4,6 +4,7 @@ import Events
 import Hummingbird
 import Logging
 import ServiceKit
+import Uploads
 
 /// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
 /// consumes `auth.user.v1` (member profiles) and `payment.v1` (coin saga replies).
