@@ -220,13 +220,12 @@ struct GatedService: Service {
     let make: @Sendable () throws -> any Service
 
     func run() async throws {
-        let ready: Bool = await cancelWhenGracefulShutdown {
-            while !gate.isOpen {
-                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
-            }
-            return true
+        do {
+            try await cancelWhenGracefulShutdown { try await gate.waitUnlessCancelled() }
+        } catch {
+            return  // shut down before the service was ready
         }
-        guard ready, !Task.isCancelled else { return }
+        guard !Task.isCancelled else { return }
         let service = try make()
         hold?.release()
         try await service.run()
