@@ -26,17 +26,20 @@ let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat", package: "swift-nio")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`,
 // found by folder: every `Services/<Name>/App` is a service; its executable is `<Name>` in
 // kebab case (`ChatFanout` → `chat-fanout`), the name its ServiceCatalog entry gives it (a test
 // checks both agree). A service that needs more than the platform lists it here.
 let serviceExtras: [String: [Target.Dependency]] = [
-    "Gateway": [httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket, "ChatInternalAPI"],
-    "Auth": ["CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio")],
-    "Chat": ["ChatInternalAPI"],
-    "ChatFanout": [metrics, lifecycle],
-    "Payment": [httpClient, nioCore, nioHTTP1, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+    "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
+    "Auth": ["AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
+             .product(name: "NIOPosix", package: "swift-nio")],
+    "Workspace": ["ClientContract", "Uploads"],
+    "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
+    "ChatFanout": ["Messaging", metrics, lifecycle],
+    "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
 ]
 
 struct ServiceSpec {
@@ -76,17 +79,33 @@ var targets: [Target] = [
         path: "Shared/Database",
         swiftSettings: swiftSettings
     ),
+    // Events on Kafka: topic specifications, whole-topic tables, CloudEvents records.
+    .target(name: "Messaging", dependencies: ["Events", "Kafka", logging, lifecycle], path: "Shared/Messaging", swiftSettings: swiftSettings),
+    // The platform every executable runs on: settings, bootstrap, health, metrics, error mapping.
     .target(
         name: "ServiceKit",
-        dependencies: ["Common", "Kafka", "Events", "Database", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, jwt, httpClient,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "MultipartKit", package: "multipart-kit"),
-                       .product(name: "_NIOFileSystem", package: "swift-nio")],
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, nioCore,
+                       nioFoundationCompat],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
+    // What clients see: text limits, shared shapes (MemberSummary, email rule), the JSON writer.
+    .target(name: "ClientContract", dependencies: ["Events", "ServiceKit", hummingbird, nioCore], path: "Shared/ClientContract", swiftSettings: swiftSettings),
+    // Multipart bodies, streamed file uploads, stored images.
+    .target(
+        name: "Uploads",
+        dependencies: ["ClientContract", "Events", "ServiceKit", hummingbird, nioCore, .product(name: "MultipartKit", package: "multipart-kit"),
+                       .product(name: "_NIOFileSystem", package: "swift-nio")],
+        path: "Shared/Uploads",
+        swiftSettings: swiftSettings
+    ),
+    // Access tokens (JWT): signing, verification, key PEMs.
+    .target(name: "AccessTokens", dependencies: [jwt], path: "Shared/AccessTokens", swiftSettings: swiftSettings),
+    // Outbound HTTP clients as platform services.
+    .target(name: "OutboundHTTP", dependencies: [httpClient, lifecycle], path: "Shared/OutboundHTTP", swiftSettings: swiftSettings),
     .target(
         name: "TestSupport",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", postgres, logging],
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", postgres, logging],
         path: "Shared/TestSupport",
         swiftSettings: swiftSettings
     ),
@@ -94,8 +113,8 @@ var targets: [Target] = [
     // `swift build` builds as products of their own.
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "ServiceKit", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle, argumentParser, httpClient, nioHTTP1, nioCore,
-                       hbWSClient, hummingbird],
+        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle,
+                       argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient, hummingbird],
         path: "Services/ChatSuite",
         exclude: ["LoadGen"],
         swiftSettings: swiftSettings
@@ -115,13 +134,13 @@ var targets: [Target] = [
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
-        dependencies: ["Common", "ServiceKit", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
+        dependencies: ["Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
         swiftSettings: swiftSettings
     ),
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "TestSupport", "Database", "Events", "Kafka", "Common",
+        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common",
                        hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         path: "Tests/SuiteTesting",
@@ -154,7 +173,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "AccountsTests",
-        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
                        httpClient, nioHTTP1,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
@@ -170,7 +189,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", httpClient, nioHTTP1, nioCore],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", "AccessTokens", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
     ),
 ]

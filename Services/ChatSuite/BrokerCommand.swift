@@ -3,6 +3,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import Messaging
 import ServiceKit
 
 /// `chatsuite broker`: only the embedded Kafka cluster, for running executables standalone.

@@ -5,6 +5,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import Messaging
 import NIOHTTP1
 import PostgresNIO
 import ServiceCatalog

@@ -1,3 +1,4 @@
+import AccessTokens
 import ArgumentParser
 import Foundation
 import ServiceKit

@@ -6,12 +6,19 @@ import Hummingbird
 import HummingbirdCore
 import Kafka
 import Logging
+import Messaging
 import PostgresNIO
 import ServiceLifecycle
 
 /// The pieces every executable shares, built in one place: Kafka (topics checked at start,
-/// idempotent producer), optionally PostgreSQL (migrations, outbox relay), consumers that start
-/// once the service is ready, health and metrics routes.
+/// idempotent producer), consumers that start once the service is ready, health and metrics
+/// routes, and — for a `ServicePlatform<ServiceDatabase>` — PostgreSQL (migrations, outbox
+/// relay, inbox consumers).
+///
+/// Whether a service has a database is its type: `ServicePlatform.make(settings:logger:)` gives a
+/// `ServicePlatform<NoDatabase>` (gateway, chat-fanout, presence);
+/// `ServicePlatform.make(settings:migrations:logger:)` a `ServicePlatform<ServiceDatabase>`, whose
+/// `postgres` and `relay` always exist.
 ///
 /// Start order (ServiceGroup): Postgres → producer → relay → consumers → HTTP. Shutdown runs in
 /// reverse: HTTP drains, consumers stop (committing), the relay stops, the producer flushes,
@@ -20,103 +27,74 @@ import ServiceLifecycle
 /// `/health/ready` turns green only once every Kafka consumer made from `kafkaClient` caught up
 /// (check `kafka-consumers`): it has its assignment and processed what its partitions held then,
 /// so the read models are current when clients are let in (see `KafkaReadiness`).
-public struct ServicePlatform: Sendable {
+public struct ServicePlatform<Storage: Sendable>: Sendable {
+    /// The service's settings, for the keys of its own (the platform's are in `platformSettings`).
     public let settings: ServiceSettings
+    public let platformSettings: PlatformSettings
     public let logger: Logger
-    public let startup = StartupGate()
+    public let startup: StartupGate
     public let kafkaClient: KafkaClientConfiguration
     /// Every consumer made from `kafkaClient` registers here; readiness waits for all to catch up.
     public let kafkaReadiness: KafkaReadiness
     public let producer: KafkaProducer
-    public let postgres: PostgresClient?
-    public let relay: OutboxRelay?
-    private let migrations: [Migration]
-    private let database: DatabaseConfiguration?
+    /// `NoDatabase`, or the service's `ServiceDatabase`.
+    public let storage: Storage
+    private let storageParts: StorageParts
     private var consumers: [any Service] = []
-    private var prunesInbox = false
     private var extraServices: [any Service] = []
     private var extraChecks: [(name: String, check: HealthChecks.Check)] = []
+    /// Whether the inbox pruner was added (by the first inbox consumer).
+    private var prunesInbox = false
 
-    /// - Parameter migrations: the service's own migrations (versions ≥ 100); pass nil for a
-    ///   service without a database. The platform's outbox and inbox tables come first.
-    public static func make(settings: ServiceSettings, migrations: [Migration]?, logger: Logger) async throws -> ServicePlatform {
-        // Settings first: a malformed value is reported before any slow network check.
-        let database = migrations == nil ? nil : try settings.requiredDatabase()
-        let brokers = try settings.kafkaBrokers
-        _ = try settings.kafkaLingerMilliseconds
-        _ = try settings.kafkaFetchWaitMilliseconds
-        if migrations != nil {
-            // Process-wide; every service of a process reads the same setting.
-            Outbox.maxEventBytes = try settings.outboxMaxEventBytes
-            _ = try settings.inboxRetention
-            _ = try settings.inboxPruneInterval
-        }
-        var kafkaClient = KafkaClientConfiguration(bootstrapServers: brokers, clientId: settings.instanceId)
-        let kafkaReadiness = KafkaReadiness()
-        kafkaClient.readiness = kafkaReadiness
+    /// What the storage adds to the platform, so that the rest of it needs no knowledge of `Storage`.
+    fileprivate struct StorageParts: Sendable {
+        /// Started before the producer (the database client).
+        var first: [any Service] = []
+        /// Started after the producer (the relay).
+        var afterProducer: [any Service] = []
+        var checks: [(name: String, check: HealthChecks.Check)] = []
+        /// Runs before the startup gate opens (connect, migrate).
+        var prepare: @Sendable () async throws -> Void = {}
+    }
+
+    /// The Kafka side every platform has.
+    fileprivate struct KafkaParts {
+        let client: KafkaClientConfiguration
+        let readiness: KafkaReadiness
+        let producer: KafkaProducer
+    }
+
+    fileprivate init(
+        settings: ServiceSettings, platformSettings: PlatformSettings, logger: Logger, startup: StartupGate, kafka: KafkaParts, storage: Storage,
+        storageParts: StorageParts
+    ) {
+        self.settings = settings
+        self.platformSettings = platformSettings
+        self.logger = logger
+        self.startup = startup
+        self.kafkaClient = kafka.client
+        self.kafkaReadiness = kafka.readiness
+        self.producer = kafka.producer
+        self.storage = storage
+        self.storageParts = storageParts
+    }
+
+    /// Checks (and creates) the catalog's topics, then makes the producer.
+    fileprivate static func connectKafka(_ platform: PlatformSettings, logger: Logger) async throws -> KafkaParts {
+        var client = KafkaClientConfiguration(bootstrapServers: platform.kafkaBrokers, clientId: platform.instanceId)
+        let readiness = KafkaReadiness()
+        client.readiness = readiness
         do {
-            try await KafkaAdmin.ensureTopics(
-                Topic.catalog.map(\.specification), client: kafkaClient, timeout: try settings.kafkaStartupTimeout, logger: logger
-            )
+            try await KafkaAdmin.ensureTopics(Topic.catalog.map(\.specification), client: client, timeout: platform.kafkaStartupTimeout, logger: logger)
         } catch let error as StartupError {
             throw error
         } catch {
-            throw StartupError("Kafka at \(brokers) is not usable: \(error)")
+            throw StartupError("Kafka at \(platform.kafkaBrokers) is not usable: \(error)")
         }
-        var producerConfiguration = KafkaProducerConfiguration(client: kafkaClient)
-        producerConfiguration.lingerMilliseconds = try settings.kafkaLingerMilliseconds
+        var producerConfiguration = KafkaProducerConfiguration(client: client)
+        producerConfiguration.lingerMilliseconds = platform.kafkaLingerMilliseconds
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
-        var postgres: PostgresClient?
-        var relay: OutboxRelay?
-        if let database {
-            let client = database.makeClient(logger: logger)
-            postgres = client
-            relay = OutboxRelay(postgres: client, producer: producer, logger: logger)
-        }
-        return ServicePlatform(
-            settings: settings, logger: logger, kafkaClient: kafkaClient, kafkaReadiness: kafkaReadiness, producer: producer, postgres: postgres,
-            relay: relay, migrations: migrations.map { PlatformMigrations.all + $0 } ?? [], database: database
-        )
-    }
-
-    private init(
-        settings: ServiceSettings, logger: Logger, kafkaClient: KafkaClientConfiguration, kafkaReadiness: KafkaReadiness, producer: KafkaProducer,
-        postgres: PostgresClient?, relay: OutboxRelay?, migrations: [Migration], database: DatabaseConfiguration?
-    ) {
-        self.settings = settings
-        self.logger = logger
-        self.kafkaClient = kafkaClient
-        self.kafkaReadiness = kafkaReadiness
-        self.producer = producer
-        self.postgres = postgres
-        self.relay = relay
-        self.migrations = migrations
-        self.database = database
-    }
-
-    /// Adds a consumer-group consumer whose events are applied through the inbox (needs the
-    /// database). It joins the group only once the service is ready. The first one also starts
-    /// the inbox pruner (`inbox.retention-hours`, `inbox.prune-interval-seconds`).
-    public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter) throws {
-        guard let postgres else { throw StartupError("an inbox consumer needs DATABASE_URL") }
-        var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
-        config.client.clientId = "\(settings.instanceId)-\(group)"
-        config.fetchWaitMaxMilliseconds = try settings.kafkaFetchWaitMilliseconds
-        let logger = self.logger
-        let consumerConfig = config
-        consumers.append(GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
-            let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
-            return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
-        })
-        if !prunesInbox {
-            // One pruner per database, whatever the number of inbox consumers writing to it.
-            prunesInbox = true
-            var pruning = InboxPruner.Configuration()
-            pruning.retention = try settings.inboxRetention
-            pruning.interval = try settings.inboxPruneInterval
-            let configuration = pruning
-            consumers.append(GatedService(gate: startup) { InboxPruner(postgres: postgres, logger: logger, configuration: configuration) })
-        }
+        return KafkaParts(client: client, readiness: readiness, producer: producer)
     }
 
     /// Adds a service that runs from the start (before HTTP) and stops after HTTP drained,
@@ -154,9 +132,7 @@ public struct ServicePlatform: Sendable {
         var checks: [(name: String, check: HealthChecks.Check)] = []
         let producer = self.producer
         checks.append(("kafka", { _ = try await producer.metadata(timeout: .seconds(2)) }))
-        if let postgres {
-            checks.append(("database", { _ = try await postgres.query("SELECT 1") }))
-        }
+        checks.append(contentsOf: storageParts.checks)
         let readiness = kafkaReadiness
         checks.append(("kafka-consumers", {
             let pending = readiness.pending
@@ -167,39 +143,21 @@ public struct ServicePlatform: Sendable {
 
     /// Everything to run beside the HTTP server, in start order.
     public var services: [any Service] {
-        var list: [any Service] = []
-        if let postgres { list.append(postgres) }
-        list.append(producer)
-        if let relay { list.append(GatedService(gate: startup) { relay }) }
-        list.append(contentsOf: extraServices)
-        list.append(ParentWatchdog())
-        list.append(contentsOf: consumers)
-        return list
+        storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers
     }
 
-    /// Runs before the server accepts requests: waits for the database (bounded), migrates,
-    /// then opens the startup gate (consumers start, readiness turns green).
+    /// Runs before the server accepts requests: waits for the database (bounded) and migrates it,
+    /// if there is one, then opens the startup gate (consumers start, readiness turns green).
     public func prepare() async throws {
-        if let postgres, let database {
-            let logger = self.logger
-            do {
-                try await withTimeout(try settings.databaseStartupTimeout, "connecting to \(database)") {
-                    _ = try await postgres.query("SELECT 1", logger: logger)
-                }
-            } catch {
-                throw StartupError("database \(database) is not reachable: \(describe(error))")
-            }
-            let applied = try await Migrator(migrations).migrate(client: postgres, logger: logger)
-            if !applied.isEmpty { logger.info("migrations applied", metadata: ["db.versions": "\(applied)"]) }
-        }
+        try await storageParts.prepare()
         startup.open()
     }
 
     /// The Hummingbird application with the platform's services and startup step.
     /// - Parameter server: the HTTP server's channel (e.g. HTTP/1 with WebSocket upgrades).
-    public func makeApplication<Responder: HTTPResponder>(responder: Responder, server: HTTPServerBuilder = .http1()) throws -> Application<Responder>
+    public func makeApplication<Responder: HTTPResponder>(responder: Responder, server: HTTPServerBuilder = .http1()) -> Application<Responder>
     where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
-        let configuration = ApplicationConfiguration(address: .hostname(try settings.httpHost, port: try settings.httpPort), serverName: nil)
+        let configuration = ApplicationConfiguration(address: .hostname(platformSettings.httpHost, port: platformSettings.httpPort), serverName: nil)
         var app = Application(
             responder: responder,
             server: server,
@@ -212,6 +170,96 @@ public struct ServicePlatform: Sendable {
     }
 }
 
+/// The storage of a service without a database of its own (gateway, chat-fanout, presence).
+public struct NoDatabase: Sendable {}
+
+extension ServicePlatform where Storage == NoDatabase {
+    /// The platform of a service without a database.
+    public static func make(settings: ServiceSettings, logger: Logger) async throws -> Self {
+        // Settings first: a malformed value is reported before any slow network check.
+        let platformSettings = try PlatformSettings(settings)
+        let kafka = try await connectKafka(platformSettings, logger: logger)
+        return ServicePlatform(
+            settings: settings, platformSettings: platformSettings, logger: logger, startup: StartupGate(), kafka: kafka, storage: NoDatabase(),
+            storageParts: StorageParts()
+        )
+    }
+}
+
+/// A service's own PostgreSQL database: the client and the relay publishing its outbox.
+public struct ServiceDatabase: Sendable {
+    public let postgres: PostgresClient
+    public let relay: OutboxRelay
+    public let settings: DatabaseSettings
+}
+
+extension ServicePlatform where Storage == ServiceDatabase {
+    /// The platform of a service with a database (`DATABASE_URL`, required).
+    /// - Parameter migrations: the service's own migrations (versions ≥ 100). The platform's
+    ///   outbox and inbox tables come first.
+    public static func make(settings: ServiceSettings, migrations: [Migration], logger: Logger) async throws -> Self {
+        // Settings first: a malformed value is reported before any slow network check.
+        let databaseSettings = try DatabaseSettings(settings)
+        let platformSettings = try PlatformSettings(settings)
+        // Process-wide; every service of a process reads the same setting.
+        Outbox.maxEventBytes = databaseSettings.outboxMaxEventBytes
+        let kafka = try await connectKafka(platformSettings, logger: logger)
+        let database = databaseSettings.database
+        let postgres = database.makeClient(logger: logger)
+        let relay = OutboxRelay(postgres: postgres, producer: kafka.producer, logger: logger)
+        let startup = StartupGate()
+        let migrations = PlatformMigrations.all + migrations
+        let parts = StorageParts(
+            first: [postgres],
+            afterProducer: [GatedService(gate: startup) { relay }],
+            checks: [("database", { _ = try await postgres.query("SELECT 1") })],
+            prepare: {
+                do {
+                    try await withTimeout(databaseSettings.startupTimeout, "connecting to \(database)") {
+                        _ = try await postgres.query("SELECT 1", logger: logger)
+                    }
+                } catch {
+                    throw StartupError("database \(database) is not reachable: \(describe(error))")
+                }
+                let applied = try await Migrator(migrations).migrate(client: postgres, logger: logger)
+                if !applied.isEmpty { logger.info("migrations applied", metadata: ["db.versions": "\(applied)"]) }
+            }
+        )
+        return ServicePlatform(
+            settings: settings, platformSettings: platformSettings, logger: logger, startup: startup, kafka: kafka,
+            storage: ServiceDatabase(postgres: postgres, relay: relay, settings: databaseSettings), storageParts: parts
+        )
+    }
+
+    public var postgres: PostgresClient { storage.postgres }
+    public var relay: OutboxRelay { storage.relay }
+
+    /// Adds a consumer-group consumer whose events are applied through the inbox. It joins the
+    /// group only once the service is ready. The first one also starts the inbox pruner
+    /// (`inbox.retention-hours`, `inbox.prune-interval-seconds`).
+    public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter) {
+        var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
+        config.client.clientId = "\(platformSettings.instanceId)-\(group)"
+        config.fetchWaitMaxMilliseconds = platformSettings.kafkaFetchWaitMilliseconds
+        let logger = self.logger
+        let postgres = self.postgres
+        let consumerConfig = config
+        consumers.append(GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
+            let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
+            return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
+        })
+        if !prunesInbox {
+            // One pruner per database, whatever the number of inbox consumers writing to it.
+            prunesInbox = true
+            var pruning = InboxPruner.Configuration()
+            pruning.retention = storage.settings.inboxRetention
+            pruning.interval = storage.settings.inboxPruneInterval
+            let configuration = pruning
+            consumers.append(GatedService(gate: startup) { InboxPruner(postgres: postgres, logger: logger, configuration: configuration) })
+        }
+    }
+}
+
 /// A service built and run only after the startup gate opens; gives up quietly on shutdown.
 /// Its readiness hold (if any) is released once it was built (its consumers exist or are announced).
 struct GatedService: Service {
@@ -220,13 +268,12 @@ struct GatedService: Service {
     let make: @Sendable () throws -> any Service
 
     func run() async throws {
-        let ready: Bool = await cancelWhenGracefulShutdown {
-            while !gate.isOpen {
-                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
-            }
-            return true
+        do {
+            try await cancelWhenGracefulShutdown { try await gate.waitUnlessCancelled() }
+        } catch {
+            return  // shut down before the service was ready
         }
-        guard ready, !Task.isCancelled else { return }
+        guard !Task.isCancelled else { return }
         let service = try make()
         hold?.release()
         try await service.run()
@@ -237,38 +284,6 @@ struct GatedService: Service {
 struct ConsumersNotCaughtUp: Error, CustomStringConvertible {
     let pending: [String]
     var description: String { "not caught up: " + pending.joined(separator: "; ") }
-}
-
-/// Exits the process (gracefully, via SIGTERM to itself, forced after 10 s) when the launcher
-/// that started it is gone, so a crashed or killed `chatsuite dev` never leaves services behind.
-struct ParentWatchdog: Service {
-    func run() async throws {
-        guard let value = ProcessInfo.processInfo.environment["CHATSUITE_PARENT_PID"], let parent = Int32(value) else {
-            try? await gracefulShutdown()
-            return
-        }
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                if getppid() != parent {
-                    // The launcher is gone, and so is the reader of our log pipe: a full pipe
-                    // would block every log call (and with it shutdown). Log to /dev/null, shut
-                    // down gracefully, and exit regardless after a grace period.
-                    let devNull = open("/dev/null", O_WRONLY)
-                    if devNull >= 0 {
-                        dup2(devNull, STDOUT_FILENO)
-                        dup2(devNull, STDERR_FILENO)
-                    }
-                    Thread.detachNewThread {
-                        sleep(10)
-                        _exit(1)
-                    }
-                    kill(getpid(), SIGTERM)
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(500))
-            }
-        }
-    }
 }
 
 /// One line describing an error for operators (PostgresNIO hides details from `description`).

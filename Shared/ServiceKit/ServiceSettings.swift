@@ -3,6 +3,7 @@ import Database
 import Events
 import Foundation
 import Logging
+import Messaging
 
 /// Settings every executable reads, from (highest priority first) command-line flags
 /// (`--http-port 8081`), environment variables (`HTTP_PORT=8081`) and the service's defaults.

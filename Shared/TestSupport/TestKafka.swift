@@ -4,6 +4,7 @@ import ServiceKit
 import Foundation
 import Kafka
 import Logging
+import Messaging
 
 /// Helpers for tests that talk real Kafka protocol to an in-process embedded cluster.
 public enum TestKafka {

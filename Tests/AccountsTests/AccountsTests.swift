@@ -1,3 +1,4 @@
+import AccessTokens
 import Common
 import Events
 import Foundation

@@ -1,3 +1,4 @@
+import AccessTokens
 import Foundation
 import JWTKit
 import ServiceKit

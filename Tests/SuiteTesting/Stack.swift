@@ -1,3 +1,4 @@
+import AccessTokens
 import AuthApp
 import ChatApp
 import Configuration

@@ -1,3 +1,4 @@
+import AccessTokens
 import Database
 import Events
 import Foundation
@@ -6,6 +7,7 @@ import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// `/v1/users/...` and `/v1/auth/refresh` (client contract §1.2, §1.10).
 struct AccountRoutes: Sendable {

@@ -5,8 +5,10 @@ import Events
 import Foundation
 import Hummingbird
 import Logging
+import OutboundHTTP
 import ServiceCatalog
 import ServiceKit
+import Uploads
 
 /// `auth`: Accounts, credentials, tokens, device tokens and friends; produces `auth.user.v1`,
 /// consumes `payment.v1` (the coin balance `/users/me` shows).
@@ -36,7 +38,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     var platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
-    guard let postgres = platform.postgres else { throw StartupError("auth needs DATABASE_URL") }
+    let postgres = platform.postgres
     let store = UserStore(postgres: postgres, logger: logger)
     let hasher = PasswordHasher(cost: authSettings.bcryptCost, maxPending: authSettings.bcryptMaxPending, maxWait: authSettings.bcryptMaxWait)
     let routes = AccountRoutes(
@@ -46,9 +48,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         kakao: KakaoSignIn(baseURL: authSettings.kakaoAPIURL, client: httpClient),
         images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")
     )
-    try platform.addInboxConsumer(group: "auth.coins", topics: [.payment], router: CoinBalances.projection)
+    platform.addInboxConsumer(group: "auth.coins", topics: [.payment], router: CoinBalances.projection)
     let router = platform.makeRouter()
     routes.add(to: router)
     FriendRoutes(postgres: postgres, logger: logger).add(to: router)
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }

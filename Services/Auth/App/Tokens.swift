@@ -1,3 +1,4 @@
+import AccessTokens
 import Crypto
 import Events
 import Foundation

@@ -1,3 +1,4 @@
+import ClientContract
 import Foundation
 import ServiceKit
 

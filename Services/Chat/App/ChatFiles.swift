@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import ServiceKit
+import Uploads
 
 /// Message attachments on the volume owned by `chat` (`chat.files-directory`), referred to by the
 /// contract's relative paths `/static/channelChats/<file>` and `/static/dmChats/<file>` and served

@@ -20,15 +20,15 @@ public enum ChatService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let files = try ChatFiles(directory: try settings.string("chat.files-directory"))
     var platform = try await ServicePlatform.make(settings: settings, migrations: ChatService.migrations, logger: logger)
-    guard let postgres = platform.postgres else { throw StartupError("chat needs DATABASE_URL") }
+    let postgres = platform.postgres
     var profiles = EventRouter()
     ProfileProjection.register(into: &profiles)
-    try platform.addInboxConsumer(group: "chat.profiles", topics: [.authUser], router: profiles)
+    platform.addInboxConsumer(group: "chat.profiles", topics: [.authUser], router: profiles)
     var membership = EventRouter()
     MembershipProjection.register(into: &membership)
-    try platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
+    platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
     ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), reactions: ReactionStore(logger: logger),
             cursors: ReadCursorStore(logger: logger), files: files, logger: logger).add(to: router)
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }

@@ -1,7 +1,9 @@
+import ClientContract
 import Events
 import Foundation
 import Hummingbird
 import ServiceKit
+import Uploads
 
 /// The fields of a message send: multipart `content` (text/plain) and up to 5 `files` parts of at
 /// most 5 MB each (WSX, AMOR; streamed to the chat volume as they arrive), or JSON /

@@ -1,3 +1,4 @@
+import ClientContract
 import Events
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import ChatInternalAPI
+import ClientContract
 import Events
 import Foundation
 import HTTPTypes

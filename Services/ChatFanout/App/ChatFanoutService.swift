@@ -21,8 +21,8 @@ public enum ChatFanoutService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let batchSize = try settings.int("fanout.batch-size")
     guard batchSize > 0 else { throw StartupError("fanout.batch-size (FANOUT_BATCH_SIZE, --fanout-batch-size) must be at least 1, not \(batchSize)") }
-    var platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
-    let fetchWait = try settings.kafkaFetchWaitMilliseconds
+    var platform = try await ServicePlatform.make(settings: settings, logger: logger)
+    let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
 
     let table = InterestTable()
     let interest = try InterestReader(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, table: table, logger: logger)
@@ -39,7 +39,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         guard interest.isCaughtUp else { throw InterestNotLoaded() }
     }
     let router = platform.makeRouter()
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }
 
 /// Readiness: the interest table has not yet read `gateway.interest.v1` up to its end.

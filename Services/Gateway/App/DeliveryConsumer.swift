@@ -1,7 +1,9 @@
+import ClientContract
 import Events
 import Foundation
 import Kafka
 import Logging
+import Messaging
 import Metrics
 import NIOCore
 import ServiceKit

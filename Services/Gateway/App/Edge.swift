@@ -1,3 +1,4 @@
+import AccessTokens
 import Events
 import Foundation
 import HTTPTypes

@@ -1,13 +1,15 @@
+import AccessTokens
 import AsyncHTTPClient
 import Configuration
-import HTTPTypes
-import ServiceLifecycle
 import Database
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import OutboundHTTP
 import ServiceCatalog
 import ServiceKit
+import ServiceLifecycle
 
 /// `gateway`: Terminates client REST and WebSockets and routes to the services (REST edge and real-time protocols arrive with their issues).
 public enum GatewayService {
@@ -63,7 +65,7 @@ public enum GatewayService {
 /// Builds the `gateway` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let gateway = try GatewaySettings(settings)
-    var platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
+    var platform = try await ServicePlatform.make(settings: settings, logger: logger)
     let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(gateway.jwtPublicKeyPEM), audience: gateway.audience, issuer: gateway.issuer)
     var clientConfiguration = HTTPClient.Configuration()
     clientConfiguration.redirectConfiguration = .disallow
@@ -89,7 +91,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let (socketIOTransport, nativeTransport) = try realtime(
         socketIO, native, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
     )
-    return try platform.makeApplication(
+    return platform.makeApplication(
         responder: router.buildResponder(),
         server: .http1WebSocketUpgrade(
             configuration: .init(ws: .init(maxFrameSize: max(socketIO.maxPayloadBytes, native.maxFrameBytes), autoPing: .disabled)),
@@ -105,7 +107,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
 /// Socket.IO's polling routes go on `router`.
 private func realtime(
-    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, platform: inout ServicePlatform, verifier: AccessTokenVerifier,
+    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, platform: inout ServicePlatform<NoDatabase>, verifier: AccessTokenVerifier,
     access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
     let gatewayId = socketIO.gatewayId
@@ -114,7 +116,7 @@ private func realtime(
     let interest = GatewayInterest(gatewayId: gatewayId, events: publisher)
     let server = SocketIOServer(settings: socketIO, admission: admission, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
     let client = platform.kafkaClient
-    let fetchWait = try platform.settings.kafkaFetchWaitMilliseconds
+    let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)
     let native = NativeGateway(
         settings: nativeSettings, gatewayId: gatewayId, verifier: verifier, access: access, events: publisher, interest: interest,

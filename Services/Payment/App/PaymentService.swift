@@ -4,6 +4,7 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import OutboundHTTP
 import ServiceCatalog
 import ServiceKit
 
@@ -27,17 +28,17 @@ public enum PaymentService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let paymentSettings = try PaymentSettings(settings)
     var platform = try await ServicePlatform.make(settings: settings, migrations: PaymentService.migrations, logger: logger)
-    guard let postgres = platform.postgres else { throw StartupError("payment needs DATABASE_URL") }
+    let postgres = platform.postgres
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
     let ledger = CoinLedger(logger: logger)
     let saga = CoinSaga(ledger: ledger, requests: DebitRequests(logger: logger), logger: logger)
-    try platform.addInboxConsumer(group: "payment.saga", topics: [.workspace], router: saga.router)
+    platform.addInboxConsumer(group: "payment.saga", topics: [.workspace], router: saga.router)
     let routes = StoreRoutes(
         postgres: postgres, records: StoreRecords(logger: logger), ledger: ledger,
         portOne: PortOneClient(settings: paymentSettings, client: httpClient, logger: logger), logger: logger
     )
     let router = platform.makeRouter()
     routes.add(to: router)
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }

@@ -1,3 +1,4 @@
+import ClientContract
 import Database
 import Events
 import Foundation

@@ -14,7 +14,7 @@ public enum PresenceService {
 
 /// Builds the `presence` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let platform = try await ServicePlatform.make(settings: settings, migrations: nil, logger: logger)
+    let platform = try await ServicePlatform.make(settings: settings, logger: logger)
     let router = platform.makeRouter()
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }

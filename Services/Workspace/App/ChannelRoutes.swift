@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// `/v1/workspaces/{id}/channels...` and `/my-channels` (client contract §1.4). Every channel is
 /// visible to every member of its workspace; the channel's owner or the workspace's owner may

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// What the workspace service consumes, each applied through the inbox (once per event).
 extension WorkspaceAPI {

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// What every route of the workspace service shares: the stores, the image volume, and the
 /// access rules. Routes live in extensions by resource (workspaces, channels, categories, invites).

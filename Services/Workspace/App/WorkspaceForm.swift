@@ -1,6 +1,8 @@
+import ClientContract
 import Foundation
 import Hummingbird
 import ServiceKit
+import Uploads
 
 /// The `name` / `description` / `image` fields of workspace and channel create and edit, read
 /// from multipart (WSX), JSON (AMOR's channel create: `{name, description, image:null}`) or a

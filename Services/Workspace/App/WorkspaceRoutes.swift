@@ -1,3 +1,4 @@
+import ClientContract
 import Database
 import Events
 import Foundation
@@ -5,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// `/v1/workspaces` and `/v1/workspaces/{id}/...` except channels (client contract §1.3).
 extension WorkspaceAPI {

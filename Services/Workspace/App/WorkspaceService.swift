@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import ServiceCatalog
 import ServiceKit
+import Uploads
 
 /// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
 /// consumes `auth.user.v1` (member profiles) and `payment.v1` (coin saga replies).
@@ -26,7 +27,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let workspaceSettings = try WorkspaceSettings(settings)
     let images = try ImageDirectory(directory: workspaceSettings.filesDirectory, setting: "workspace.files-directory", urlPrefix: CoverImages.urlPrefix)
     var platform = try await ServicePlatform.make(settings: settings, migrations: WorkspaceService.migrations, logger: logger)
-    guard let postgres = platform.postgres else { throw StartupError("workspace needs DATABASE_URL") }
+    let postgres = platform.postgres
     let store = WorkspaceStore(logger: logger)
     let saga = CreationSaga(postgres: postgres, store: store, logger: logger)
     let api = WorkspaceAPI(
@@ -34,9 +35,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         invites: InviteStore(logger: logger), images: images, settings: workspaceSettings, saga: saga, logger: logger
     )
     platform.addGatedService { saga }
-    try platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
-    try platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
+    platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
+    platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
     let router = platform.makeRouter()
     api.add(to: router)
-    return try platform.makeApplication(responder: router.buildResponder())
+    return platform.makeApplication(responder: router.buildResponder())
 }

@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import Messaging
 import ServiceKit
 import ServiceLifecycle
 

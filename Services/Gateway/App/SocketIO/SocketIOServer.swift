@@ -1,3 +1,4 @@
+import AccessTokens
 import ChatInternalAPI
 import Events
 import Foundation

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import MultipartKit
 import NIOCore
+import ServiceKit
 
 /// One part of a `multipart/form-data` body.
 public struct FormPart: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// The suite's email syntax rule (shared by sign-up and workspace invitations).
 public enum EmailAddress {

@@ -1,9 +1,11 @@
 import _NIOFileSystem
+import ClientContract
 import Events
 import Foundation
 import Hummingbird
 import MultipartKit
 import NIOCore
+import ServiceKit
 
 /// A file part written to disk while the request streamed in.
 public struct UploadedFile: Sendable, Equatable {

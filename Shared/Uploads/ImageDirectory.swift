@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Hummingbird
 import NIOCore
+import ServiceKit
 
 /// Images (avatars, covers) on a volume owned by one service, named by a fresh UUIDv7 and the
 /// sniffed format (client file names are never used for paths) and referred to by the

@@ -1,3 +1,5 @@
+import ServiceKit
+
 /// How long one client text field may be, in characters and in UTF-8 bytes; both are checked.
 ///
 /// Characters (grapheme clusters) are what a user sees and what the API's documented limits count,

@@ -1,0 +1,45 @@
+import Database
+import Foundation
+
+/// The platform's settings, read and validated once when the platform is made (each key is
+/// described on its `ServiceSettings` getter and in docs/configuration.md).
+public struct PlatformSettings: Sendable {
+    public var httpHost: String
+    public var httpPort: Int
+    /// A stable id for this replica (consumer client ids, gateway ids).
+    public var instanceId: String
+    /// Comma-separated bootstrap servers.
+    public var kafkaBrokers: String
+    public var kafkaLingerMilliseconds: Double
+    public var kafkaFetchWaitMilliseconds: Int
+    public var kafkaStartupTimeout: Duration
+
+    /// Throws `StartupError` naming the first malformed key.
+    public init(_ settings: ServiceSettings) throws {
+        kafkaBrokers = try settings.kafkaBrokers
+        kafkaLingerMilliseconds = try settings.kafkaLingerMilliseconds
+        kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
+        kafkaStartupTimeout = try settings.kafkaStartupTimeout
+        httpHost = try settings.httpHost
+        httpPort = try settings.httpPort
+        instanceId = settings.instanceId
+    }
+}
+
+/// The settings of a service's own database: where it is, and how the outbox and inbox behave.
+public struct DatabaseSettings: Sendable {
+    public var database: DatabaseConfiguration
+    public var startupTimeout: Duration
+    public var outboxMaxEventBytes: Int
+    public var inboxRetention: Duration
+    public var inboxPruneInterval: Duration
+
+    /// Throws `StartupError` when `DATABASE_URL` is missing or a key is malformed.
+    public init(_ settings: ServiceSettings) throws {
+        database = try settings.requiredDatabase()
+        startupTimeout = try settings.databaseStartupTimeout
+        outboxMaxEventBytes = try settings.outboxMaxEventBytes
+        inboxRetention = try settings.inboxRetention
+        inboxPruneInterval = try settings.inboxPruneInterval
+    }
+}
