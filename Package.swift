@@ -10,6 +10,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 // MARK: - Dependencies by product
+let httpTypes: Target.Dependency = .product(name: "HTTPTypes", package: "swift-http-types")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdTesting: Target.Dependency = .product(name: "HummingbirdTesting", package: "hummingbird")
 let postgres: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
@@ -71,6 +72,9 @@ var targets: [Target] = [
     .target(name: "Common", dependencies: [], path: "Shared/Common", swiftSettings: swiftSettings),
     // Which services exist (ports, databases, routes): read by the launcher, the gateway, the harness.
     .target(name: "ServiceCatalog", dependencies: [], path: "Services/Catalog", swiftSettings: swiftSettings),
+    // Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
+    .target(name: "ChatInternalAPI", dependencies: ["Events", httpTypes], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
+    .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "Events", httpTypes], swiftSettings: swiftSettings),
     .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
@@ -130,7 +134,6 @@ var targets: [Target] = [
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
     .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog"], swiftSettings: swiftSettings),
-    .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "ServiceCatalog", hummingbird], swiftSettings: swiftSettings),
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
@@ -166,25 +169,28 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
-        name: "FanoutTests",
+        name: "ChatFanoutTests",
         dependencies: ["SuiteTesting", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
                        configuration],
         swiftSettings: swiftSettings
     ),
     .testTarget(
-        name: "AccountsTests",
-        dependencies: ["SuiteTesting", "AuthApp", "GatewayApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
+        name: "AuthTests",
+        dependencies: ["SuiteTesting", "AuthApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
                        httpClient, nioHTTP1,
                        .product(name: "CryptoExtras", package: "swift-crypto"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
         swiftSettings: swiftSettings
     ),
+    // The gateway: its edge (routes, limits, hostile bodies) and its real-time protocols (Realtime/,
+    // with python-socketio clients in Realtime/clients).
     .testTarget(
-        name: "GatewayRealtimeTests",
-        dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, nioCore,
-                       configuration, .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
+        name: "GatewayTests",
+        dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
+                       hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration,
+                       .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
                        .product(name: "NIOFoundationCompat", package: "swift-nio")],
-        exclude: ["clients"],
+        exclude: ["Realtime/clients"],
         swiftSettings: swiftSettings
     ),
     .testTarget(
@@ -193,18 +199,6 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
 ]
-// Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
-targets.append(.target(
-    name: "ChatInternalAPI",
-    dependencies: ["Events", .product(name: "HTTPTypes", package: "swift-http-types")],
-    path: "Services/Chat/Internal",
-    swiftSettings: swiftSettings
-))
-targets.append(.testTarget(
-    name: "ChatInternalAPITests",
-    dependencies: ["ChatInternalAPI", "Events", .product(name: "HTTPTypes", package: "swift-http-types")],
-    swiftSettings: swiftSettings
-))
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
 for s in services {
     targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))

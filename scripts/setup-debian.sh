@@ -23,7 +23,7 @@ if ! command -v swift >/dev/null 2>&1; then
   exit 1
 fi
 
-# Python Socket.IO clients for the real-time tests (Tests/GatewayRealtimeTests/clients): one venv
+# Python Socket.IO clients for the real-time tests (Tests/GatewayTests/Realtime/clients): one venv
 # per Engine.IO generation, rebuilt only when its requirement list changes.
 #   .devdata/pyenv       python-socketio 5 (Engine.IO v4, Socket.IO protocol v5)
 #   .devdata/pyenv-eio3  python-socketio 4.6.1 + python-engineio 3.14.2 (Engine.IO v3, Socket.IO 2)

@@ -15,7 +15,7 @@ struct PythonSocketClient: Sendable {
     let process: TestProcess
     let stopFile: String
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// - Parameter namespaces: `(namespace, event)` pairs to join and listen to.
     static func start(
@@ -23,7 +23,7 @@ struct PythonSocketClient: Sendable {
         token: String? = nil, changesocketid: String? = nil
     ) throws -> PythonSocketClient {
         let python = repository.appendingPathComponent(".devdata/\(generation.rawValue)/bin/python").path
-        let script = repository.appendingPathComponent("Tests/GatewayRealtimeTests/clients/listen.py").path
+        let script = repository.appendingPathComponent("Tests/GatewayTests/Realtime/clients/listen.py").path
         let stopFile = FileManager.default.temporaryDirectory.appendingPathComponent("sio-stop-\(UUID().uuidString)").path
         var arguments = ["-u", script, "--url", "http://127.0.0.1:\(port)", "--transports", transports, "--stop-file", stopFile]
         for (namespace, event) in namespaces { arguments += ["--namespace", "\(namespace):\(event)"] }

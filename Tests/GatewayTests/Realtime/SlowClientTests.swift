@@ -90,7 +90,7 @@ struct SlowReaders {
 
     init(port: Int, namespace: String, stalled: Int, readers: Int) throws {
         let python = PythonSocketClient.repository.appendingPathComponent(".devdata/pyenv/bin/python").path
-        let script = PythonSocketClient.repository.appendingPathComponent("Tests/GatewayRealtimeTests/clients/slow_readers.py").path
+        let script = PythonSocketClient.repository.appendingPathComponent("Tests/GatewayTests/Realtime/clients/slow_readers.py").path
         stopFile = FileManager.default.temporaryDirectory.appendingPathComponent("slow-stop-\(UUID().uuidString)").path
         process = try TestProcess(path: python, arguments: [
             "-u", script, "--url", "http://127.0.0.1:\(port)", "--namespace", namespace,
