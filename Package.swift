@@ -35,8 +35,10 @@ let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat
 // checks both agree). A service that needs more than the platform lists it here.
 let serviceExtras: [String: [Target.Dependency]] = [
     "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
-    "Auth": ["AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
-             .product(name: "NIOPosix", package: "swift-nio")],
+    "Auth": [
+        "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
+        .product(name: "NIOPosix", package: "swift-nio"),
+    ],
     "Workspace": ["ClientContract", "Uploads"],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
     "ChatFanout": ["Messaging", metrics, lifecycle],
@@ -44,8 +46,8 @@ let serviceExtras: [String: [Target.Dependency]] = [
 ]
 
 struct ServiceSpec {
-    let folder: String       // Services/<folder>
-    let executable: String   // product / binary name
+    let folder: String  // Services/<folder>
+    let executable: String  // product / binary name
     let extra: [Target.Dependency]
 }
 let servicesDirectory = Context.packageDirectory + "/Services"
@@ -88,8 +90,10 @@ var targets: [Target] = [
     // The platform every executable runs on: settings, bootstrap, health, metrics, error mapping.
     .target(
         name: "ServiceKit",
-        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, nioCore,
-                       nioFoundationCompat],
+        dependencies: [
+            "Common", "Kafka", "Events", "Database", "Messaging", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, nioCore,
+            nioFoundationCompat,
+        ],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
     ),
@@ -98,8 +102,10 @@ var targets: [Target] = [
     // Multipart bodies, streamed file uploads, stored images.
     .target(
         name: "Uploads",
-        dependencies: ["ClientContract", "Events", "ServiceKit", hummingbird, nioCore, .product(name: "MultipartKit", package: "multipart-kit"),
-                       .product(name: "_NIOFileSystem", package: "swift-nio")],
+        dependencies: [
+            "ClientContract", "Events", "ServiceKit", hummingbird, nioCore, .product(name: "MultipartKit", package: "multipart-kit"),
+            .product(name: "_NIOFileSystem", package: "swift-nio"),
+        ],
         path: "Shared/Uploads",
         swiftSettings: swiftSettings
     ),
@@ -117,8 +123,10 @@ var targets: [Target] = [
     // `swift build` builds as products of their own.
     .executableTarget(
         name: "ChatSuiteCLI",
-        dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle,
-                       argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient, hummingbird],
+        dependencies: [
+            "Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle,
+            argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient, hummingbird,
+        ],
         path: "Services/ChatSuite",
         exclude: ["LoadGen"],
         swiftSettings: swiftSettings
@@ -143,53 +151,71 @@ var targets: [Target] = [
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
     .target(
         name: "SuiteTesting",
-        dependencies: ["AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common",
-                       hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport", "Database",
+            "Events", "Kafka", "Common",
+            hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         path: "Tests/SuiteTesting",
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "WorkspaceTests",
-        dependencies: ["SuiteTesting", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "SuiteTesting", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres,
+            nioCore,
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "ChatTests",
-        dependencies: ["SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
-                       httpClient, nioHTTP1,
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
+            httpClient, nioHTTP1,
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "PaymentTests",
-        dependencies: ["SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
-                       postgres, nioCore, configuration, .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "SuiteTesting", "PaymentApp", "WorkspaceApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting,
+            logging,
+            postgres, nioCore, configuration, .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "ChatFanoutTests",
-        dependencies: ["SuiteTesting", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
-                       configuration],
+        dependencies: [
+            "SuiteTesting", "ChatFanoutApp", "ServiceKit", "TestSupport", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, logging,
+            configuration,
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "AuthTests",
-        dependencies: ["SuiteTesting", "AuthApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, jwt, postgres, nioCore,
-                       httpClient, nioHTTP1,
-                       .product(name: "CryptoExtras", package: "swift-crypto"),
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "SuiteTesting", "AuthApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting,
+            jwt, postgres, nioCore,
+            httpClient, nioHTTP1,
+            .product(name: "CryptoExtras", package: "swift-crypto"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         swiftSettings: swiftSettings
     ),
     // The gateway: its edge (routes, limits, hostile bodies) and its real-time protocols (Realtime/,
     // with python-socketio clients in Realtime/clients).
     .testTarget(
         name: "GatewayTests",
-        dependencies: ["SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
-                       hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration,
-                       .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
-                       .product(name: "NIOFoundationCompat", package: "swift-nio")],
+        dependencies: [
+            "SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
+            hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration,
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
         exclude: ["Realtime/clients"],
         swiftSettings: swiftSettings
     ),
@@ -202,7 +228,10 @@ var targets: [Target] = [
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
 for s in services {
     targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
-    targets.append(.executableTarget(name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit", configuration], path: "Services/\(s.folder)/Server", swiftSettings: swiftSettings))
+    targets.append(
+        .executableTarget(
+            name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit", configuration], path: "Services/\(s.folder)/Server",
+            swiftSettings: swiftSettings))
     products.append(.executable(name: s.executable, targets: ["\(s.folder)Server"]))
 }
 

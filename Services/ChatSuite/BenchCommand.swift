@@ -6,7 +6,8 @@ import LoadGen
 import Logging
 
 struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "bench", abstract: "Benchmarks.", subcommands: [KafkaBench.self, LoginBench.self, WorkspaceBench.self, ChatBench.self])
+    static let configuration = CommandConfiguration(
+        commandName: "bench", abstract: "Benchmarks.", subcommands: [KafkaBench.self, LoginBench.self, WorkspaceBench.self, ChatBench.self])
 }
 
 /// `chatsuite bench kafka`: producer throughput and produce→consume latency, on the embedded
@@ -58,9 +59,12 @@ struct KafkaBench: AsyncParsableCommand {
             try cluster.createTopic(latencyTopic, partitions: 6)
         } else {
             let client = KafkaClientConfiguration(bootstrapServers: bootstrap, clientId: "bench-admin")
-            try await KafkaAdmin.ensureTopics([.init(name: throughputTopic, partitions: 6), .init(name: latencyTopic, partitions: 6)], client: client, logger: logger)
+            try await KafkaAdmin.ensureTopics(
+                [.init(name: throughputTopic, partitions: 6), .init(name: latencyTopic, partitions: 6)], client: client, logger: logger)
         }
-        print("broker: \(cluster == nil ? bootstrap : "embedded (librdkafka mock, 3 brokers)")  payload: \(payload) B  linger.ms: \(lingerMs)  fetch.wait.max.ms: \(fetchWaitMs)")
+        print(
+            "broker: \(cluster == nil ? bootstrap : "embedded (librdkafka mock, 3 brokers)")  payload: \(payload) B  linger.ms: \(lingerMs)  fetch.wait.max.ms: \(fetchWaitMs)"
+        )
 
         var producerConfig = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: bootstrap, clientId: "bench-producer"))
         producerConfig.lingerMilliseconds = lingerMs
@@ -76,8 +80,10 @@ struct KafkaBench: AsyncParsableCommand {
         }
         try await producer.flush(timeout: .seconds(120))
         let elapsed = seconds(ContinuousClock.now - start)
-        print(String(format: "throughput: %d messages in %.2f s = %.0f messages/s (%.1f MB/s), acks=all, idempotent", messages, elapsed,
-                     Double(messages) / elapsed, Double(messages * payload) / elapsed / 1_000_000))
+        print(
+            String(
+                format: "throughput: %d messages in %.2f s = %.0f messages/s (%.1f MB/s), acks=all, idempotent", messages, elapsed,
+                Double(messages) / elapsed, Double(messages * payload) / elapsed / 1_000_000))
 
         // Latency: a consumer group member reads what a paced producer sends; each payload
         // carries its send time (monotonic clock, same process).
@@ -143,8 +149,10 @@ struct KafkaBench: AsyncParsableCommand {
         }
         let latencies = try await withTimeout(.seconds(60), "latency run") { try await collector.value }.sorted()
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        print(String(format: "latency (produce→consume, %d messages at %d/s): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms",
-                     latencies.count, rate, pct(0.50), pct(0.90), pct(0.99), latencies.last ?? 0))
+        print(
+            String(
+                format: "latency (produce→consume, %d messages at %d/s): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms",
+                latencies.count, rate, pct(0.50), pct(0.90), pct(0.99), latencies.last ?? 0))
         await consumer.close()
         try await producer.flush()
         withExtendedLifetime(cluster) {}

@@ -30,13 +30,13 @@ struct ChatBench: AsyncParsableCommand {
     @Option(help: "Channels of the workspace.")
     var channels: Int = 20
 
-
     func run() async throws {
         var logger = Logger(label: "bench")
         logger.logLevel = .warning
         let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
-        let join = try await client.send(.POST, "/v1/users/join", json: #"{"email":"chat-bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
+        let join = try await client.send(
+            .POST, "/v1/users/join", json: #"{"email":"chat-bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
         guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
             throw ValidationError("join failed with HTTP \(join.status.code)")
         }
@@ -46,10 +46,14 @@ struct ChatBench: AsyncParsableCommand {
         }
         for i in 1..<channels { _ = try await client.send(.POST, "/v1/workspaces/\(workspace)/channels", token: token, json: #"{"name":"bench-\#(i)"}"#) }
         let list = try await client.send(.GET, "/v1/workspaces/\(workspace)/channels", token: token)
-        let channelIds = ((try? JSONSerialization.jsonObject(with: Data(list.body.readableBytesView))) as? [[String: Any]] ?? []).compactMap { $0["channel_id"] as? String }
+        let channelIds = ((try? JSONSerialization.jsonObject(with: Data(list.body.readableBytesView))) as? [[String: Any]] ?? []).compactMap {
+            $0["channel_id"] as? String
+        }
         guard channelIds.count == channels, let lastChannel = channelIds.last else { throw ValidationError("expected \(channels) channels") }
         // Chat learns the channels from workspace.v1.
-        while try await client.send(.GET, "/v1/workspaces/\(workspace)/channels/\(lastChannel)/chats?cursor_date=2100-01-01T00:00:00.000Z", token: token).status != .ok {
+        while try await client.send(.GET, "/v1/workspaces/\(workspace)/channels/\(lastChannel)/chats?cursor_date=2100-01-01T00:00:00.000Z", token: token).status
+            != .ok
+        {
             try await Task.sleep(for: .milliseconds(50))
         }
         let database = try DatabaseConfiguration(url: chatDatabaseURL)
@@ -61,13 +65,18 @@ struct ChatBench: AsyncParsableCommand {
             let loadStart = ContinuousClock.now
             try await bulkLoad(postgres, channels: channelIds, sender: try user(of: token), idPrefix: String(tag), logger: logger)
             let loadSeconds = LoadRunner.milliseconds(ContinuousClock.now - loadStart) / 1000
-            print(String(format: "bulk-loaded %d messages into %d channels in %.1f s (SQL, %.0f rows/s)", messages, channels, loadSeconds, Double(messages) / loadSeconds))
+            print(
+                String(
+                    format: "bulk-loaded %d messages into %d channels in %.1f s (SQL, %.0f rows/s)", messages, channels, loadSeconds,
+                    Double(messages) / loadSeconds))
 
             let runner = load.runner
             let sends = try await runner.run { worker, iteration in
                 let channel = channelIds[(worker + iteration) % channelIds.count]
-                return try await client.send(.POST, "/v1/workspaces/\(workspace)/channels/\(channel)/chats", token: token,
-                                             json: #"{"content":"bench message \#(worker)-\#(iteration)"}"#).status == .ok
+                return try await client.send(
+                    .POST, "/v1/workspaces/\(workspace)/channels/\(channel)/chats", token: token,
+                    json: #"{"content":"bench message \#(worker)-\#(iteration)"}"#
+                ).status == .ok
             }
             print(sends.line("POST .../chats (send)", concurrency: load.concurrency))
 
@@ -75,11 +84,12 @@ struct ChatBench: AsyncParsableCommand {
             for channel in channelIds {
                 guard let id = UUID(uuidString: channel) else { continue }
                 // Benchmark setup only (the service never pages with OFFSET).
-                for try await ms in try await postgres.query("""
+                for try await ms in try await postgres.query(
+                    """
                     SELECT (extract(epoch FROM created_at) * 1000)::bigint FROM messages WHERE conversation_id = \(id)
                     ORDER BY created_at DESC OFFSET 50 LIMIT 1
-                    """, logger: logger).decode(Int64.self)
-                {
+                    """, logger: logger
+                ).decode(Int64.self) {
                     cursors[channel] = Timestamp.format(milliseconds: ms)
                 }
             }
@@ -102,7 +112,8 @@ struct ChatBench: AsyncParsableCommand {
         var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while payload.count % 4 != 0 { payload += "=" }
         guard let data = Data(base64Encoded: payload), let claims = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let sub = claims["sub"] as? String, let id = UUID(uuidString: sub) else { throw ValidationError("no subject in token") }
+            let sub = claims["sub"] as? String, let id = UUID(uuidString: sub)
+        else { throw ValidationError("no subject in token") }
         return id
     }
 
@@ -117,7 +128,8 @@ struct ChatBench: AsyncParsableCommand {
         while done < messages {
             let count = min(batch, messages - done)
             let first = done
-            _ = try await postgres.query("""
+            _ = try await postgres.query(
+                """
                 INSERT INTO messages (id, conversation_id, sender_id, content, files, created_at)
                 SELECT (\(idPrefix) || lpad(to_hex(\(Int64(first)) + i), 24, '0'))::uuid,
                        (\(ids)::uuid[])[1 + ((\(Int64(first)) + i) % \(ids.count))],
@@ -129,7 +141,8 @@ struct ChatBench: AsyncParsableCommand {
             done += count
             print("  loaded \(done) / \(messages)")
         }
-        _ = try await postgres.query("""
+        _ = try await postgres.query(
+            """
             UPDATE channels c SET last_message_at = greatest(c.last_message_at, (SELECT max(created_at) FROM messages m WHERE m.conversation_id = c.id))
             WHERE c.id = ANY(\(ids))
             """, logger: logger)

@@ -11,8 +11,10 @@ final class ChildProcess: Sendable {
 
     /// - Parameter onExit: the pid and the exit status (the exit code, or 128 + the signal number
     ///   for a process killed by a signal, as shells and compose report it).
-    init(name: String, executable: URL, port: Int, environment: [String: String], color: Int, output: ConsoleWriter,
-         onExit: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void) throws {
+    init(
+        name: String, executable: URL, port: Int, environment: [String: String], color: Int, output: ConsoleWriter,
+        onExit: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void
+    ) throws {
         self.name = name
         self.port = port
         let process = Process()

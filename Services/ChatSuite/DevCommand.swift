@@ -45,7 +45,10 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for every service to report ready.")
     var readyTimeout: Int = 120
 
-    @Option(help: "PortOne REST API base for payment (e.g. a local fake); the key and secret come from PAYMENT_PORTONE_API_KEY / PAYMENT_PORTONE_API_SECRET (unset: pay validation answers E99).")
+    @Option(
+        help:
+            "PortOne REST API base for payment (e.g. a local fake); the key and secret come from PAYMENT_PORTONE_API_KEY / PAYMENT_PORTONE_API_SECRET (unset: pay validation answers E99)."
+    )
     var portoneUrl: String?
 
     func run() async throws {
@@ -127,10 +130,11 @@ struct DevCommand: AsyncParsableCommand {
             if service == .payment, let portoneUrl {
                 env["PAYMENT_PORTONE_URL"] = portoneUrl
             }
-            services.append(DevService(
-                name: service.name, executable: binDir.appendingPathComponent(service.name), port: devPort(service),
-                environment: env, color: colors[index % colors.count]
-            ))
+            services.append(
+                DevService(
+                    name: service.name, executable: binDir.appendingPathComponent(service.name), port: devPort(service),
+                    environment: env, color: colors[index % colors.count]
+                ))
         }
         var supervisor = DevSupervisor(services: services, console: console, events: events, readyTimeout: .seconds(readyTimeout))
         do {
@@ -146,7 +150,10 @@ struct DevCommand: AsyncParsableCommand {
         let failure = await supervisor.supervise(stream) {
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            console.write(String(format: "\u{1B}[1mchatsuite is ready in %.1f s — gateway: http://127.0.0.1:%d  SesacKey: %@\u{1B}[0m (Ctrl-C stops everything)", seconds, port, sesacKey))
+            console.write(
+                String(
+                    format: "\u{1B}[1mchatsuite is ready in %.1f s — gateway: http://127.0.0.1:%d  SesacKey: %@\u{1B}[0m (Ctrl-C stops everything)", seconds,
+                    port, sesacKey))
         }
         readiness.cancel()
         signals.cancel()

@@ -59,10 +59,12 @@ struct DevPostgres {
                 try fm.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root.path)
                 try ProcessRunner.run("chown", ["-R", runAs, dataDir.path, pwfile.path])
             }
-            try pg.runPostgresTool("initdb", [
-                "-D", dataDir.path, "-U", "postgres", "--pwfile", pwfile.path, "--auth", "scram-sha-256",
-                "-E", "UTF8", "--locale", "C.UTF-8", "--no-sync",
-            ])
+            try pg.runPostgresTool(
+                "initdb",
+                [
+                    "-D", dataDir.path, "-U", "postgres", "--pwfile", pwfile.path, "--auth", "scram-sha-256",
+                    "-E", "UTF8", "--locale", "C.UTF-8", "--no-sync",
+                ])
         } else if let runAs {
             try ProcessRunner.run("chown", ["-R", runAs, dataDir.path])
         }
@@ -85,11 +87,13 @@ struct DevPostgres {
             FileManager.default.createFile(atPath: logFile.path, contents: nil)
             try ProcessRunner.run("chown", [runAsUser, logFile.path])
         }
-        try runPostgresTool("pg_ctl", [
-            "-D", dataDirectory.path, "-l", logFile.path, "-w", "-t", "60",
-            "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=300",
-            "start",
-        ])
+        try runPostgresTool(
+            "pg_ctl",
+            [
+                "-D", dataDirectory.path, "-l", logFile.path, "-w", "-t", "60",
+                "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off -c max_connections=300",
+                "start",
+            ])
         startedHere = true
     }
 

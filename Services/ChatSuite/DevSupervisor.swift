@@ -119,18 +119,20 @@ struct DevSupervisor {
         backoff[name] = policy
         console.write("restart \(name) after exit \(status) (attempt \(policy.attempt), in \(Self.seconds(delay)) s)")
         let events = self.events
-        pending.append(Task {
-            guard (try? await Task.sleep(for: delay)) != nil else { return }
-            events.yield(.restartDue(name: name))
-        })
+        pending.append(
+            Task {
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                events.yield(.restartDue(name: name))
+            })
     }
 
     private mutating func watchReadiness(_ service: DevService) {
         let events = self.events
         let timeout = readyTimeout
-        pending.append(Task {
-            if await service.waitUntilReady(timeout: timeout) { events.yield(.ready(name: service.name)) }
-        })
+        pending.append(
+            Task {
+                if await service.waitUntilReady(timeout: timeout) { events.yield(.ready(name: service.name)) }
+            })
     }
 
     /// Ends pending restarts and readiness polls; then SIGTERM to every child in reverse start

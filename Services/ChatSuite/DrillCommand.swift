@@ -130,8 +130,10 @@ struct DrillCommand: AsyncParsableCommand {
             var streak = 0
             try await waitFor("recovery after \(fault)", timeout: .seconds(180)) {
                 for service in DrillStack.services where !(await stack.isReady(service)) { return false }
-                let (status, _) = (try? await client.send(.POST, "/v1/workspaces/\(traffic.workspace)/channels/\(traffic.channels[0])/chats",
-                                                            token: traffic.token(0), json: #"{"content":"drill probe"}"#)) ?? (.serviceUnavailable, .init())
+                let (status, _) =
+                    (try? await client.send(
+                        .POST, "/v1/workspaces/\(traffic.workspace)/channels/\(traffic.channels[0])/chats",
+                        token: traffic.token(0), json: #"{"content":"drill probe"}"#)) ?? (.serviceUnavailable, .init())
                 streak = status == .ok ? streak + 1 : 0
                 return streak >= 5
             }

@@ -58,7 +58,8 @@ final class DrillNativeSocket: Sendable {
     private func session(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, token: String) async throws {
         var frames = WebSocketMessageReader(inbound)
         guard let hello = try await frames.next().flatMap(jsonObject),
-              let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue else { return }
+            let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue
+        else { return }
         let (sessionId, seq) = state.withLock { ($0.sessionId, $0.seq) }
         if let sessionId {
             state.withLock { $0.resumes += 1 }
@@ -77,7 +78,8 @@ final class DrillNativeSocket: Sendable {
             defer { group.cancelAll() }
             while let frame = try await frames.next() {
                 guard let object = jsonObject(frame), object["op"] as? String == "dispatch",
-                      let s = (object["s"] as? NSNumber)?.intValue else { continue }
+                    let s = (object["s"] as? NSNumber)?.intValue
+                else { continue }
                 let type = object["t"] as? String
                 let data = object["d"] as? [String: Any]
                 state.withLock { state in

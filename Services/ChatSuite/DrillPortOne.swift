@@ -33,7 +33,8 @@ final class DrillPortOne: Sendable {
                 return Self.json(#"{"code":-1,"message":"not found","response":null}"#, status: .notFound)
             }
             let paidAt = Int(Date().timeIntervalSince1970)
-            return Self.json(#"""
+            return Self.json(
+                #"""
                 {"code":0,"message":null,"response":{"imp_uid":"\#(impUID)","merchant_uid":"\#(merchantUID)","status":"paid","name":"\#(Self.item)","amount":\#(Self.price),"paid_at":\#(paidAt),"buyer_email":null}}
                 """#)
         }

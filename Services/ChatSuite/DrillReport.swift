@@ -83,10 +83,11 @@ enum DrillReport {
             }
             if outcome.kind == .serverError || (!inWindow && [.unavailable, .unreachable].contains(outcome.kind)) {
                 let offset = (outcome.startedAt - phases[i].started).milliseconds / 1000
-                phases[i].failureDetails.append(String(
-                    format: "%@ started %.2f s after the fault (recovered at %.2f s): %@ %@", isPayment ? "payment" : "send", offset,
-                    phases[i].recoverySeconds, "\(outcome.kind)", outcome.code ?? "no code"
-                ))
+                phases[i].failureDetails.append(
+                    String(
+                        format: "%@ started %.2f s after the fault (recovered at %.2f s): %@ %@", isPayment ? "payment" : "send", offset,
+                        phases[i].recoverySeconds, "\(outcome.kind)", outcome.code ?? "no code"
+                    ))
             }
         }
         return phases
@@ -94,11 +95,13 @@ enum DrillReport {
 
     static func markdown(_ phases: [Phase], totals: Totals, command: String) -> String {
         var out = "### Fault drill (`\(command)`)\n\n"
-        out += "| fault | recovery | REST 200 | clean E-codes | 503/refused in window | failures (5xx outside window, any 500) | payments 200 | payment retries |\n"
+        out +=
+            "| fault | recovery | REST 200 | clean E-codes | 503/refused in window | failures (5xx outside window, any 500) | payments 200 | payment retries |\n"
         out += "|---|---|---|---|---|---|---|---|\n"
         for p in phases {
-            out += String(format: "| %@ | %.1f s | %d | %d | %d | %d | %d | %d |\n", p.fault, p.recoverySeconds, p.ok, p.clientErrors,
-                          p.unavailableInWindow, p.failures, p.paymentsOK, p.paymentRetries)
+            out += String(
+                format: "| %@ | %.1f s | %d | %d | %d | %d | %d | %d |\n", p.fault, p.recoverySeconds, p.ok, p.clientErrors,
+                p.unavailableInWindow, p.failures, p.paymentsOK, p.paymentRetries)
         }
         for p in phases where !p.failureDetails.isEmpty {
             out += "\nFailures during \(p.fault): " + p.failureDetails.joined(separator: "; ") + "\n"
@@ -107,15 +110,19 @@ enum DrillReport {
         out += "\nBefore the first fault: \(steady.filter { $0.kind == .ok }.count) of \(steady.count) sends answered 200.\n\n"
         out += "Messages: \(totals.sends.count) sent, \(totals.accepted.count) accepted (200), \(totals.stored.count) stored, **\(totals.lost) lost** "
         out += "(accepted but not stored); 500s anywhere: \(totals.serverErrors).\n\n"
-        out += "| native socket | delivered live | missing live | duplicates | sequence gaps | resumes | not resumable → identified anew (the app fetches history over REST) |\n|---|---|---|---|---|---|---|\n"
+        out +=
+            "| native socket | delivered live | missing live | duplicates | sequence gaps | resumes | not resumable → identified anew (the app fetches history over REST) |\n|---|---|---|---|---|---|---|\n"
         for (i, s) in totals.sockets.enumerated() {
             let delivered = totals.stored.intersection(s.live).count
             out += "| \(i) | \(delivered) | \(totals.missing(s)) | \(s.duplicates) | \(s.gaps) | \(s.resumes) | \(s.reidentified) |\n"
         }
         let expected = totals.coins.reduce(0) { $0 + $1.expected }
         let actual = totals.coins.reduce(0) { $0 + ($1.actual ?? 0) }
-        out += "\nUnpublished outbox rows at the end: " + totals.outboxBacklog.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ".\n"
-        out += "\nCoins: \(expected) expected from settled purchases, \(actual) credited (\(totals.coinsExact ? "exactly once" : "MISMATCH: \(totals.coins)")).\n\n"
+        out +=
+            "\nUnpublished outbox rows at the end: " + totals.outboxBacklog.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            + ".\n"
+        out +=
+            "\nCoins: \(expected) expected from settled purchases, \(actual) credited (\(totals.coinsExact ? "exactly once" : "MISMATCH: \(totals.coins)")).\n\n"
         out += "Result: **\(totals.passed ? "passed" : "FAILED")**\n"
         return out
     }

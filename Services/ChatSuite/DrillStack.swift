@@ -112,7 +112,9 @@ final class DrillStack: Sendable {
             guard let database = service.database?.devName else { continue }
             let client = admin.with(database: database).makeClient(logger: logger)
             let count: Int? = await withTaskGroup(of: Int?.self) { group -> Int? in
-                group.addTask { await client.run(); return nil }
+                group.addTask {
+                    await client.run(); return nil
+                }
                 defer { group.cancelAll() }
                 return try? await Self.firstInt(client.query("SELECT count(*)::int FROM outbox WHERE published_at IS NULL").decode(Int.self))
             }

@@ -54,7 +54,8 @@ final class DrillTraffic: Sendable {
     /// the load generator's setup (which also waits until chat knows every membership).
     static func setUp(client: GatewayClient, portOne: DrillPortOne, gatewayPort: Int, userCount: Int, channelCount: Int) async throws -> DrillTraffic {
         let runId = String(UUID().uuidString.prefix(8)).lowercased()
-        let plan = LoadGenPlan(runId: runId, users: userCount, channels: channelCount, members: userCount, sockets: userCount, channelsPerWorkspace: channelCount)
+        let plan = LoadGenPlan(
+            runId: runId, users: userCount, channels: channelCount, members: userCount, sockets: userCount, channelsPerWorkspace: channelCount)
         let world = try await LoadGenSetup(rest: LoadGenREST(client: client), plan: plan, concurrency: 4).run()
         let users = world.users.map { User(email: $0.email, password: LoadGenSetup.password, id: $0.id.description, token: $0.token) }
         return DrillTraffic(
@@ -69,7 +70,8 @@ final class DrillTraffic: Sendable {
     func refreshTokens() async {
         for (i, user) in users.enumerated() {
             if let (status, body) = try? await client.send(.POST, "/v1/users/login", json: #"{"email":"\#(user.email)","password":"\#(user.password)"}"#),
-               status == .ok, let token = (client.json(body)?["token"] as? [String: Any])?["accessToken"] as? String {
+                status == .ok, let token = (client.json(body)?["token"] as? [String: Any])?["accessToken"] as? String
+            {
                 tokens.withLock { $0[i] = token }
             }
         }
@@ -132,14 +134,17 @@ final class DrillTraffic: Sendable {
             let merchantUID = "merchant_drill_\(runId)_\(n)"
             n += 1
             portOne.register(impUID: impUID, merchantUID: merchantUID)
-            let index = purchases.withLock { $0.append((impUID, user, false)); return $0.count - 1 }
+            let index = purchases.withLock {
+                $0.append((impUID, user, false)); return $0.count - 1
+            }
             var settled = false
             while !settled, !Task.isCancelled {
                 let started = ContinuousClock.now
                 let outcome: DrillOutcome
                 do {
-                    let (status, body) = try await client.send(.POST, "/v1/store/pay/validation", token: token(user),
-                                                              json: #"{"imp_uid":"\#(impUID)","merchant_uid":"\#(merchantUID)"}"#)
+                    let (status, body) = try await client.send(
+                        .POST, "/v1/store/pay/validation", token: token(user),
+                        json: #"{"imp_uid":"\#(impUID)","merchant_uid":"\#(merchantUID)"}"#)
                     let code = client.json(body)?["errorCode"] as? String
                     outcome = DrillOutcome(kind: Self.kind(status, code), code: code, startedAt: started)
                     settled = status == .ok || code == "E81"

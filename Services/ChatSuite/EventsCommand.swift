@@ -52,7 +52,8 @@ struct EventsCommand: AsyncParsableCommand {
                     if printPretty {
                         emit("── \(message.topic)[\(message.partition)]@\(message.offset) key=\(message.keyString ?? "-")")
                         if let data = message.value, let object = try? JSONSerialization.jsonObject(with: Data(data)),
-                           let text = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
+                            let text = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+                        {
                             emit(String(decoding: text, as: UTF8.self))
                         } else {
                             emit(value)
@@ -83,7 +84,8 @@ struct EventsCommand: AsyncParsableCommand {
 
         func run() async throws {
             for t in Topic.catalog {
-                print("\(t.name.padding(toLength: 22, withPad: " ", startingAt: 0)) partitions=\(t.partitions) cleanup=\(t.cleanupPolicy.rawValue) key=\(t.key)")
+                print(
+                    "\(t.name.padding(toLength: 22, withPad: " ", startingAt: 0)) partitions=\(t.partitions) cleanup=\(t.cleanupPolicy.rawValue) key=\(t.key)")
             }
         }
     }

@@ -24,7 +24,9 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "\(BootstrapServers.help), for --inject kafka (chatsuite dev prints them).", transform: BootstrapServers.parse)
     var brokers: String?
     @Option(help: "Gateway process id: its RSS is sampled before the sockets open, when they are open and idle, and at the end.") var gatewayPid: Int32?
-    @Option(help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.") var watch: [String] = []
+    @Option(
+        help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.")
+    var watch: [String] = []
     @Option(help: "REST requests in flight during setup.") var setupConcurrency = 16
     @Option(help: "WebSocket handshakes in flight.") var handshakes = 64
     @Option(help: "Seconds the open sockets stay idle before the idle RSS sample.") var idleSeconds = 5

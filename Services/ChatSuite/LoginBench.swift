@@ -11,7 +11,6 @@ struct LoginBench: AsyncParsableCommand {
 
     @OptionGroup var load: GatewayLoadOptions
 
-
     func run() async throws {
         let client = load.client
         let email = "bench-\(UUID().uuidString.prefix(8).lowercased())@example.com"

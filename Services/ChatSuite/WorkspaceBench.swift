@@ -13,14 +13,14 @@ struct WorkspaceBench: AsyncParsableCommand {
 
     @OptionGroup var load: GatewayLoadOptions
 
-
     @Option(help: "Channels in the workspace before the read phase.")
     var channels: Int = 20
 
     func run() async throws {
         let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
-        let join = try await client.send(.POST, "/v1/users/join", json: #"{"email":"bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
+        let join = try await client.send(
+            .POST, "/v1/users/join", json: #"{"email":"bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
         guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
             throw ValidationError("join failed with HTTP \(join.status.code)")
         }

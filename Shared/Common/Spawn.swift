@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Starts a program with posix_spawn: stdin from /dev/null, stdout and stderr appended to one

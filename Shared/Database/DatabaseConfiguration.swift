@@ -34,7 +34,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
 
     public init(url: String) throws {
         guard let components = URLComponents(string: url), let scheme = components.scheme,
-              scheme == "postgres" || scheme == "postgresql"
+            scheme == "postgres" || scheme == "postgresql"
         else { throw ParseError.invalid("expected postgres://user:password@host:port/database") }
         let database = String(components.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty else { throw ParseError.invalid("no database name") }

@@ -96,9 +96,11 @@ public final class InboxEventConsumer: Service, Sendable {
             header = try EventCoding.header(from: value)
         } catch {
             skipped.increment()
-            logger.error("skipping a record that is not a CloudEvent", metadata: [
-                "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
-            ])
+            logger.error(
+                "skipping a record that is not a CloudEvent",
+                metadata: [
+                    "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)",
+                ])
             try consumer.storeOffset(message)
             return
         }
@@ -121,10 +123,12 @@ public final class InboxEventConsumer: Service, Sendable {
                 // postgres-nio wraps the closure's error; an undecodable event is permanent.
                 if let poison = (error as? UndecodableEvent) ?? ((error as? PostgresTransactionError)?.closureError as? UndecodableEvent) {
                     skipped.increment()
-                    eventLogger.error("skipping an undecodable event", metadata: [
-                        "error": "\(poison)", "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)",
-                        "kafka.offset": "\(message.offset)",
-                    ])
+                    eventLogger.error(
+                        "skipping an undecodable event",
+                        metadata: [
+                            "error": "\(poison)", "kafka.topic": "\(message.topic)", "kafka.partition": "\(message.partition)",
+                            "kafka.offset": "\(message.offset)",
+                        ])
                     try consumer.storeOffset(message)
                     return
                 }

@@ -8,7 +8,8 @@ public enum Inbox {
     /// Returns true when `eventId` had not been processed by `consumer` (the caller goes on and
     /// applies the effect in this transaction); false for a duplicate.
     public static func claim(consumer: String, eventId: UUID, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             INSERT INTO inbox (consumer, event_id) VALUES (\(consumer), \(eventId))
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger)

@@ -51,7 +51,8 @@ public final class InboxPruner: Service, Sendable {
         let seconds = Double(configuration.retention.components.seconds)
         var total = 0
         while !Task.isCancelled {
-            let rows = try await postgres.query("""
+            let rows = try await postgres.query(
+                """
                 WITH doomed AS (
                     SELECT consumer, event_id FROM inbox
                     WHERE processed_at < now() - make_interval(secs => \(seconds))

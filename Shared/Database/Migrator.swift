@@ -53,7 +53,8 @@ public struct Migrator: Sendable {
     }
 
     private func apply(on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version integer PRIMARY KEY,
                 name text NOT NULL,

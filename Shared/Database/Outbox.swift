@@ -56,7 +56,8 @@ public enum Outbox {
         on connection: PostgresConnection, logger: Logger
     ) async throws {
         let bytes = payload.map { ByteBuffer(bytes: $0) }
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             WITH inserted AS (
                 INSERT INTO outbox (event_id, topic, event_key, event_type, payload)
                 VALUES (\(eventId), \(topic), \(key), \(type), \(bytes))

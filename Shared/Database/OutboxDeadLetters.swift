@@ -24,7 +24,8 @@ enum OutboxDeadLetters {
         let ids = letters.map(\.id)
         let codes = letters.map(\.error.code)
         let errors = letters.map(\.error.message)
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             WITH moved AS (
                 DELETE FROM outbox WHERE id = ANY(\(ids)) AND published_at IS NULL
                 RETURNING id, event_id, topic, event_key, event_type, payload, created_at
@@ -35,11 +36,13 @@ enum OutboxDeadLetters {
             """, logger: logger)
         for letter in letters {
             Counter(label: "outbox_dead_lettered_total", dimensions: [("topic", letter.topic)]).increment()
-            logger.warning("outbox record refused permanently; dead-lettered", metadata: [
-                "outbox.id": "\(letter.id)", "event.id": "\(letter.eventId.lowercased)", "event.type": "\(letter.eventType)",
-                "kafka.topic": "\(letter.topic)", "kafka.error_code": "\(letter.error.code)", "kafka.error": "\(letter.error.message)",
-                "outbox.payload_bytes": "\(letter.payloadBytes)",
-            ])
+            logger.warning(
+                "outbox record refused permanently; dead-lettered",
+                metadata: [
+                    "outbox.id": "\(letter.id)", "event.id": "\(letter.eventId.lowercased)", "event.type": "\(letter.eventType)",
+                    "kafka.topic": "\(letter.topic)", "kafka.error_code": "\(letter.error.code)", "kafka.error": "\(letter.error.message)",
+                    "outbox.payload_bytes": "\(letter.payloadBytes)",
+                ])
         }
     }
 }

@@ -142,9 +142,12 @@ public final class OutboxRelay: Service, Sendable {
             // Abandoned when the connection closes (a query can hang on a closing connection).
             let outcome = try await connection.abandoningOnClose { try await self.drain(connection) }
             if outcome.failed > 0 {
-                logger.warning("outbox publish failed; backing off", metadata: [
-                    "outbox.failed": "\(outcome.failed)", "outbox.backoff_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
-                ])
+                logger.warning(
+                    "outbox publish failed; backing off",
+                    metadata: [
+                        "outbox.failed": "\(outcome.failed)",
+                        "outbox.backoff_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                    ])
                 backOffs.add(1, ordering: .relaxed)
                 try await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.maxBackoff)
@@ -177,7 +180,8 @@ public final class OutboxRelay: Service, Sendable {
         while !Task.isCancelled {
             var rows: [(id: Int64, eventId: UUID, topic: String, type: String, bytes: Int)] = []
             var messages: [KafkaProducerMessage] = []
-            let query = try await connection.query("""
+            let query = try await connection.query(
+                """
                 SELECT id, event_id, topic, event_key, event_type, payload FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(configuration.batchSize)
                 """, logger: logger)
@@ -190,9 +194,10 @@ public final class OutboxRelay: Service, Sendable {
                 if payload != nil {
                     headers.append(KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue))
                 }
-                messages.append(KafkaProducerMessage(
-                    topic: topic, key: key, value: payload.map { Array($0.readableBytesView) }, headers: headers
-                ))
+                messages.append(
+                    KafkaProducerMessage(
+                        topic: topic, key: key, value: payload.map { Array($0.readableBytesView) }, headers: headers
+                    ))
             }
             if rows.isEmpty { return outcome }
             let results = await producer.sendAllAndAwait(messages)
@@ -203,9 +208,10 @@ public final class OutboxRelay: Service, Sendable {
                 switch result {
                 case .success: delivered.append(row.id)
                 case .failure(let error as KafkaError) where error.isPermanentForRecord:
-                    refused.append(DeadLetter(
-                        id: row.id, eventId: row.eventId, topic: row.topic, eventType: row.type, payloadBytes: row.bytes, error: error
-                    ))
+                    refused.append(
+                        DeadLetter(
+                            id: row.id, eventId: row.eventId, topic: row.topic, eventType: row.type, payloadBytes: row.bytes, error: error
+                        ))
                 case .failure(let error):
                     failed += 1
                     if failed == 1 {

@@ -2,7 +2,9 @@
 /// (records the broker refused for good) and the inbox (events already processed). Services list these first, then their own migrations from 100 on.
 public enum PlatformMigrations {
     public static let all: [Migration] = [
-        Migration(1, "outbox", """
+        Migration(
+            1, "outbox",
+            """
             CREATE TABLE outbox (
                 id bigserial PRIMARY KEY,
                 event_id uuid NOT NULL UNIQUE,
@@ -16,7 +18,9 @@ public enum PlatformMigrations {
             CREATE INDEX outbox_unpublished ON outbox (id) WHERE published_at IS NULL;
             CREATE INDEX outbox_published_at ON outbox (published_at) WHERE published_at IS NOT NULL;
             """),
-        Migration(2, "inbox", """
+        Migration(
+            2, "inbox",
+            """
             CREATE TABLE inbox (
                 consumer text NOT NULL,
                 event_id uuid NOT NULL,
@@ -28,7 +32,9 @@ public enum PlatformMigrations {
         // Outbox rows the broker refused permanently (too large, invalid): moved here by the relay
         // with the refusal, so they never block the rows behind them. Kept for operators (see
         // "Outbox and inbox" in docs/configuration.md); `id` is the outbox row's.
-        Migration(3, "outbox dead letters", """
+        Migration(
+            3, "outbox dead letters",
+            """
             CREATE TABLE outbox_dead_letters (
                 id bigint PRIMARY KEY,
                 event_id uuid NOT NULL,

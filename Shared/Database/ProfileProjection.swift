@@ -44,7 +44,8 @@ public enum ProfileProjection {
     }
 
     private static func upsert(_ user: UserID, email: String, nickname: String, profileImage: String?, _ context: EventContext) async throws {
-        _ = try await context.connection.query("""
+        _ = try await context.connection.query(
+            """
             INSERT INTO user_profiles (user_id, email, nickname, profile_image) VALUES (\(user.uuid), \(email), \(nickname), \(profileImage))
             ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, nickname = EXCLUDED.nickname, profile_image = EXCLUDED.profile_image
             """, logger: context.logger)

@@ -40,9 +40,11 @@ public enum KafkaAdmin {
         }
         let missing = topics.filter { existing[$0.name] == nil }
         for topic in topics where existing[topic.name].map({ $0 < topic.partitions }) == true {
-            logger.warning("Kafka topic has fewer partitions than the catalog", metadata: [
-                "kafka.topic": "\(topic.name)", "kafka.partitions": "\(existing[topic.name] ?? 0)", "kafka.expected": "\(topic.partitions)",
-            ])
+            logger.warning(
+                "Kafka topic has fewer partitions than the catalog",
+                metadata: [
+                    "kafka.topic": "\(topic.name)", "kafka.partitions": "\(existing[topic.name] ?? 0)", "kafka.expected": "\(topic.partitions)",
+                ])
         }
         guard !missing.isEmpty else { return }
         logger.info("creating Kafka topics", metadata: ["kafka.topics": "\(missing.map(\.name).joined(separator: ","))"])
@@ -103,7 +105,9 @@ public enum KafkaAdmin {
 
 extension KafkaAdmin {
     /// Topics and their partition counts, as the cluster reports them.
-    public static func partitionCounts(client configuration: KafkaClientConfiguration, timeout: Duration = .seconds(10), logger: Logger) async throws -> [String: Int] {
+    public static func partitionCounts(client configuration: KafkaClientConfiguration, timeout: Duration = .seconds(10), logger: Logger) async throws
+        -> [String: Int]
+    {
         let client = try RdKafkaClient(kind: .producer, properties: configuration.baseProperties, logger: logger)
         let ms = Int32(timeout.components.seconds * 1000)
         return try await runBlocking { try client.metadata(timeoutMilliseconds: ms) }

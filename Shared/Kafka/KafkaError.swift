@@ -56,14 +56,15 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
     public static let closed = KafkaError(code: RD_KAFKA_RESP_ERR__DESTROY.rawValue, message: "Kafka client is closed")
 
     /// Broker (and producer-side) refusals of a record that no retry can change.
-    static let permanentRecordCodes = Set([
-        RD_KAFKA_RESP_ERR_INVALID_MSG,  // CORRUPT_MESSAGE: the record failed its CRC or is otherwise corrupt
-        RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE,
-        RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,  // broker's message.max.bytes, or the producer's (local)
-        RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION,  // invalid topic name
-        RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE,
-        RD_KAFKA_RESP_ERR_INVALID_RECORD,
-    ].map(\.rawValue))
+    static let permanentRecordCodes = Set(
+        [
+            RD_KAFKA_RESP_ERR_INVALID_MSG,  // CORRUPT_MESSAGE: the record failed its CRC or is otherwise corrupt
+            RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE,
+            RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,  // broker's message.max.bytes, or the producer's (local)
+            RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION,  // invalid topic name
+            RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE,
+            RD_KAFKA_RESP_ERR_INVALID_RECORD,
+        ].map(\.rawValue))
 
     static let retriableCodes: Set<rd_kafka_resp_err_t> = [
         RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR__TIMED_OUT, RD_KAFKA_RESP_ERR__MSG_TIMED_OUT,

@@ -76,10 +76,11 @@ public struct KafkaConsumerMessage: Sendable, Hashable {
             var value: UnsafeRawPointer?
             var size = 0
             while rd_kafka_header_get_all(hdrs, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                headerList.append(KafkaHeader(
-                    key: name.map { String(cString: $0) } ?? "",
-                    value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
-                ))
+                headerList.append(
+                    KafkaHeader(
+                        key: name.map { String(cString: $0) } ?? "",
+                        value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                    ))
                 index += 1
             }
         }

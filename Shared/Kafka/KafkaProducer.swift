@@ -85,10 +85,11 @@ public final class KafkaProducer: Service, Sendable {
         // is still undelivered after it is purged, so every `sendAndAwait` gets its report (an
         // error for purged records) before the poll thread stops — no caller waits forever.
         let client = self.client
-        let undelivered = (try? await runBlocking { () -> Int32 in
-            _ = rd_kafka_flush(client.pointer, 10_000)
-            return rd_kafka_outq_len(client.pointer)
-        }) ?? rd_kafka_outq_len(client.pointer)
+        let undelivered =
+            (try? await runBlocking { () -> Int32 in
+                _ = rd_kafka_flush(client.pointer, 10_000)
+                return rd_kafka_outq_len(client.pointer)
+            }) ?? rd_kafka_outq_len(client.pointer)
         if undelivered > 0 {
             logger.error("Kafka producer shut down with undelivered records", metadata: ["kafka.undelivered": "\(undelivered)"])
             _ = rd_kafka_purge(client.pointer, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))

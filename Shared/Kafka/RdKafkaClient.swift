@@ -45,7 +45,8 @@ final class DeliveryBatch: Sendable {
     }
 
     func complete(_ index: Int, _ result: Result<KafkaDeliveryReport, any Error>) {
-        let finished = state.withLock { s -> (CheckedContinuation<[Result<KafkaDeliveryReport, any Error>], Never>, [Result<KafkaDeliveryReport, any Error>])? in
+        let finished = state.withLock {
+            s -> (CheckedContinuation<[Result<KafkaDeliveryReport, any Error>], Never>, [Result<KafkaDeliveryReport, any Error>])? in
             guard s.results[index] == nil else { return nil }
             s.results[index] = result
             s.remaining -= 1
@@ -190,7 +191,8 @@ private let kafkaErrorCallback: @convention(c) (OpaquePointer?, Int32, UnsafePoi
     }
 }
 
-private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = { _, message, opaque in
+private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?) -> Void = {
+    _, message, opaque in
     guard let message, let ctx = context(from: opaque) else { return }
     let m = message.pointee
     let id = UInt64(UInt(bitPattern: m._private))
@@ -212,46 +214,48 @@ private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer
     waiter?.complete(result)
 }
 
-private let kafkaRebalanceCallback: @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = { rk, err, partitions, opaque in
-    guard let rk, let ctx = context(from: opaque) else { return }
-    let list = partitions.map(topicPartitions(from:)) ?? []
-    let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
-    _ = ctx.rebalances.add(1, ordering: .relaxed)
-    switch err {
-    case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-        ctx.logger.info("Kafka partitions assigned", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
-        if cooperative {
-            if let error = rd_kafka_incremental_assign(rk, partitions) { _ = KafkaError(error: error) }
-            ctx.assignment.withLock { $0.formUnion(list) }
-        } else {
-            rd_kafka_assign(rk, partitions)
-            ctx.assignment.withLock { $0 = Set(list) }
-        }
-        if ctx.catchUp.assigned(list) {
-            ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])
-        }
-    case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-        ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
-        // Commit what was processed so the next owner resumes right after it.
-        let commitErr = rd_kafka_commit(rk, nil, 0)
-        if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
-        }
-        if cooperative {
-            if let error = rd_kafka_incremental_unassign(rk, partitions) { _ = KafkaError(error: error) }
-            ctx.assignment.withLock { $0.subtract(list) }
-        } else {
+private let kafkaRebalanceCallback:
+    @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = {
+        rk, err, partitions, opaque in
+        guard let rk, let ctx = context(from: opaque) else { return }
+        let list = partitions.map(topicPartitions(from:)) ?? []
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        _ = ctx.rebalances.add(1, ordering: .relaxed)
+        switch err {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            ctx.logger.info("Kafka partitions assigned", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(rk, partitions) { _ = KafkaError(error: error) }
+                ctx.assignment.withLock { $0.formUnion(list) }
+            } else {
+                rd_kafka_assign(rk, partitions)
+                ctx.assignment.withLock { $0 = Set(list) }
+            }
+            if ctx.catchUp.assigned(list) {
+                ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])
+            }
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
+            // Commit what was processed so the next owner resumes right after it.
+            let commitErr = rd_kafka_commit(rk, nil, 0)
+            if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
+            }
+            if cooperative {
+                if let error = rd_kafka_incremental_unassign(rk, partitions) { _ = KafkaError(error: error) }
+                ctx.assignment.withLock { $0.subtract(list) }
+            } else {
+                rd_kafka_assign(rk, nil)
+                ctx.assignment.withLock { $0 = [] }
+            }
+            ctx.catchUp.revoked(list, all: !cooperative)
+        default:
+            ctx.logger.error("Kafka rebalance failed", metadata: ["kafka.error": "\(KafkaError(err))"])
             rd_kafka_assign(rk, nil)
             ctx.assignment.withLock { $0 = [] }
+            ctx.catchUp.revoked(list, all: true)
         }
-        ctx.catchUp.revoked(list, all: !cooperative)
-    default:
-        ctx.logger.error("Kafka rebalance failed", metadata: ["kafka.error": "\(KafkaError(err))"])
-        rd_kafka_assign(rk, nil)
-        ctx.assignment.withLock { $0 = [] }
-        ctx.catchUp.revoked(list, all: true)
     }
-}
 
 func topicPartitions(from list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartition] {
     let l = list.pointee

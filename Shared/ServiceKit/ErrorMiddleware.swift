@@ -17,17 +17,21 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             let mapped = Self.map(error)
             if mapped.status == .internalServerError {
-                context.logger.error("unexpected error", metadata: [
-                    LogKey.errorType: "\(type(of: error))",
-                    LogKey.error: "\(String(reflecting: error))",
-                    "http.method": "\(request.method)",
-                    "http.path": "\(request.uri.path)",
-                ])
+                context.logger.error(
+                    "unexpected error",
+                    metadata: [
+                        LogKey.errorType: "\(type(of: error))",
+                        LogKey.error: "\(String(reflecting: error))",
+                        "http.method": "\(request.method)",
+                        "http.path": "\(request.uri.path)",
+                    ])
             } else if mapped.status == .serviceUnavailable {
                 // A dependency outage (the database, a provider): the operator's business.
-                context.logger.warning("dependency unavailable", metadata: [
-                    LogKey.error: "\(mapped.detail ?? mapped.code)", "http.method": "\(request.method)", "http.path": "\(request.uri.path)",
-                ])
+                context.logger.warning(
+                    "dependency unavailable",
+                    metadata: [
+                        LogKey.error: "\(mapped.detail ?? mapped.code)", "http.method": "\(request.method)", "http.path": "\(request.uri.path)",
+                    ])
             } else if let detail = mapped.detail {
                 context.logger.debug("client error", metadata: ["error.code": "\(mapped.code)", LogKey.error: "\(detail)"])
             }

@@ -134,10 +134,14 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         checks.append(("kafka", { _ = try await producer.metadata(timeout: .seconds(2)) }))
         checks.append(contentsOf: storageParts.checks)
         let readiness = kafkaReadiness
-        checks.append(("kafka-consumers", {
-            let pending = readiness.pending
-            guard pending.isEmpty else { throw ConsumersNotCaughtUp(pending: pending) }
-        }))
+        checks.append(
+            (
+                "kafka-consumers",
+                {
+                    let pending = readiness.pending
+                    guard pending.isEmpty else { throw ConsumersNotCaughtUp(pending: pending) }
+                }
+            ))
         return HealthChecks(startup: startup, checks: checks + extraChecks)
     }
 
@@ -244,10 +248,11 @@ extension ServicePlatform where Storage == ServiceDatabase {
         let logger = self.logger
         let postgres = self.postgres
         let consumerConfig = config
-        consumers.append(GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
-            let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
-            return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
-        })
+        consumers.append(
+            GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
+                let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
+                return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
+            })
         if !prunesInbox {
             // One pruner per database, whatever the number of inbox consumers writing to it.
             prunesInbox = true

@@ -93,7 +93,8 @@ public struct ServiceSettings: Sendable {
         get throws {
             let value = try int("outbox.max-event-bytes")
             guard (1024...Outbox.maxEventBytesCeiling).contains(value) else {
-                throw StartupError("outbox.max-event-bytes (OUTBOX_MAX_EVENT_BYTES, --outbox-max-event-bytes) must be 1024 to \(Outbox.maxEventBytesCeiling), not \(value)")
+                throw StartupError(
+                    "outbox.max-event-bytes (OUTBOX_MAX_EVENT_BYTES, --outbox-max-event-bytes) must be 1024 to \(Outbox.maxEventBytesCeiling), not \(value)")
             }
             return value
         }
@@ -104,7 +105,9 @@ public struct ServiceSettings: Sendable {
         get throws {
             let hours = try int("inbox.retention-hours")
             guard hours > Topic.retentionHours else {
-                throw StartupError("inbox.retention-hours (INBOX_RETENTION_HOURS, --inbox-retention-hours) must be more than the topics' retention of \(Topic.retentionHours) hours, not \(hours)")
+                throw StartupError(
+                    "inbox.retention-hours (INBOX_RETENTION_HOURS, --inbox-retention-hours) must be more than the topics' retention of \(Topic.retentionHours) hours, not \(hours)"
+                )
             }
             return .seconds(hours * 3600)
         }
@@ -114,7 +117,8 @@ public struct ServiceSettings: Sendable {
         get throws {
             let seconds = try int("inbox.prune-interval-seconds")
             guard seconds >= 60 else {
-                throw StartupError("inbox.prune-interval-seconds (INBOX_PRUNE_INTERVAL_SECONDS, --inbox-prune-interval-seconds) must be at least 60, not \(seconds)")
+                throw StartupError(
+                    "inbox.prune-interval-seconds (INBOX_PRUNE_INTERVAL_SECONDS, --inbox-prune-interval-seconds) must be at least 60, not \(seconds)")
             }
             return .seconds(seconds)
         }

@@ -44,7 +44,9 @@ public struct TestDatabase: Sendable {
         try await Self.withRunningClient(configuration.makeClient(logger: Self.logger), body)
     }
 
-    public static func withRunningClient<T: Sendable>(_ client: PostgresClient, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    public static func withRunningClient<T: Sendable>(_ client: PostgresClient, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws
+        -> T
+    {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
                 await client.run()

@@ -50,4 +50,3 @@ public enum TestKafka {
         return try KafkaConsumer(configuration: config, logger: logger)
     }
 }
-

@@ -85,7 +85,7 @@ public final class TestProcess: Sendable {
     public static func exists(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 || errno != ESRCH else { return false }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
+            let close = stat.lastIndex(of: ")")
         else { return false }
         let state = stat[stat.index(after: close)...].split(separator: " ").first
         return state != "Z" && state != "X"

@@ -57,7 +57,7 @@ public struct ImageDirectory: Sendable {
     /// The file for `name` when it is one of ours (no traversal, no other files), else E13.
     public func file(named name: String) throws -> (path: String, format: ImageFormat) {
         guard Self.isOurName(name), let dot = name.lastIndex(of: "."),
-              let format = ImageFormat(fileExtension: String(name[name.index(after: dot)...]))
+            let format = ImageFormat(fileExtension: String(name[name.index(after: dot)...]))
         else { throw APIError.notFound("image") }
         let path = directory.appendingPathComponent(name).path
         guard FileManager.default.fileExists(atPath: path) else { throw APIError.notFound("image") }

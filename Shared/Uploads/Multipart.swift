@@ -90,11 +90,17 @@ public enum ImageFormat: String, Sendable {
 
     public init?(sniffing buffer: ByteBuffer) {
         let b = buffer.getBytes(at: buffer.readerIndex, length: min(12, buffer.readableBytes)) ?? []
-        if b.starts(with: [0xFF, 0xD8, 0xFF]) { self = .jpeg }
-        else if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { self = .png }
-        else if b.starts(with: Array("GIF87a".utf8)) || b.starts(with: Array("GIF89a".utf8)) { self = .gif }
-        else if b.count >= 12, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) { self = .webp }
-        else { return nil }
+        if b.starts(with: [0xFF, 0xD8, 0xFF]) {
+            self = .jpeg
+        } else if b.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
+            self = .png
+        } else if b.starts(with: Array("GIF87a".utf8)) || b.starts(with: Array("GIF89a".utf8)) {
+            self = .gif
+        } else if b.count >= 12, b.starts(with: Array("RIFF".utf8)), Array(b[8..<12]) == Array("WEBP".utf8) {
+            self = .webp
+        } else {
+            return nil
+        }
     }
 
     public var contentType: String {

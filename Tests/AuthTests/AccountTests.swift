@@ -31,7 +31,8 @@ struct AccountTests {
     @Test("join: auth result with tokens; duplicate E12 (case-insensitive); invalid input E11; form body")
     func join() async throws {
         try await Stack.run { s in
-            let response = try await s.request(.post, "/v1/users/join", json: #"{"email":"a@example.com","password":"secret123","nickname":"새싹","phone":"01012345678","deviceToken":"abc"}"#)
+            let response = try await s.request(
+                .post, "/v1/users/join", json: #"{"email":"a@example.com","password":"secret123","nickname":"새싹","phone":"01012345678","deviceToken":"abc"}"#)
             #expect(response.status == .ok)
             try expectContractDates(response)
             let result = try decode(AuthResultBody.self, response)

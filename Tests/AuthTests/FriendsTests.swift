@@ -34,7 +34,9 @@ struct FriendsTests {
 
             // Only the invited side accepts; asking twice is a duplicate.
             #expect(errorCode(try await s.request(.patch, "/v1/friends/\(friendshipId)", token: alice.token.accessToken)) == "E14")
-            #expect(errorCode(try await s.request(.post, "/v1/friends", token: alice.token.accessToken, json: #"{"name":"bob","code":"\#(bobTag.code)"}"#)) == "E12")
+            #expect(
+                errorCode(try await s.request(.post, "/v1/friends", token: alice.token.accessToken, json: #"{"name":"bob","code":"\#(bobTag.code)"}"#)) == "E12"
+            )
             let accepted = try await s.request(.patch, "/v1/friends/\(friendshipId)", token: bob.token.accessToken)
             #expect(jsonObject(accepted)?["state"] as? String == "ACCEPT")
             #expect(try await states(s, alice.token.accessToken) == [bob.user_id: "ACCEPT"])
@@ -44,7 +46,9 @@ struct FriendsTests {
             #expect(jsonObject(banned)?["state"] as? String == "BAN")
             #expect(try await states(s, bob.token.accessToken).isEmpty)
             let aliceTag = try await tag(s, alice.token.accessToken)
-            #expect(errorCode(try await s.request(.post, "/v1/friends", token: bob.token.accessToken, json: #"{"name":"alice","code":"\#(aliceTag.code)"}"#)) == "E13")
+            #expect(
+                errorCode(try await s.request(.post, "/v1/friends", token: bob.token.accessToken, json: #"{"name":"alice","code":"\#(aliceTag.code)"}"#))
+                    == "E13")
 
             // Delete (refuse/remove) by the banner clears it.
             #expect(try await s.request(.delete, "/v1/friends/\(friendshipId)", token: alice.token.accessToken).status == .ok)

@@ -44,7 +44,8 @@ struct LoginFloodTests {
                 var cheap: [Double] = []
                 for i in 0..<3 {
                     let started = ContinuousClock.now
-                    let response = try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"free\#(i)-\#(UUID().uuidString.prefix(6))@example.com"}"#)
+                    let response = try await s.request(
+                        .post, "/v1/users/validation/email", json: #"{"email":"free\#(i)-\#(UUID().uuidString.prefix(6))@example.com"}"#)
                     cheap.append(Self.seconds(since: started))
                     #expect(response.status == .ok, "email validation during the flood: \(outcome(response))")
                 }

@@ -34,7 +34,8 @@ struct ProfileImageTests {
             let second = try await upload(s, token: token, multipart(file: jpegBytes, filename: "a.jpg", contentType: "image/jpg"))
             let newPath = try #require(jsonObject(second)?["profileImage"] as? String)
             #expect(newPath.hasSuffix(".jpg"))
-            #expect(errorCode(try await s.request(.get, "/v1" + path, headers: s.headers(token: token, contentType: nil))) == "E13", "replaced image is deleted")
+            #expect(
+                errorCode(try await s.request(.get, "/v1" + path, headers: s.headers(token: token, contentType: nil))) == "E13", "replaced image is deleted")
             #expect(try await s.request(.get, "/v1/users/me", token: token).status == .ok)
         }
     }

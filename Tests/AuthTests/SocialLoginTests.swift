@@ -34,39 +34,47 @@ struct FakeProviders: Sendable {
 
     func app() throws -> some ApplicationProtocol {
         let primitives = try appleKey.publicKey.getKeyPrimitives()
-        let jwks = #"{"keys":[{"kty":"RSA","kid":"\#(Self.kid)","use":"sig","alg":"RS256","n":"\#(base64url(primitives.modulus))","e":"\#(base64url(primitives.publicExponent))"}]}"#
+        let jwks =
+            #"{"keys":[{"kty":"RSA","kid":"\#(Self.kid)","use":"sig","alg":"RS256","n":"\#(base64url(primitives.modulus))","e":"\#(base64url(primitives.publicExponent))"}]}"#
         let router = Router()
-        router.get("/auth/keys") { _, _ in Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: jwks))) }
+        router.get("/auth/keys") { _, _ in Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: jwks)))
+        }
         router.get("/v2/user/me") { request, _ -> Response in
             let json: String
             switch request.headers[.authorization] {
             case "Bearer kakao-good": json = #"{"id":4242,"kakao_account":{"email":"kakao@example.com","profile":{"nickname":"카카오"}}}"#
             case "Bearer kakao-noemail": json = #"{"id":5151,"kakao_account":{"profile":{"nickname":"무메일"}}}"#
             case "Bearer kakao-down": return Response(status: .internalServerError)
-            default: return Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: #"{"msg":"this access token does not exist","code":-401}"#)))
+            default:
+                return Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: #"{"msg":"this access token does not exist","code":-401}"#)))
             }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 
-    func appleToken(sub: String, email: String?, audience: String = bundleId, expiresIn: TimeInterval = 600, signedBy key: _RSA.Signing.PrivateKey? = nil) async throws -> String {
+    func appleToken(sub: String, email: String?, audience: String = bundleId, expiresIn: TimeInterval = 600, signedBy key: _RSA.Signing.PrivateKey? = nil)
+        async throws -> String
+    {
         let keys = JWTKeyCollection()
         await keys.add(rsa: try Insecure.RSA.PrivateKey(backing: key ?? appleKey), digestAlgorithm: .sha256, kid: JWKIdentifier(string: Self.kid))
         let now = Date()
-        return try await keys.sign(FakeAppleClaims(
-            iss: "https://appleid.apple.com", aud: AudienceClaim(value: [audience]), exp: ExpirationClaim(value: now.addingTimeInterval(expiresIn)),
-            iat: IssuedAtClaim(value: now.addingTimeInterval(-60)), sub: SubjectClaim(value: sub), email: email
-        ), kid: JWKIdentifier(string: Self.kid))
+        return try await keys.sign(
+            FakeAppleClaims(
+                iss: "https://appleid.apple.com", aud: AudienceClaim(value: [audience]), exp: ExpirationClaim(value: now.addingTimeInterval(expiresIn)),
+                iat: IssuedAtClaim(value: now.addingTimeInterval(-60)), sub: SubjectClaim(value: sub), email: email
+            ), kid: JWKIdentifier(string: Self.kid))
     }
 
     /// Runs the accounts stack with auth pointed at these fakes.
     func run(_ body: @escaping @Sendable (Stack, FakeProviders) async throws -> Void) async throws {
         try await app().test(.live) { fake in
             let port = try #require(fake.port)
-            try await Stack.run(services: [.auth(env: [
-                "APPLE_JWKS_URL": "http://127.0.0.1:\(port)/auth/keys", "APPLE_AUDIENCE": Self.bundleId, "KAKAO_API_URL": "http://127.0.0.1:\(port)",
-            ])]) { stack in try await body(stack, self) }
+            try await Stack.run(services: [
+                .auth(env: [
+                    "APPLE_JWKS_URL": "http://127.0.0.1:\(port)/auth/keys", "APPLE_AUDIENCE": Self.bundleId, "KAKAO_API_URL": "http://127.0.0.1:\(port)",
+                ])
+            ]) { stack in try await body(stack, self) }
         }
     }
 }
@@ -88,7 +96,8 @@ struct SocialLoginTests {
             #expect(firstObject["provider"] as? String == "apple" && firstObject["email"] as? String == "apple@example.com")
             #expect(firstObject["nickname"] as? String == "애플")
             // Apple sends the email only on the first login; the subject finds the account.
-            let again = try await s.request(.post, "/v1/users/login/apple", json: #"{"idToken":"\#(try await fake.appleToken(sub: "apple-sub-1", email: nil))"}"#)
+            let again = try await s.request(
+                .post, "/v1/users/login/apple", json: #"{"idToken":"\#(try await fake.appleToken(sub: "apple-sub-1", email: nil))"}"#)
             #expect(jsonObject(again)?["user_id"] as? String == firstObject["user_id"] as? String)
 
             for bad in [

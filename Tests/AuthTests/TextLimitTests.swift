@@ -13,8 +13,10 @@ struct AccountTextLimitTests {
         base + String(repeating: "\u{0301}", count: marks)
     }
 
-    static func joinBody(email: String = "u\(UUID().uuidString.prefix(8))@example.com", password: String = "secret123",
-                         nickname: String = "새싹") -> String {
+    static func joinBody(
+        email: String = "u\(UUID().uuidString.prefix(8))@example.com", password: String = "secret123",
+        nickname: String = "새싹"
+    ) -> String {
         #"{"email":"\#(email)","password":"\#(password)","nickname":"\#(nickname)","phone":"01012345678"}"#
     }
 
@@ -25,7 +27,8 @@ struct AccountTextLimitTests {
             let longNickname = Self.accented("a", 60)  // 121 bytes
             #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: longNickname))) == "400 E11")
             #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(email: Self.accented("e", 600) + "@example.com"))) == "400 E11")
-            #expect(outcome(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"\#(Self.accented("e", 600))@example.com"}"#)) == "400 E11")
+            #expect(
+                outcome(try await s.request(.post, "/v1/users/validation/email", json: #"{"email":"\#(Self.accented("e", 600))@example.com"}"#)) == "400 E11")
             #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(password: Self.accented("secret12", 125)))) == "400 E11")
             // At the limits: 30 Hangul syllables, 119 bytes of one character.
             #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: String(repeating: "가", count: 30)))) == "200")
@@ -33,11 +36,15 @@ struct AccountTextLimitTests {
 
             let user = try await s.join()
             let token = user.token.accessToken
-            #expect(outcome(try await s.request(.put, "/v1/users/me", token: token, json: #"{"nickname":"\#(longNickname)","phone":"01012345678"}"#)) == "400 E11")
+            #expect(
+                outcome(try await s.request(.put, "/v1/users/me", token: token, json: #"{"nickname":"\#(longNickname)","phone":"01012345678"}"#)) == "400 E11")
             let me = try #require(jsonObject(try await s.request(.get, "/v1/users/me", token: token)))
             #expect(me["nickname"] as? String == user.nickname)
-            #expect(outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_192))"}"#)) == "400 E11")
-            #expect(outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_191))"}"#)) == "200")
+            #expect(
+                outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_192))"}"#))
+                    == "400 E11")
+            #expect(
+                outcome(try await s.request(.put, "/v1/users/deviceToken", token: token, json: #"{"deviceToken":"\#(Self.accented("t", 8_191))"}"#)) == "200")
             #expect(outcome(try await s.request(.post, "/v1/friends", token: token, json: #"{"name":"\#(longNickname)","code":"0001"}"#)) == "400 E11")
         }
     }

@@ -78,10 +78,12 @@ struct SentMessage: Sendable {
 
     init(conversation: UUID) throws {
         let sender = ChatEvents.Sender(userId: .generate(), email: "a@example.com", nickname: "a", profileImage: nil)
-        let event = CloudEvent(source: "test-chat", data: ChatEvents.ChannelMessageCreated(
-            messageId: .generate(), workspaceId: .generate(), channelId: ChannelID(conversation), channelName: "general", sender: sender,
-            content: "hello", files: [], createdAt: Date()
-        ))
+        let event = CloudEvent(
+            source: "test-chat",
+            data: ChatEvents.ChannelMessageCreated(
+                messageId: .generate(), workspaceId: .generate(), channelId: ChannelID(conversation), channelName: "general", sender: sender,
+                content: "hello", files: [], createdAt: Date()
+            ))
         self.id = event.id
         self.conversation = conversation
         self.value = try EventCoding.encode(event)
@@ -133,7 +135,9 @@ final class SimulatedGateway: Sendable {
             for try await message in consumer.messages where message.keyString == id {
                 let header = try EventCoding.header(from: message.value ?? [])
                 log.withLock {
-                    $0.append(Delivery(eventId: header.id, key: message.keyString, partition: message.partition, value: message.value ?? [], headers: message.headers))
+                    $0.append(
+                        Delivery(eventId: header.id, key: message.keyString, partition: message.partition, value: message.value ?? [], headers: message.headers)
+                    )
                 }
             }
         } catch {

@@ -14,7 +14,9 @@ private let streamPartition: Int32 = 0
 /// compete for the same cores.
 @Suite("chat-fanout against the embedded broker", .serialized)
 struct FanoutServiceTests {
-    @Test("interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none")
+    @Test(
+        "interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none"
+    )
     func routing() async throws {
         let harness = try FanoutHarness()
         let a = try SimulatedGateway.start("gateway-a", on: harness)
@@ -100,7 +102,9 @@ struct FanoutServiceTests {
         await gateway.stop()
     }
 
-    @Test("3 replicas, 2 gateways, 1 000 messages over 50 conversations, one replica stopped mid-run: each gateway gets every message of its conversations, exactly once after de-duplication, in order")
+    @Test(
+        "3 replicas, 2 gateways, 1 000 messages over 50 conversations, one replica stopped mid-run: each gateway gets every message of its conversations, exactly once after de-duplication, in order"
+    )
     func scaleOutWithReplicaStopped() async throws {
         let harness = try FanoutHarness()
         let a = try SimulatedGateway.start("gateway-1", on: harness)

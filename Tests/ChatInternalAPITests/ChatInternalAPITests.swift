@@ -12,8 +12,9 @@ struct ChatInternalAPITests {
 
     @Test func pathsAreUnderThePrefixWithLowerCaseIds() {
         let user = UserID(conversation)
-        #expect(ChatInternal.ReaderCheck.path(conversation: conversation, user: message)
-            == "/internal/v1/conversations/0190f5a4-0000-7000-8000-00000000000a/readers/0190f5a4-0000-7000-8000-00000000000b")
+        #expect(
+            ChatInternal.ReaderCheck.path(conversation: conversation, user: message)
+                == "/internal/v1/conversations/0190f5a4-0000-7000-8000-00000000000a/readers/0190f5a4-0000-7000-8000-00000000000b")
         #expect(ChatInternal.Session.path(user: user) == "/internal/v1/users/0190f5a4-0000-7000-8000-00000000000a/session")
         #expect(ChatInternal.Replay.path(user: user) == "/internal/v1/users/0190f5a4-0000-7000-8000-00000000000a/replay")
     }
@@ -50,8 +51,9 @@ struct ChatInternalAPITests {
     @Test func replayRequestEncodesLowerCaseIdsAndIsValidated() throws {
         let request = ChatInternal.ReplayRequest(cursors: [.init(conversation_id: conversation, after_ms: 42)], limit: 10)
         let text = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
-        #expect(text.contains(#"{"conversation_id":"0190f5a4-0000-7000-8000-00000000000a","after_ms":42}"#)
-            || text.contains(#"{"after_ms":42,"conversation_id":"0190f5a4-0000-7000-8000-00000000000a"}"#))
+        #expect(
+            text.contains(#"{"conversation_id":"0190f5a4-0000-7000-8000-00000000000a","after_ms":42}"#)
+                || text.contains(#"{"after_ms":42,"conversation_id":"0190f5a4-0000-7000-8000-00000000000a"}"#))
         #expect(try JSONDecoder().decode(ChatInternal.ReplayRequest.self, from: Data(text.utf8)) == request)
         #expect(request.isValid)
         #expect(!ChatInternal.ReplayRequest(cursors: [], limit: 0).isValid)

@@ -16,8 +16,10 @@ struct AttachmentTests {
         return (wid, "/v1/workspaces/\(wid)/channels/\(channel)/chats")
     }
 
-    func upload(_ s: Stack, _ uri: String, _ user: User, fields: [String: String] = [:],
-                _ files: [(filename: String, contentType: String, bytes: [UInt8])]) async throws -> TestResponse {
+    func upload(
+        _ s: Stack, _ uri: String, _ user: User, fields: [String: String] = [:],
+        _ files: [(filename: String, contentType: String, bytes: [UInt8])]
+    ) async throws -> TestResponse {
         let body = multipart(fields: fields, files: files)
         return try await s.client.execute(uri: uri, method: .post, headers: s.headers(token: user.token, contentType: body.contentType), body: body.body)
     }
@@ -121,8 +123,10 @@ struct AttachmentTests {
             // 90 Hangul syllables: 270 bytes (the stored name would pass the 255 bytes file systems
             // allow); 70 ASCII letters: a stored name over 100 characters; one letter with 300
             // combining accents: one character of 601 bytes.
-            let names = [String(repeating: "가", count: 90) + ".png", String(repeating: "x", count: 70) + ".png",
-                         "b" + String(repeating: "\u{0301}", count: 300) + "c.png"]
+            let names = [
+                String(repeating: "가", count: 90) + ".png", String(repeating: "x", count: 70) + ".png",
+                "b" + String(repeating: "\u{0301}", count: 300) + "c.png",
+            ]
             for original in names {
                 let sent = try await upload(s, chats, owner, [(original, "image/png", pngBytes)])
                 #expect(sent.status == .ok, "\(String(buffer: sent.body))")

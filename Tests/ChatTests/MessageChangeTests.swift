@@ -138,8 +138,9 @@ struct MessageChangeTests {
             let place = try await Self.channel(s, owner, [member])
             let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 100)
             let body = multipart(fields: ["content": "사진"], files: [("사진.png", "image/png", png)])
-            let sent = try await s.client.execute(uri: place.chats, method: .post, headers: s.headers(token: member.token, contentType: body.contentType),
-                                                  body: body.body)
+            let sent = try await s.client.execute(
+                uri: place.chats, method: .post, headers: s.headers(token: member.token, contentType: body.contentType),
+                body: body.body)
             let message = try #require(jsonObject(sent))
             let path = try #require((message["files"] as? [String])?.first)
             let url = "/v1" + (path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path)
@@ -211,10 +212,11 @@ struct MessageChangeTests {
             }
             await consumer.close()
             let channel = String(place.prefix.split(separator: "/").last ?? "")
-            #expect(try seen.map { try EventCoding.header(from: $0.bytes).type } == [
-                ChatEvents.ChannelMessageCreated.eventType, ChatEvents.MessageEdited.eventType,
-                ChatEvents.ReactionsChanged.eventType, ChatEvents.MessageDeleted.eventType,
-            ])
+            #expect(
+                try seen.map { try EventCoding.header(from: $0.bytes).type } == [
+                    ChatEvents.ChannelMessageCreated.eventType, ChatEvents.MessageEdited.eventType,
+                    ChatEvents.ReactionsChanged.eventType, ChatEvents.MessageDeleted.eventType,
+                ])
             #expect(seen.allSatisfy { $0.key == channel })
             let edit = try EventCoding.decode(ChatEvents.MessageEdited.self, from: seen[1].bytes).data
             let channelId = try #require(ChannelID(channel))

@@ -46,7 +46,8 @@ struct ReadAndSearchTests {
             let state = try #require(jsonObject(moved))
             #expect(state["readAt"] as? String == cursor && state["count"] as? Int == 1)
             // An older cursor never moves it back.
-            let older = try #require(jsonObject(try await s.send(.put, place.prefix + "/read", owner, json: #"{"cursor_date":"\#(sent[0]["createdAt"] as? String ?? "")"}"#)))
+            let older = try #require(
+                jsonObject(try await s.send(.put, place.prefix + "/read", owner, json: #"{"cursor_date":"\#(sent[0]["createdAt"] as? String ?? "")"}"#)))
             #expect(older["readAt"] as? String == cursor && older["count"] as? Int == 1)
             // No cursor: everything up to the newest message.
             let all = try #require(jsonObject(try await s.send(.put, place.prefix + "/read", owner, json: "{}")))

@@ -49,20 +49,26 @@ struct SessionRoutesTests {
             #expect((object["workspaces"] as? [[String: Any]])?.map { $0["workspace_id"] as? String } == [wid])
 
             // Everything of both conversations from the start, oldest first; the tab-separated lines.
-            let all = try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":0},{"conversation_id":"\#(room)","after_ms":0}]}"#)
+            let all = try await call(
+                "\(chat)/internal/v1/users/\(b.id)/replay",
+                body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":0},{"conversation_id":"\#(room)","after_ms":0}]}"#)
             let lines = all.text.split(separator: "\n").map { $0.split(separator: "\t", maxSplits: 4).map(String.init) }
             #expect(all.status == 200 && !all.more)
             #expect(lines.map { $0[2] } == sent + [dm])
             #expect(lines.map { $0[0] } == ["channel.message", "channel.message", "channel.message", "dm.message"])
             // Strictly after a cursor: the first message's time leaves the later ones.
             let firstMs = try #require(Int64(lines[0][3]))
-            let after = try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":\#(firstMs)}]}"#)
+            let after = try await call(
+                "\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":\#(firstMs)}]}"#)
             #expect(after.text.split(separator: "\n").map { String($0.split(separator: "\t")[2]) } == Array(sent.dropFirst()))
             // Beyond the limit: nothing, and the header.
-            let limited = try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":2,"cursors":[{"conversation_id":"\#(cid)","after_ms":0}]}"#)
+            let limited = try await call(
+                "\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":2,"cursors":[{"conversation_id":"\#(cid)","after_ms":0}]}"#)
             #expect(limited.status == 200 && limited.more && limited.text.isEmpty)
             // Someone who cannot read them gets no message, only both conversations marked removed.
-            let stranger = try await call("\(chat)/internal/v1/users/\(outsider.id)/replay", body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":0},{"conversation_id":"\#(room)","after_ms":0}]}"#)
+            let stranger = try await call(
+                "\(chat)/internal/v1/users/\(outsider.id)/replay",
+                body: #"{"limit":10,"cursors":[{"conversation_id":"\#(cid)","after_ms":0},{"conversation_id":"\#(room)","after_ms":0}]}"#)
             #expect(stranger.status == 200)
             #expect(Set(stranger.text.split(separator: "\n").map(String.init)) == ["conversation.removed\t\(cid)", "conversation.removed\t\(room)"])
 
@@ -70,7 +76,9 @@ struct SessionRoutesTests {
             #expect(try await call("\(chat)/internal/v1/users/not-a-uuid/session").status == 400)
             #expect(try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: "not json").status == 400)
             #expect(try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":0,"cursors":[]}"#).status == 400)
-            #expect(try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":5,"cursors":[{"conversation_id":"x","after_ms":0}]}"#).status == 400)
+            #expect(
+                try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":5,"cursors":[{"conversation_id":"x","after_ms":0}]}"#).status == 400
+            )
         }
     }
 }

@@ -36,9 +36,11 @@ func writeOversized(_ client: PostgresClient, topic: String, key: String, count:
 /// The dead-letter rows: (outbox id, error code, error, payload size), in id order.
 func deadLetters(_ client: PostgresClient) async throws -> [(id: Int64, code: Int32, error: String, bytes: Int)] {
     var rows: [(id: Int64, code: Int32, error: String, bytes: Int)] = []
-    for try await row in try await client.query("""
+    for try await row in try await client.query(
+        """
         SELECT id, error_code, error, octet_length(payload) FROM outbox_dead_letters ORDER BY id
-        """).decode((Int64, Int32, String, Int).self) {
+        """
+    ).decode((Int64, Int32, String, Int).self) {
         rows.append(row)
     }
     return rows

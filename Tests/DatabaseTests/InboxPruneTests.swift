@@ -9,7 +9,8 @@ import TestSupport
 struct InboxPruneTests {
     /// Inserts `count` processed ids of `consumer`, processed `age` ago.
     static func insert(_ client: PostgresClient, consumer: String, count: Int, age: String) async throws {
-        _ = try await client.query("""
+        _ = try await client.query(
+            """
             INSERT INTO inbox (consumer, event_id, processed_at)
             SELECT \(consumer), gen_random_uuid(), now() - \(age)::interval FROM generate_series(1, \(count))
             """)

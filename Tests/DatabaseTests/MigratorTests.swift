@@ -7,10 +7,11 @@ import TestSupport
 
 @Suite("Migrations")
 struct MigratorTests {
-    static let migrations = PlatformMigrations.all + [
-        Migration(100, "widgets", "CREATE TABLE widgets (id int PRIMARY KEY); CREATE INDEX widgets_id ON widgets (id);"),
-        Migration(101, "widget names", "ALTER TABLE widgets ADD COLUMN name text; SELECT pg_sleep(0.3);"),
-    ]
+    static let migrations =
+        PlatformMigrations.all + [
+            Migration(100, "widgets", "CREATE TABLE widgets (id int PRIMARY KEY); CREATE INDEX widgets_id ON widgets (id);"),
+            Migration(101, "widget names", "ALTER TABLE widgets ADD COLUMN name text; SELECT pg_sleep(0.3);"),
+        ]
 
     @Test("two migrators racing on one database both succeed and apply each migration once")
     func concurrentMigrators() async throws {

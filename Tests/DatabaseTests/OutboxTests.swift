@@ -45,7 +45,9 @@ func collect(
         try await withTimeout(timeout, "collecting from \(topic)") {
             for try await message in consumer.messages {
                 let event = try EventCoding.decode(OutboxTestEvent.self, from: message.value ?? [])
-                let done = received.withLock { $0.append(event); return stop($0) }
+                let done = received.withLock {
+                    $0.append(event); return stop($0)
+                }
                 if done { break }
             }
         }
@@ -69,7 +71,6 @@ func expectPerKeyOrder(_ events: [CloudEvent<OutboxTestEvent>], sourceLocation: 
         #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "per-key order for \(key)", sourceLocation: sourceLocation)
     }
 }
-
 
 /// A fresh database (platform tables migrated), embedded cluster, topic and producer per test.
 struct OutboxFixture: Sendable {
@@ -151,7 +152,8 @@ struct OutboxTests {
             _ = await firstTask.result
             // A crash between the broker's acknowledgement and the UPDATE: the last batch is
             // published but still unmarked.
-            _ = try await client.query("""
+            _ = try await client.query(
+                """
                 UPDATE outbox SET published_at = NULL
                 WHERE id IN (SELECT id FROM outbox WHERE published_at IS NOT NULL ORDER BY id DESC LIMIT 50)
                 """)
@@ -235,8 +237,9 @@ struct OutboxTests {
             cluster.setAllBrokersDown()
             try await writeEvents(client, topic: topic, count: 100, startSeq: 10)
             try await Task.sleep(for: .seconds(5))
-            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 100,
-                    "nothing can be acknowledged while the broker is down")
+            #expect(
+                try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 100,
+                "nothing can be acknowledged while the broker is down")
             cluster.setAllBrokersUp()
 
             let events = try await collect(cluster, topic: topic, group: "after-\(topic)", timeout: .seconds(60)) { distinctCount($0) >= 110 }
@@ -253,7 +256,8 @@ struct InboxTests {
         let f = try await OutboxFixture.make(prefix: "poison", partitions: 1)
         let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
         let good = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 7))
-        let wrongData = #"{"specversion":"1.0","id":"\#(UUIDv7.generate().lowercased)","source":"x","type":"test.outbox.event","time":"2026-01-01T00:00:00.000Z","subject":"a","data":{"key":42}}"#
+        let wrongData =
+            #"{"specversion":"1.0","id":"\#(UUIDv7.generate().lowercased)","source":"x","type":"test.outbox.event","time":"2026-01-01T00:00:00.000Z","subject":"a","data":{"key":42}}"#
         for value in [Array("not json at all".utf8), Array(wrongData.utf8), try EventCoding.encode(good)] {
             _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "a", value: value))
         }
@@ -287,7 +291,8 @@ struct InboxTests {
         try await f.run(extra: [Migration(100, "counter", "CREATE TABLE counter (seq int PRIMARY KEY, n int NOT NULL)")]) { client in
             var router = EventRouter()
             router.on(OutboxTestEvent.self) { event, ctx in
-                _ = try await ctx.connection.query("""
+                _ = try await ctx.connection.query(
+                    """
                     INSERT INTO counter (seq, n) VALUES (\(event.data.seq), 1)
                     ON CONFLICT (seq) DO UPDATE SET n = counter.n + 1
                     """, logger: ctx.logger)

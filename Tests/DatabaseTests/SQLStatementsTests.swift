@@ -13,13 +13,14 @@ struct SQLStatementsTests {
             SELECT "semi;colon" FROM a
             """
         let parts = SQLStatements.split(script)
-        #expect(parts == [
-            "CREATE TABLE a (v text DEFAULT 'x;y''z')",
-            "CREATE INDEX i ON a (v)",
-            "CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql",
-            "DO $$ BEGIN PERFORM 1; END $$",
-            "SELECT \"semi;colon\" FROM a",
-        ])
+        #expect(
+            parts == [
+                "CREATE TABLE a (v text DEFAULT 'x;y''z')",
+                "CREATE INDEX i ON a (v)",
+                "CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql",
+                "DO $$ BEGIN PERFORM 1; END $$",
+                "SELECT \"semi;colon\" FROM a",
+            ])
     }
 
     @Test func emptyScriptHasNoStatements() {

@@ -66,7 +66,8 @@ struct CloudEventTests {
     }
 
     @Test func rejectsOtherSpecVersions() {
-        let json = #"{"specversion":"0.3","id":"0190a0a0-0000-7000-8000-000000000000","source":"x","type":"auth.user.deleted","time":"2024-01-01T00:00:00.000Z","subject":"s","data":{"userId":"0190a0a0-0000-7000-8000-000000000000"}}"#
+        let json =
+            #"{"specversion":"0.3","id":"0190a0a0-0000-7000-8000-000000000000","source":"x","type":"auth.user.deleted","time":"2024-01-01T00:00:00.000Z","subject":"s","data":{"userId":"0190a0a0-0000-7000-8000-000000000000"}}"#
         #expect(throws: DecodingError.self) { try EventCoding.decode(AuthEvents.UserDeleted.self, from: Array(json.utf8)) }
     }
 }

@@ -29,8 +29,10 @@ struct TimestampTests {
         #expect(Timestamp.parseMilliseconds(text) == expected)
     }
 
-    @Test(arguments: ["", "2024-11-22", "2024-11-22T02:00:00", "2024-13-01T00:00:00Z", "2024-11-22T02:00:00.Z",
-                      "2024-11-22T02:00:00.123Zjunk", "yesterday", "2024-11-22T25:00:00Z", "2024-11-22T02:00:00.1234567890Z"])
+    @Test(arguments: [
+        "", "2024-11-22", "2024-11-22T02:00:00", "2024-13-01T00:00:00Z", "2024-11-22T02:00:00.Z",
+        "2024-11-22T02:00:00.123Zjunk", "yesterday", "2024-11-22T25:00:00Z", "2024-11-22T02:00:00.1234567890Z",
+    ])
     func rejectsAnythingElse(text: String) {
         #expect(Timestamp.parse(text) == nil)
     }

@@ -19,12 +19,14 @@ struct CLIOptionsTests {
         #expect(output.wholeMatch(of: #/\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?\n/#) != nil, "got \(output)")
     }
 
-    @Test("--brokers is a bootstrap list everywhere; a count is --embedded-brokers", arguments: [
-        ["dev", "--brokers", "3"],
-        ["bench", "kafka", "--brokers", "1"],
-        ["events", "tail", "auth.user.v1", "--brokers", "3"],
-        ["loadgen", "--inject", "kafka", "--brokers", "2"],
-    ])
+    @Test(
+        "--brokers is a bootstrap list everywhere; a count is --embedded-brokers",
+        arguments: [
+            ["dev", "--brokers", "3"],
+            ["bench", "kafka", "--brokers", "1"],
+            ["events", "tail", "auth.user.v1", "--brokers", "3"],
+            ["loadgen", "--inject", "kafka", "--brokers", "2"],
+        ])
     func brokersIsNeverACount(arguments: [String]) async throws {
         let (status, output) = try await chatsuite(arguments)
         #expect(status == 64, "a usage error: \(output)")

@@ -16,9 +16,11 @@ struct DevRestartTests {
         defer { try? FileManager.default.removeItem(at: dataDir) }
         let basePort = freePortRange(count: 8)
         let chatPort = basePort + 3  // gateway, auth, workspace, chat, …
-        let launcher = try TestProcess(executable: "chatsuite", arguments: [
-            "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(basePort + 7), "--log-level", "warning",
-        ], environment: ["DATABASE_URL": ""])
+        let launcher = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(basePort + 7), "--log-level", "warning",
+            ], environment: ["DATABASE_URL": ""])
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }

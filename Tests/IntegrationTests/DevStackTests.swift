@@ -16,9 +16,11 @@ struct DevStackTests {
         let pgPort = basePort + 7
         var env: [String: String] = [:]
         env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
-        let launcher = try TestProcess(executable: "chatsuite", arguments: [
-            "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
-        ], environment: env)
+        let launcher = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
+            ], environment: env)
         let started = ContinuousClock.now
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
         let startup = ContinuousClock.now - started
@@ -27,7 +29,8 @@ struct DevStackTests {
         #expect(output.contains("SesacKey: dev-key"))
 
         for offset in 0..<7 {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(basePort + offset)/health/ready"), timeout: .seconds(5))
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(basePort + offset)/health/ready"), timeout: .seconds(5))
             #expect(response.status == .ok, "service on port \(basePort + offset) is ready")
         }
 
@@ -57,9 +60,11 @@ struct DevStackTests {
         defer { try? FileManager.default.removeItem(at: dataDir) }
         let basePort = freePortRange(count: 8)
         let pgPort = basePort + 7
-        let launcher = try TestProcess(executable: "chatsuite", arguments: [
-            "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
-        ], environment: ["DATABASE_URL": ""])
+        let launcher = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(pgPort), "--log-level", "warning",
+            ], environment: ["DATABASE_URL": ""])
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }

@@ -14,9 +14,11 @@ struct DrillTests {
         defer { try? FileManager.default.removeItem(at: dataDir) }
         // The suite's 7 ports, its PostgreSQL at +40 and the fake PortOne at +30.
         let basePort = freePortRange(count: 41)
-        let drill = try TestProcess(executable: "chatsuite", arguments: [
-            "drill", "--short", "--data-dir", dataDir.path, "--port", String(basePort), "--rate", "8", "--settle", "5",
-        ], environment: ["DATABASE_URL": ""])
+        let drill = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "drill", "--short", "--data-dir", dataDir.path, "--port", String(basePort), "--rate", "8", "--settle", "5",
+            ], environment: ["DATABASE_URL": ""])
         let status = try await drill.waitForExit(timeout: .seconds(600))
         let output = drill.output
         #expect(status == 0, "drill exit status \(String(describing: status)):\n\(output.suffix(6000))")

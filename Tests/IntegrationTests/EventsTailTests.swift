@@ -18,9 +18,11 @@ struct EventsTailTests {
             let event = CloudEvent(source: "auth", data: AuthEvents.UserDeleted(userId: id))
             _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: Topic.authUser.name, key: "\(i)", value: try EventCoding.encode(event)))
         }
-        let tail = try TestProcess(executable: "chatsuite", arguments: [
-            "events", "tail", Topic.authUser.name, "--brokers", cluster.bootstrapServers, "--from-beginning", "--max", "3", "--seconds", "30",
-        ])
+        let tail = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "events", "tail", Topic.authUser.name, "--brokers", cluster.bootstrapServers, "--from-beginning", "--max", "3", "--seconds", "30",
+            ])
         #expect(try await tail.waitForExit(timeout: .seconds(40)) == 0)
         let lines = tail.output.split(separator: "\n").filter { $0.hasPrefix("{") }
         #expect(lines.count == 3)

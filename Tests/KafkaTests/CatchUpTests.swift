@@ -78,7 +78,8 @@ struct CatchUpTests {
     @Test("an announced consumer counts before it exists; a hold until it is released")
     func announcementsAndHolds() throws {
         let readiness = KafkaReadiness()
-        var configuration = KafkaConsumerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "later"), mode: .group(id: "g", topics: ["t"]))
+        var configuration = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "later"), mode: .group(id: "g", topics: ["t"]))
         configuration.client.readiness = readiness
         configuration.announceForReadiness()
         let hold = readiness.hold("building")

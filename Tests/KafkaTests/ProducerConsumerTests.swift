@@ -13,9 +13,10 @@ struct ProducerConsumerTests {
         let topic = TestKafka.uniqueTopic()
         try cluster.createTopic(topic, partitions: 3)
         let producer = try TestKafka.producer(cluster)
-        let report = try await producer.sendAndAwait(KafkaProducerMessage(
-            topic: topic, key: "k1", value: Array("hello".utf8), headers: [KafkaHeader(key: "ce_type", string: "t.x")]
-        ))
+        let report = try await producer.sendAndAwait(
+            KafkaProducerMessage(
+                topic: topic, key: "k1", value: Array("hello".utf8), headers: [KafkaHeader(key: "ce_type", string: "t.x")]
+            ))
         #expect(report.topic == topic)
         #expect(report.offset == 0)
 
@@ -121,36 +122,40 @@ struct ProducerConsumerTests {
 
         let records = messages
         try await withTimeout(.seconds(120), "group stream") {
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                for try await m in survivor.messages {
-                    record("survivor", m)
-                    try survivor.storeOffset(m)
-                    if union.withLock({ $0.count }) == total { break }
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask {
+                    for try await m in survivor.messages {
+                        record("survivor", m)
+                        try survivor.storeOffset(m)
+                        if union.withLock({ $0.count }) == total { break }
+                    }
                 }
-            }
-            tasks.addTask {
-                for try await m in leaver.messages {
-                    record("leaver", m)
-                    try leaver.storeOffset(m)
-                    if leaverProcessed.withLock({ $0 += 1; return $0 }) >= 1_500 { break }
+                tasks.addTask {
+                    for try await m in leaver.messages {
+                        record("leaver", m)
+                        try leaver.storeOffset(m)
+                        if leaverProcessed.withLock({
+                            $0 += 1; return $0
+                        }) >= 1_500 {
+                            break
+                        }
+                    }
+                    // Leaving mid-stream: commit and leave the group → rebalance to the survivor.
+                    await leaver.close()
                 }
-                // Leaving mid-stream: commit and leave the group → rebalance to the survivor.
-                await leaver.close()
+                // Wait until both members have partitions, then produce.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while survivor.assignment.isEmpty || leaver.assignment.isEmpty {
+                    guard ContinuousClock.now < deadline else { throw TimeoutError(what: "initial assignment") }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                for chunk in stride(from: 0, to: total, by: 500) {
+                    for m in records[chunk..<min(total, chunk + 500)] { try await producer.send(m) }
+                    try await Task.sleep(for: .milliseconds(20))  // a stream, not one burst
+                }
+                try await producer.flush()
+                try await tasks.waitForAll()
             }
-            // Wait until both members have partitions, then produce.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while survivor.assignment.isEmpty || leaver.assignment.isEmpty {
-                guard ContinuousClock.now < deadline else { throw TimeoutError(what: "initial assignment") }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            for chunk in stride(from: 0, to: total, by: 500) {
-                for m in records[chunk..<min(total, chunk + 500)] { try await producer.send(m) }
-                try await Task.sleep(for: .milliseconds(20))  // a stream, not one burst
-            }
-            try await producer.flush()
-            try await tasks.waitForAll()
-        }
         }
         await survivor.close()
 

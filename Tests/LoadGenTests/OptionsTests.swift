@@ -22,7 +22,9 @@ struct OptionsTests {
     }
 
     @Test func usersAndSocketsDefaultToChannelsTimesMembers() throws {
-        let g = try generator { $0.channels = 7; $0.members = 3 }
+        let g = try generator {
+            $0.channels = 7; $0.members = 3
+        }
         #expect(g.plan.users == 21)
         #expect(g.plan.sockets == 21)
         #expect(g.plan.runId == "test")
@@ -30,14 +32,20 @@ struct OptionsTests {
     }
 
     @Test func explicitUsersAndSocketsAreKept() throws {
-        let g = try generator { $0.channels = 4; $0.members = 3; $0.users = 5; $0.sockets = 9; $0.channelsPerWorkspace = 2 }
+        let g = try generator {
+            $0.channels = 4; $0.members = 3; $0.users = 5; $0.sockets = 9; $0.channelsPerWorkspace = 2
+        }
         #expect(g.plan.users == 5)
         #expect(g.plan.sockets == 9)
         #expect(g.plan.workspaces == 2)
     }
 
     @Test func anImpossiblePlanIsAPlanError() {
-        #expect(throws: LoadGenError.self) { try generator { $0.channels = 2; $0.members = 3; $0.users = 2 } }
+        #expect(throws: LoadGenError.self) {
+            try generator {
+                $0.channels = 2; $0.members = 3; $0.users = 2
+            }
+        }
     }
 
     @Test func rateSecondsAndSendersMustBePositive() {
@@ -49,7 +57,9 @@ struct OptionsTests {
 
     @Test func kafkaInjectionNeedsBrokers() throws {
         #expect(usageError { $0.inject = .kafka } == "--inject kafka needs --brokers")
-        _ = try generator { $0.inject = .kafka; $0.brokers = "127.0.0.1:9092" }
+        _ = try generator {
+            $0.inject = .kafka; $0.brokers = "127.0.0.1:9092"
+        }
     }
 
     @Test func socketsMustFitTheOpenFilesLimit() throws {
@@ -59,11 +69,15 @@ struct OptionsTests {
     }
 
     @Test func watchedProcessesAreParsedAndTheGatewayAndLoadgenAdded() throws {
-        let g = try generator { $0.watch = ["postgres=12", "fanout=34"]; $0.gatewayPid = 56 }
+        let g = try generator {
+            $0.watch = ["postgres=12", "fanout=34"]; $0.gatewayPid = 56
+        }
         #expect(g.watched.map(\.name) == ["postgres", "fanout", "gateway", "loadgen"])
         #expect(g.watched.map(\.pid) == [12, 34, 56, getpid()])
         // A gateway already watched under another name is not added twice.
-        let again = try generator { $0.watch = ["gw=56"]; $0.gatewayPid = 56 }
+        let again = try generator {
+            $0.watch = ["gw=56"]; $0.gatewayPid = 56
+        }
         #expect(again.watched.map(\.name) == ["gw", "loadgen"])
     }
 

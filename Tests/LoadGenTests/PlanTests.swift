@@ -59,14 +59,16 @@ struct PlanTests {
         #expect(plan.joins().count + channels == channels * members)
     }
 
-    @Test("impossible plans are refused", arguments: [
-        (users: 1, channels: 1, members: 2, sockets: 1, perWorkspace: 1),  // fewer users than members
-        (users: 7, channels: 3, members: 2, sockets: 1, perWorkspace: 1),  // more users than memberships
-        (users: 2, channels: 0, members: 2, sockets: 1, perWorkspace: 1),
-        (users: 2, channels: 1, members: 0, sockets: 1, perWorkspace: 1),
-        (users: 2, channels: 1, members: 2, sockets: 0, perWorkspace: 1),
-        (users: 2, channels: 1, members: 2, sockets: 1, perWorkspace: 0),
-    ])
+    @Test(
+        "impossible plans are refused",
+        arguments: [
+            (users: 1, channels: 1, members: 2, sockets: 1, perWorkspace: 1),  // fewer users than members
+            (users: 7, channels: 3, members: 2, sockets: 1, perWorkspace: 1),  // more users than memberships
+            (users: 2, channels: 0, members: 2, sockets: 1, perWorkspace: 1),
+            (users: 2, channels: 1, members: 0, sockets: 1, perWorkspace: 1),
+            (users: 2, channels: 1, members: 2, sockets: 0, perWorkspace: 1),
+            (users: 2, channels: 1, members: 2, sockets: 1, perWorkspace: 0),
+        ])
     func refusesImpossiblePlans(users: Int, channels: Int, members: Int, sockets: Int, perWorkspace: Int) {
         let plan = LoadGenPlan(runId: "r", users: users, channels: channels, members: members, sockets: sockets, channelsPerWorkspace: perWorkspace)
         #expect(throws: LoadGenError.self) { try plan.validate() }

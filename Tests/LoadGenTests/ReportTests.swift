@@ -32,7 +32,7 @@ struct ReportTests {
         let deliveries = [
             Self.delivery(0, 0, t0 + 1 * ms),
             Self.delivery(1, 0, t0 + 2 * ms),
-            Self.delivery(0, 0, t0 + 5 * ms),   // duplicate
+            Self.delivery(0, 0, t0 + 5 * ms),  // duplicate
             Self.delivery(0, 1, t0 + 13 * ms),
             Self.delivery(1, 3, t0 + 31 * ms),  // its send was refused: unexpected
             Self.delivery(1, 9, t0 + 40 * ms),  // no such message: unexpected
@@ -127,8 +127,9 @@ struct LoadRunnerTests {
         #expect(result.percentile(0) == 1)
         #expect(LoadRunner.Result().percentile(0.5) == 0)
         #expect(LoadRunner.Result().perSecond == 0)
-        #expect(result.line("logins", concurrency: 3)
-            == "logins: 10 ok, 1 failed in 2.0 s = 5.0/s (concurrency 3); latency p50 6.00 ms  p90 10.00 ms  p99 10.00 ms")
+        #expect(
+            result.line("logins", concurrency: 3)
+                == "logins: 10 ok, 1 failed in 2.0 s = 5.0/s (concurrency 3); latency p50 6.00 ms  p90 10.00 ms  p99 10.00 ms")
     }
 
     @Test func runsEveryClientUntilTheTimeIsUp() async throws {

@@ -9,7 +9,9 @@ struct SupportTests {
     @Test func concurrentMapKeepsOrderAndBoundsConcurrency() async throws {
         let inFlight = Locked((now: 0, max: 0))
         let results = try await concurrentMap(20, limit: 3) { i -> Int in
-            inFlight.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+            inFlight.withLock {
+                $0.now += 1; $0.max = max($0.max, $0.now)
+            }
             try await Task.sleep(for: .milliseconds(Int.random(in: 1...5)))
             inFlight.withLock { $0.now -= 1 }
             return i * i
@@ -36,7 +38,9 @@ struct SupportTests {
             for _ in 0..<10 {
                 group.addTask {
                     await gate.acquire()
-                    inFlight.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+                    inFlight.withLock {
+                        $0.now += 1; $0.max = max($0.max, $0.now)
+                    }
                     try? await Task.sleep(for: .milliseconds(2))
                     inFlight.withLock { $0.now -= 1 }
                     gate.release()
@@ -111,14 +115,14 @@ struct SupportTests {
     }
 
     #if os(Linux)
-    @Test func processStatisticsComeFromProc() throws {
-        let rss = try #require(ProcessStats.rssKiB(pid: getpid()))
-        #expect(rss > 1024)
-        let cpu = try #require(ProcessStats.cpuSeconds(pid: getpid()))
-        #expect(cpu >= 0)
-        #expect(ProcessStats.rssKiB(pid: Int32.max) == nil)
-        #expect(ProcessStats.cpuSeconds(pid: Int32.max) == nil)
-        #expect(ProcessStats.raiseFileLimit() > 64)
-    }
+        @Test func processStatisticsComeFromProc() throws {
+            let rss = try #require(ProcessStats.rssKiB(pid: getpid()))
+            #expect(rss > 1024)
+            let cpu = try #require(ProcessStats.cpuSeconds(pid: getpid()))
+            #expect(cpu >= 0)
+            #expect(ProcessStats.rssKiB(pid: Int32.max) == nil)
+            #expect(ProcessStats.cpuSeconds(pid: Int32.max) == nil)
+            #expect(ProcessStats.raiseFileLimit() > 64)
+        }
     #endif
 }

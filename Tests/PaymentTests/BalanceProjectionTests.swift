@@ -18,22 +18,26 @@ struct BalanceProjectionTests {
             @discardableResult
             func publish<P: EventPayload>(_ payload: P, partition: Int32? = nil) async throws -> Int32 {
                 let bytes = try EventCoding.encode(CloudEvent(source: "payment", data: payload))
-                return try await producer.sendAndAwait(KafkaProducerMessage(
-                    topic: Topic.payment.name, key: payload.subject, value: bytes, partition: partition
-                )).partition
+                return try await producer.sendAndAwait(
+                    KafkaProducerMessage(
+                        topic: Topic.payment.name, key: payload.subject, value: bytes, partition: partition
+                    )
+                ).partition
             }
             guard let userId = UserID(user.id), let markerId = UserID(marker.id) else {
                 Issue.record("user ids")
                 return
             }
             try await publish(PaymentEvents.CoinsCredited(billingId: UUID(), userId: userId, amount: 100, balance: 100, version: 1))
-            try await publish(PaymentEvents.CoinsDebited(
-                requestId: .generate(), workspaceId: .generate(), userId: userId, amount: 10, balance: 90, version: 3))
+            try await publish(
+                PaymentEvents.CoinsDebited(
+                    requestId: .generate(), workspaceId: .generate(), userId: userId, amount: 10, balance: 90, version: 3))
             try await s.waitForCoins(user, 90)
             // Stale: version 2 arrives after version 3, a rejection repeats version 3 with another balance.
             try await publish(PaymentEvents.CoinsRefunded(requestId: .generate(), userId: userId, amount: 20, balance: 120, version: 2))
-            let partition = try await publish(PaymentEvents.CoinDebitRejected(
-                requestId: .generate(), userId: userId, amount: 500, reason: .insufficientCoins, balance: 7, version: 3))
+            let partition = try await publish(
+                PaymentEvents.CoinDebitRejected(
+                    requestId: .generate(), userId: userId, amount: 500, reason: .insufficientCoins, balance: 7, version: 3))
             // Another user's event behind them on the same partition: once it shows, they were applied.
             try await publish(PaymentEvents.CoinsCredited(billingId: UUID(), userId: markerId, amount: 10, balance: 10, version: 1), partition: partition)
             try await s.waitForCoins(marker, 10)

@@ -83,10 +83,15 @@ final class FakePortOne: Sendable {
     }
 
     private static func payment(_ impUID: String, status: String, _ merchantUID: String, _ name: String, _ amount: Double) -> Response {
-        json(.ok, ["code": 0, "message": NSNull(), "response": [
-            "imp_uid": impUID, "merchant_uid": merchantUID, "status": status, "amount": amount, "name": name,
-            "paid_at": status == "paid" ? 1_719_837_296 : 0, "pay_method": "card", "currency": "KRW",
-        ] as [String: Any]])
+        json(
+            .ok,
+            [
+                "code": 0, "message": NSNull(),
+                "response": [
+                    "imp_uid": impUID, "merchant_uid": merchantUID, "status": status, "amount": amount, "name": name,
+                    "paid_at": status == "paid" ? 1_719_837_296 : 0, "pay_method": "card", "currency": "KRW",
+                ] as [String: Any],
+            ])
     }
 
     private static func json(_ status: HTTPResponse.Status, _ object: [String: Any]) -> Response {

@@ -28,16 +28,20 @@ struct SagaCrashTests {
         let portOneURL: String
 
         private func settings(_ name: String, _ defaults: [AbsoluteConfigKey: ConfigValue], _ db: TestDatabase, _ env: [String: String]) -> ServiceSettings {
-            let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-                          "DATABASE_URL": db.configuration.url]
+            let common = [
+                "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
+                "DATABASE_URL": db.configuration.url,
+            ]
             return ServiceSettings(serviceName: name, defaults: defaults, environment: common.merging(env) { $1 }, arguments: [name])
         }
 
         func startWorkspace() async throws -> RunningService {
-            let s = settings("workspace", WorkspaceService.defaults, workspaceDB, [
-                "WORKSPACE_CREATION_COST": "10", "WORKSPACE_SAGA_TIMEOUT_MS": "1500",
-                "WORKSPACE_FILES_DIRECTORY": FileManager.default.temporaryDirectory.appendingPathComponent("ws-files-\(workspaceDB.name)").path,
-            ])
+            let s = settings(
+                "workspace", WorkspaceService.defaults, workspaceDB,
+                [
+                    "WORKSPACE_CREATION_COST": "10", "WORKSPACE_SAGA_TIMEOUT_MS": "1500",
+                    "WORKSPACE_FILES_DIRECTORY": FileManager.default.temporaryDirectory.appendingPathComponent("ws-files-\(workspaceDB.name)").path,
+                ])
             return try await RunningService.start { try await WorkspaceApp.buildApplication(settings: s, logger: TestDatabase.logger) }
         }
 
@@ -81,9 +85,10 @@ struct SagaCrashTests {
     /// `POST /v1/workspaces` at the workspace service; returns the status and error code.
     static func create(_ workspace: RunningService, _ user: UserID, name: String) async throws -> String {
         let body = multipart(fields: ["name": name])
-        return outcome(try await workspace.client.execute(
-            uri: "/v1/workspaces", method: .post, headers: identity(user, contentType: body.contentType), body: body.body
-        ))
+        return outcome(
+            try await workspace.client.execute(
+                uri: "/v1/workspaces", method: .post, headers: identity(user, contentType: body.contentType), body: body.body
+            ))
     }
 
     static func states(_ db: PostgresClient, _ user: UserID) async throws -> [String: Int] {
@@ -117,7 +122,8 @@ struct SagaCrashTests {
             try await eventually("the pending workspace completes", timeout: .seconds(30)) {
                 try await Self.states(workspaceDB, user) == ["active": 2]
             }
-            #expect(try await LedgerTotals.read(paymentDB, user: user.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
+            #expect(
+                try await LedgerTotals.read(paymentDB, user: user.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
             try await workspace.stop()
             try await payment.stop()
         }
@@ -155,7 +161,8 @@ struct SagaCrashTests {
             try await eventually("the creation completes from the published reply", timeout: .seconds(30)) {
                 try await Self.states(workspaceDB, user) == ["active": 2]
             }
-            #expect(try await LedgerTotals.read(paymentDB, user: user.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
+            #expect(
+                try await LedgerTotals.read(paymentDB, user: user.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
             try await workspace.stop()
             try await payment.stop()
         }
@@ -196,8 +203,12 @@ struct SagaCrashTests {
                 try await LedgerTotals.read(paymentDB, user: orphaned.description).refunds == 10
             }
             #expect(try await Self.states(workspaceDB, orphaned) == [:])
-            #expect(try await LedgerTotals.read(paymentDB, user: completes.description) == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
-            #expect(try await LedgerTotals.read(paymentDB, user: orphaned.description) == LedgerTotals(balance: 50, credits: 50, debits: 10, refunds: 10, entries: 3))
+            #expect(
+                try await LedgerTotals.read(paymentDB, user: completes.description)
+                    == LedgerTotals(balance: 30, credits: 50, debits: 20, refunds: 0, entries: 3))
+            #expect(
+                try await LedgerTotals.read(paymentDB, user: orphaned.description)
+                    == LedgerTotals(balance: 50, credits: 50, debits: 10, refunds: 10, entries: 3))
             try await workspace.stop()
             try await payment.stop()
         }

@@ -66,9 +66,10 @@ struct CatalogConsistencyTests {
         // The edge forwards to exactly the routed services, at their compose names.
         let gateway = try #require(chatsuite[ServiceEntry.gateway.name])
         let urls = (gateway.environment ?? [:]).filter { $0.key.hasSuffix("_URL") }
-        let expected = Dictionary(uniqueKeysWithValues: ServiceEntry.upstreams.map {
-            (ServiceEntry.environmentVariable($0.urlSetting), "http://\($0.name):8080")
-        })
+        let expected = Dictionary(
+            uniqueKeysWithValues: ServiceEntry.upstreams.map {
+                (ServiceEntry.environmentVariable($0.urlSetting), "http://\($0.name):8080")
+            })
         #expect(urls == expected)
         for upstream in ServiceEntry.upstreams {
             #expect(gateway.dependsOn.contains(upstream.name), "the gateway must start after \(upstream)")
@@ -85,9 +86,11 @@ struct CatalogConsistencyTests {
         #expect(try array("SERVICES") == ServiceEntry.all.compactMap { $0.database?.name })
         let extensions = Set(ServiceEntry.all.flatMap { $0.database?.extensions ?? [] })
         #expect(extensions.isSubset(of: ["pg_trgm"]), "the script creates pg_trgm only: teach it \(extensions)")
-        #expect(try array("TRGM_DATABASES") == ServiceEntry.all.compactMap { entry in
-            entry.database.flatMap { $0.extensions.contains("pg_trgm") ? $0.name : nil }
-        })
+        #expect(
+            try array("TRGM_DATABASES")
+                == ServiceEntry.all.compactMap { entry in
+                    entry.database.flatMap { $0.extensions.contains("pg_trgm") ? $0.name : nil }
+                })
     }
 
     @Test("docs/configuration.md lists every service with the catalog's port and databases")
@@ -144,7 +147,9 @@ struct CatalogConsistencyTests {
     static func composeFile() throws -> Compose {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", root.appendingPathComponent("docker-compose.yml").path]
+        process.arguments = [
+            "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", root.appendingPathComponent("docker-compose.yml").path,
+        ]
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -49,7 +49,8 @@ struct AccessTokenTests {
     @Test func rejectsAlgNone() async throws {
         let k = try await Self.keys()
         let header = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64URLEncodedString()
-        let payload = Data(#"{"sub":"u-1","aud":["chatsuite"],"iss":"chatsuite-auth","exp":4102444800,"nbf":0,"iat":0,"jti":"x"}"#.utf8).base64URLEncodedString()
+        let payload = Data(#"{"sub":"u-1","aud":["chatsuite"],"iss":"chatsuite-auth","exp":4102444800,"nbf":0,"iat":0,"jti":"x"}"#.utf8)
+            .base64URLEncodedString()
         for token in ["\(header).\(payload).", "\(header).\(payload)"] {
             await #expect(throws: AccessTokenError.self) { try await k.verifier.verify(token) }
         }

@@ -70,12 +70,16 @@ struct HTTPBehaviourTests {
             try await client.execute(uri: "/date", method: .get) { response in
                 #expect(String(buffer: response.body) == #"{"createdAt":"2024-11-22T02:00:00.123Z"}"#)
             }
-            try await client.execute(uri: "/echo", method: .post, headers: [.contentType: "application/json"],
-                                     body: ByteBuffer(string: #"{"createdAt":"2024-11-22T11:00:00.5+09:00"}"#)) { response in
+            try await client.execute(
+                uri: "/echo", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"createdAt":"2024-11-22T11:00:00.5+09:00"}"#)
+            ) { response in
                 #expect(String(buffer: response.body) == #"{"createdAt":"2024-11-22T02:00:00.500Z"}"#)
             }
-            try await client.execute(uri: "/echo", method: .post, headers: [.contentType: "application/json"],
-                                     body: ByteBuffer(string: #"{"createdAt":"not a date"}"#)) { response in
+            try await client.execute(
+                uri: "/echo", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"createdAt":"not a date"}"#)
+            ) { response in
                 #expect(response.status == .badRequest)
                 #expect(String(buffer: response.body) == #"{"errorCode":"E11"}"#)
             }

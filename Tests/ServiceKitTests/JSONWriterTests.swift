@@ -54,7 +54,9 @@ struct JSONWriterTests {
 
     @Test("an array answer is a bare top-level array, equal to what JSONEncoder writes for the same members")
     func arraysMatchJSONEncoder() throws {
-        let members = (0..<3).map { MemberSummary(userId: UserID.generate(), email: "u\($0)@x.y", nickname: "n\($0)", profileImage: $0 == 1 ? "/static/p.jpg" : nil) }
+        let members = (0..<3).map {
+            MemberSummary(userId: UserID.generate(), email: "u\($0)@x.y", nickname: "n\($0)", profileImage: $0 == 1 ? "/static/p.jpg" : nil)
+        }
         var writer = JSONWriter()
         writer.beginArray()
         for member in members { member.write(to: &writer) }

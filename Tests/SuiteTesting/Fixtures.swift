@@ -32,15 +32,19 @@ extension Stack {
         try await request(method, uri, token: user?.token, json: json)
     }
 
-    public func multipartRequest(_ method: HTTPRequest.Method, _ uri: String, _ user: User?, fields: [String: String], image: [UInt8]? = nil,
-                          imageType: String = "image/jpeg") async throws -> TestResponse {
+    public func multipartRequest(
+        _ method: HTTPRequest.Method, _ uri: String, _ user: User?, fields: [String: String], image: [UInt8]? = nil,
+        imageType: String = "image/jpeg"
+    ) async throws -> TestResponse {
         let body = multipart(file: image, contentType: imageType, fields: fields)
         return try await client.execute(uri: uri, method: method, headers: headers(token: user?.token, contentType: body.contentType), body: body.body)
     }
 
     /// Creates a workspace (multipart, as WSX does) and returns its JSON.
-    public func createWorkspace(_ owner: User, name: String = "ws-\(UUID().uuidString.prefix(8))", description: String? = nil,
-                         image: [UInt8]? = nil) async throws -> [String: Any] {
+    public func createWorkspace(
+        _ owner: User, name: String = "ws-\(UUID().uuidString.prefix(8))", description: String? = nil,
+        image: [UInt8]? = nil
+    ) async throws -> [String: Any] {
         var fields = ["name": name]
         if let description { fields["description"] = description }
         let response = try await multipartRequest(.post, "/v1/workspaces", owner, fields: fields, image: image)

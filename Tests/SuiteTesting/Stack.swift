@@ -228,7 +228,9 @@ public struct Stack: Sendable {
     }
 
     @discardableResult
-    public func request(_ method: HTTPRequest.Method, _ uri: String, token: String? = nil, json: String? = nil, headers: HTTPFields? = nil) async throws -> TestResponse {
+    public func request(_ method: HTTPRequest.Method, _ uri: String, token: String? = nil, json: String? = nil, headers: HTTPFields? = nil) async throws
+        -> TestResponse
+    {
         try await client.execute(uri: uri, method: method, headers: headers ?? self.headers(token: token), body: json.map { ByteBuffer(string: $0) })
     }
 
@@ -238,9 +240,12 @@ public struct Stack: Sendable {
 
     /// Joins a new user and returns its auth result. With workspace running, it also waits until
     /// the workspace service has the user's profile (its `auth.user.v1` projection).
-    public func join(email: String = "user\(UUID().uuidString.prefix(8))@example.com", password: String = "correct horse 1",
-                     nickname: String = "새싹이") async throws -> AuthResultBody {
-        let response = try await request(.post, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(password)","nickname":"\#(nickname)","phone":"010-1234-5678"}"#)
+    public func join(
+        email: String = "user\(UUID().uuidString.prefix(8))@example.com", password: String = "correct horse 1",
+        nickname: String = "새싹이"
+    ) async throws -> AuthResultBody {
+        let response = try await request(
+            .post, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(password)","nickname":"\#(nickname)","phone":"010-1234-5678"}"#)
         #expect(response.status == .ok, "join: \(String(buffer: response.body))")
         let user = try decode(AuthResultBody.self, response)
         try await waitForProfile(user.user_id)

@@ -39,7 +39,9 @@ struct AuthorizationMatrixTests {
         { s, f, role, user in try await s.send(method, path(f), user, json: body(f, role)) }
     }
 
-    static func plain(_ method: HTTPRequest.Method, _ path: @escaping @Sendable (Fixture) -> String) -> @Sendable (Stack, Fixture, Role, User?) async throws -> TestResponse {
+    static func plain(_ method: HTTPRequest.Method, _ path: @escaping @Sendable (Fixture) -> String)
+        -> @Sendable (Stack, Fixture, Role, User?) async throws -> TestResponse
+    {
         { s, f, _, user in try await s.request(method, path(f), token: user?.token) }
     }
 
@@ -50,47 +52,68 @@ struct AuthorizationMatrixTests {
         },
         Endpoint(name: "DELETE workspace", nonMember: "400 E13", member: "400 E14", owner: "200", call: plain(.delete) { "/v1/workspaces/\($0.workspace)" }),
         Endpoint(name: "GET exit", nonMember: "400 E13", member: "200", owner: "400 E15", call: plain(.get) { "/v1/workspaces/\($0.workspace)/exit" }),
-        Endpoint(name: "PUT transfer", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.put, { "/v1/workspaces/\($0.workspace)/transfer/ownership" }) { f, _ in #"{"owner_id":"\#(f.member.id)"}"# }),
-        Endpoint(name: "POST members (invite)", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.post, { "/v1/workspaces/\($0.workspace)/members" }) { f, _ in #"{"email":"\#(f.extra.email)"}"# }),
+        Endpoint(
+            name: "PUT transfer", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.put, { "/v1/workspaces/\($0.workspace)/transfer/ownership" }) { f, _ in #"{"owner_id":"\#(f.member.id)"}"# }),
+        Endpoint(
+            name: "POST members (invite)", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.post, { "/v1/workspaces/\($0.workspace)/members" }) { f, _ in #"{"email":"\#(f.extra.email)"}"# }),
         Endpoint(name: "GET members", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/members" }),
-        Endpoint(name: "GET member", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/members/\($0.owner.id)" }),
-        Endpoint(name: "GET search", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/search?keyword=a" }),
+        Endpoint(
+            name: "GET member", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/members/\($0.owner.id)" }
+        ),
+        Endpoint(
+            name: "GET search", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/search?keyword=a" }),
         Endpoint(name: "GET channels", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels" }),
-        Endpoint(name: "GET my-channels", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/my-channels" }),
-        Endpoint(name: "POST channels", nonMember: "400 E13", member: "200", owner: "200",
-                 call: json(.post, { "/v1/workspaces/\($0.workspace)/channels" }) { _, role in #"{"name":"new-\#(role)"}"# }),
-        Endpoint(name: "GET channel", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)" }),
+        Endpoint(
+            name: "GET my-channels", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/my-channels" }),
+        Endpoint(
+            name: "POST channels", nonMember: "400 E13", member: "200", owner: "200",
+            call: json(.post, { "/v1/workspaces/\($0.workspace)/channels" }) { _, role in #"{"name":"new-\#(role)"}"# }),
+        Endpoint(
+            name: "GET channel", nonMember: "400 E13", member: "200", owner: "200",
+            call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)" }),
         Endpoint(name: "PUT channel", nonMember: "400 E13", member: "400 E14", owner: "200") { s, f, role, user in
             try await s.multipartRequest(.put, "/v1/workspaces/\(f.workspace)/channels/\(f.channel)", user, fields: ["name": "edited-\(role)"])
         },
-        Endpoint(name: "DELETE channel", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: plain(.delete) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)" }),
-        Endpoint(name: "GET channel exit", nonMember: "400 E13", member: "200", owner: "400 E15",
-                 call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/exit" }),
-        Endpoint(name: "PUT channel transfer", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.put, { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/transfer/ownership" }) { f, _ in #"{"owner_id":"\#(f.member.id)"}"# }),
-        Endpoint(name: "GET channel members", nonMember: "400 E13", member: "200", owner: "200",
-                 call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/members" }),
-        Endpoint(name: "POST channel join", nonMember: "400 E13", member: "400 E12", owner: "400 E12",
-                 call: plain(.post) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/join" }),
-        Endpoint(name: "PUT channel location", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.put, { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/location" }) { _, _ in #"{"next":0}"# }),
+        Endpoint(
+            name: "DELETE channel", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: plain(.delete) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)" }),
+        Endpoint(
+            name: "GET channel exit", nonMember: "400 E13", member: "200", owner: "400 E15",
+            call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/exit" }),
+        Endpoint(
+            name: "PUT channel transfer", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.put, { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/transfer/ownership" }) { f, _ in #"{"owner_id":"\#(f.member.id)"}"# }),
+        Endpoint(
+            name: "GET channel members", nonMember: "400 E13", member: "200", owner: "200",
+            call: plain(.get) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/members" }),
+        Endpoint(
+            name: "POST channel join", nonMember: "400 E13", member: "400 E12", owner: "400 E12",
+            call: plain(.post) { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/join" }),
+        Endpoint(
+            name: "PUT channel location", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.put, { "/v1/workspaces/\($0.workspace)/channels/\($0.channel)/location" }) { _, _ in #"{"next":0}"# }),
         Endpoint(name: "GET categories", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/categories" }),
-        Endpoint(name: "POST categories", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.post, { "/v1/workspaces/\($0.workspace)/categories" }) { _, _ in #"{"name":"more"}"# }),
-        Endpoint(name: "PUT category", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.put, { "/v1/workspaces/\($0.workspace)/categories/\($0.category)" }) { _, role in #"{"name":"renamed-\#(role)"}"# }),
-        Endpoint(name: "DELETE category", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: plain(.delete) { "/v1/workspaces/\($0.workspace)/categories/\($0.category)" }),
-        Endpoint(name: "PUT category location", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: json(.put, { "/v1/workspaces/\($0.workspace)/categories/\($0.category)/location" }) { _, _ in #"{"next":"0"}"# }),
-        Endpoint(name: "POST invites", nonMember: "400 E13", member: "200", owner: "200",
-                 call: json(.post, { "/v1/workspaces/\($0.workspace)/invites" }) { _, _ in #"{"maxUses":5}"# }),
+        Endpoint(
+            name: "POST categories", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.post, { "/v1/workspaces/\($0.workspace)/categories" }) { _, _ in #"{"name":"more"}"# }),
+        Endpoint(
+            name: "PUT category", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.put, { "/v1/workspaces/\($0.workspace)/categories/\($0.category)" }) { _, role in #"{"name":"renamed-\#(role)"}"# }),
+        Endpoint(
+            name: "DELETE category", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: plain(.delete) { "/v1/workspaces/\($0.workspace)/categories/\($0.category)" }),
+        Endpoint(
+            name: "PUT category location", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: json(.put, { "/v1/workspaces/\($0.workspace)/categories/\($0.category)/location" }) { _, _ in #"{"next":"0"}"# }),
+        Endpoint(
+            name: "POST invites", nonMember: "400 E13", member: "200", owner: "200",
+            call: json(.post, { "/v1/workspaces/\($0.workspace)/invites" }) { _, _ in #"{"maxUses":5}"# }),
         Endpoint(name: "GET invites", nonMember: "400 E13", member: "400 E14", owner: "200", call: plain(.get) { "/v1/workspaces/\($0.workspace)/invites" }),
-        Endpoint(name: "DELETE invite", nonMember: "400 E13", member: "400 E14", owner: "200",
-                 call: plain(.delete) { "/v1/workspaces/\($0.workspace)/invites/\($0.invite)" }),
+        Endpoint(
+            name: "DELETE invite", nonMember: "400 E13", member: "400 E14", owner: "200",
+            call: plain(.delete) { "/v1/workspaces/\($0.workspace)/invites/\($0.invite)" }),
         Endpoint(name: "GET cover image", nonMember: "400 E13", member: "200", owner: "200", call: plain(.get) { "/v1\($0.cover)" }),
     ]
 
@@ -102,8 +125,9 @@ struct AuthorizationMatrixTests {
         #expect(try await s.request(.post, "/v1/workspaces/\(wid)/channels/\(channel)/join", token: member.token).status == .ok)
         let category = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/categories", owner, json: #"{"name":"extra"}"#)), "category_id")
         let invite = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/invites", owner, json: "{}")), "code")
-        return Fixture(workspace: wid, channel: channel, category: category, invite: invite, cover: id(created, "coverImage"),
-                       owner: owner, member: member, extra: extra)
+        return Fixture(
+            workspace: wid, channel: channel, category: category, invite: invite, cover: id(created, "coverImage"),
+            owner: owner, member: member, extra: extra)
     }
 
     @Test("every endpoint × owner / member / non-member / stranger")
@@ -117,19 +141,21 @@ struct AuthorizationMatrixTests {
             for endpoint in Self.endpoints {
                 let f = try await fixture(s, owner: owner, member: member, extra: extra)
                 for role in Role.allCases {
-                    let user: User? = switch role {
-                    case .stranger: nil
-                    case .nonMember: outsider
-                    case .member: member
-                    case .owner: owner
-                    }
+                    let user: User? =
+                        switch role {
+                        case .stranger: nil
+                        case .nonMember: outsider
+                        case .member: member
+                        case .owner: owner
+                        }
                     let response = try await endpoint.call(s, f, role, user)
-                    let expected = switch role {
-                    case .stranger: "401 E02"
-                    case .nonMember: endpoint.nonMember
-                    case .member: endpoint.member
-                    case .owner: endpoint.owner
-                    }
+                    let expected =
+                        switch role {
+                        case .stranger: "401 E02"
+                        case .nonMember: endpoint.nonMember
+                        case .member: endpoint.member
+                        case .owner: endpoint.owner
+                        }
                     let got = outcome(response)
                     #expect(got == expected, "\(endpoint.name) as \(role): \(String(buffer: response.body))")
                     if response.status != .ok {

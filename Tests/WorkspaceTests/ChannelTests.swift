@@ -15,7 +15,8 @@ struct ChannelTests {
             let wid = id(try await s.createWorkspace(owner), "workspace_id")
             try await s.invite(member, to: wid, by: owner)
             let uri = "/v1/workspaces/\(wid)/channels"
-            let multipart = try await s.multipartRequest(.post, uri, member, fields: ["name": "디자인", "description": "figma"], image: pngBytes, imageType: "image/png")
+            let multipart = try await s.multipartRequest(
+                .post, uri, member, fields: ["name": "디자인", "description": "figma"], image: pngBytes, imageType: "image/png")
             #expect(multipart.status == .ok, "\(String(buffer: multipart.body))")
             try expectContractDates(multipart)
             let design = try #require(jsonObject(multipart))

@@ -27,13 +27,19 @@ struct CoinSagaTests {
                 switch decide(request.userId) {
                 case .approve, .approveLate:
                     if decide(request.userId) == .approveLate { try await Task.sleep(for: .seconds(8)) }
-                    bytes = try EventCoding.encode(CloudEvent(source: "payment", data: PaymentEvents.CoinsDebited(
-                        requestId: request.requestId, workspaceId: request.workspaceId, userId: request.userId, amount: request.amount,
-                        balance: 900, version: 2)))
+                    bytes = try EventCoding.encode(
+                        CloudEvent(
+                            source: "payment",
+                            data: PaymentEvents.CoinsDebited(
+                                requestId: request.requestId, workspaceId: request.workspaceId, userId: request.userId, amount: request.amount,
+                                balance: 900, version: 2)))
                 case .reject:
-                    bytes = try EventCoding.encode(CloudEvent(source: "payment", data: PaymentEvents.CoinDebitRejected(
-                        requestId: request.requestId, userId: request.userId, amount: request.amount, reason: .insufficientCoins, balance: 10,
-                        version: 1)))
+                    bytes = try EventCoding.encode(
+                        CloudEvent(
+                            source: "payment",
+                            data: PaymentEvents.CoinDebitRejected(
+                                requestId: request.requestId, userId: request.userId, amount: request.amount, reason: .insufficientCoins, balance: 10,
+                                version: 1)))
                 }
                 // A duplicate reply (at-least-once delivery) must change nothing.
                 for _ in 0..<2 {

@@ -13,13 +13,14 @@ struct ConcurrencyTests {
     static func orphans(_ s: Stack) async throws -> Int {
         let db = try #require(s.workspaceDatabase)
         var total = 0
-        for try await count in try await db.query("""
+        for try await count in try await db.query(
+            """
             SELECT (SELECT count(*) FROM workspaces w WHERE NOT EXISTS
                       (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = w.owner_id))
                  + (SELECT count(*) FROM channels c WHERE NOT EXISTS
                       (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.user_id = c.owner_id))
-            """).decode(Int64.self)
-        {
+            """
+        ).decode(Int64.self) {
             total = Int(count)
         }
         return total

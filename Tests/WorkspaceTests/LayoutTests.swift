@@ -33,9 +33,10 @@ struct LayoutTests {
 
         init(_ tree: [[String: Any]]) {
             categories = tree.map { id($0, "category_id") }
-            channels = Dictionary(uniqueKeysWithValues: tree.map { category in
-                (id(category, "category_id"), (category["channels"] as? [[String: Any]] ?? []).map { id($0, "channel_id") })
-            })
+            channels = Dictionary(
+                uniqueKeysWithValues: tree.map { category in
+                    (id(category, "category_id"), (category["channels"] as? [[String: Any]] ?? []).map { id($0, "channel_id") })
+                })
         }
 
         /// The model of a move: remove, then insert after `next` (nil = first). Returns nil when

@@ -35,10 +35,12 @@ struct ReadinessTests {
 
         let db = try await TestDatabase.create(prefix: "ws")
         let files = FileManager.default.temporaryDirectory.appendingPathComponent("workspace-files-\(db.name)").path
-        let settings = ServiceSettings(serviceName: "workspace", defaults: WorkspaceService.defaults, environment: [
-            "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-            "DATABASE_URL": db.configuration.url, "WORKSPACE_FILES_DIRECTORY": files,
-        ], arguments: ["workspace"])
+        let settings = ServiceSettings(
+            serviceName: "workspace", defaults: WorkspaceService.defaults,
+            environment: [
+                "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
+                "DATABASE_URL": db.configuration.url, "WORKSPACE_FILES_DIRECTORY": files,
+            ], arguments: ["workspace"])
         let service = try await RunningService.start { try await WorkspaceApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
 
         let outcome: (profiles: Int, probes: Int)

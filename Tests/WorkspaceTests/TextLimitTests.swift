@@ -50,15 +50,19 @@ struct WorkspaceTextLimitTests {
             let keyword = Self.accented("가", 199)  // 401 bytes
             let search = "/v1/workspaces/\(wid)/search?keyword="
             #expect(outcome(try await s.get(search + (keyword.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""), owner)) == "400 E11")
-            #expect(outcome(try await s.get(search + (Self.accented("가", 198).addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""), owner)) == "200")
+            #expect(
+                outcome(try await s.get(search + (Self.accented("가", 198).addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""), owner))
+                    == "200")
 
             // Nothing of the refused requests was stored.
             let db = try #require(s.workspaceDatabase)
             var longest = 0
-            for try await bytes in try await db.query("""
+            for try await bytes in try await db.query(
+                """
                 SELECT max(octet_length(name)) FROM (
                     SELECT name FROM workspaces UNION ALL SELECT name FROM channels UNION ALL SELECT name FROM categories) names
-                """).decode(Int.self) { longest = bytes }
+                """
+            ).decode(Int.self) { longest = bytes }
             #expect(longest <= 120)
         }
     }

@@ -56,7 +56,8 @@ struct WorkspaceEndpointTests {
             #expect(outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["description": "no name"])) == "400 E11")
             #expect(outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["name": "   "])) == "400 E11")
             #expect(outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["name": String(repeating: "가", count: 31)])) == "400 E11")
-            #expect(outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["name": "x"], image: Array("not an image".utf8))) == "400 E11")
+            #expect(
+                outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["name": "x"], image: Array("not an image".utf8))) == "400 E11")
             _ = try await s.createWorkspace(owner, name: "Taken Name")
             #expect(outcome(try await s.multipartRequest(.post, "/v1/workspaces", owner, fields: ["name": "taken name"])) == "400 E12")
             // AMOR's image/jpg type is accepted (the bytes decide).

@@ -105,9 +105,11 @@ struct AccountRoutes: Sendable {
         let hash = try await hasher.hash(password)
         let id = UserID.generate()
         let user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
-            guard let user = try await store.insert(
-                id: id, email: email, passwordHash: hash, nickname: nickname, phone: phone, provider: nil, on: connection
-            ) else { throw APIError.duplicate("email") }
+            guard
+                let user = try await store.insert(
+                    id: id, email: email, passwordHash: hash, nickname: nickname, phone: phone, provider: nil, on: connection
+                )
+            else { throw APIError.duplicate("email") }
             let event = AuthEvents.UserRegistered(
                 userId: user.id, email: user.email, nickname: user.nickname, profileImage: nil, provider: nil, createdAt: user.createdAt
             )
@@ -121,7 +123,7 @@ struct AccountRoutes: Sendable {
     private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
         let body = try await request.decodeBody(as: LoginBody.self, context: context)
         guard let email = body.email?.trimmingCharacters(in: .whitespacesAndNewlines), !email.isEmpty,
-              let password = body.password, !password.isEmpty
+            let password = body.password, !password.isEmpty
         else { throw APIError.badRequest("email and password are required") }
         let deviceToken = try Validation.deviceToken(body.deviceToken)
         let user = try await store.find(email: email)
@@ -137,14 +139,17 @@ struct AccountRoutes: Sendable {
         var user = try await store.find(provider: identity.provider, subject: identity.subject)
         if user == nil {
             // Providers may withhold the email (Kakao without consent): a unique, undeliverable one.
-            let email = identity.email.flatMap { Validation.isValidEmail($0) ? $0 : nil }
+            let email =
+                identity.email.flatMap { Validation.isValidEmail($0) ? $0 : nil }
                 ?? "\(identity.provider)-\(identity.subject)@users.\(identity.provider).invalid"
             let nickname = try Validation.nickname(identity.nickname ?? String(email.prefix { $0 != "@" }).prefix(30).description)
             do {
                 user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
-                    guard let created = try await store.insert(
-                        id: .generate(), email: email, passwordHash: nil, nickname: nickname, phone: nil, provider: identity.provider, on: connection
-                    ) else { throw APIError.duplicate("email already registered") }
+                    guard
+                        let created = try await store.insert(
+                            id: .generate(), email: email, passwordHash: nil, nickname: nickname, phone: nil, provider: identity.provider, on: connection
+                        )
+                    else { throw APIError.duplicate("email already registered") }
                     guard try await store.link(provider: identity.provider, subject: identity.subject, to: created.id, on: connection) else {
                         throw APIError.duplicate("identity linked concurrently")
                     }
@@ -178,8 +183,8 @@ struct AccountRoutes: Sendable {
         }
         if (try? await tokens.verifier.verify(token)) != nil { throw APIError.accessTokenStillValid }
         guard let userId = UserID(claims.userId),
-              let refresh = request.headers[HTTPField.Name("RefreshToken")!]?.trimmingCharacters(in: .whitespaces), !refresh.isEmpty,
-              try await store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
+            let refresh = request.headers[HTTPField.Name("RefreshToken")!]?.trimmingCharacters(in: .whitespaces), !refresh.isEmpty,
+            try await store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
         else { throw APIError.refreshTokenExpired }
         return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
     }

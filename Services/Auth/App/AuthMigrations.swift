@@ -4,7 +4,9 @@ import Database
 /// precision clients keep (see the client contract §4).
 enum AuthMigrations {
     static let all: [Migration] = [
-        Migration(100, "users, refresh tokens, device tokens", """
+        Migration(
+            100, "users, refresh tokens, device tokens",
+            """
             CREATE TABLE users (
                 id uuid PRIMARY KEY,
                 email text NOT NULL,
@@ -37,7 +39,9 @@ enum AuthMigrations {
                 balance bigint NOT NULL DEFAULT 0
             );
             """),
-        Migration(101, "social identities", """
+        Migration(
+            101, "social identities",
+            """
             CREATE TABLE social_identities (
                 provider text NOT NULL,
                 subject text NOT NULL,
@@ -47,7 +51,9 @@ enum AuthMigrations {
             );
             CREATE INDEX social_identities_user ON social_identities (user_id);
             """),
-        Migration(102, "friendships", """
+        Migration(
+            102, "friendships",
+            """
             CREATE TABLE friendships (
                 id uuid PRIMARY KEY,
                 requester_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -62,7 +68,9 @@ enum AuthMigrations {
             CREATE INDEX friendships_addressee ON friendships (addressee_id);
             CREATE INDEX users_tag ON users (lower(nickname), user_code);
             """),
-        Migration(103, "coin balance versions (payment.v1 projection)", """
+        Migration(
+            103, "coin balance versions (payment.v1 projection)",
+            """
             -- The version of the payment ledger's balance this row holds; older events are ignored.
             ALTER TABLE coin_balances ADD COLUMN version bigint NOT NULL DEFAULT 0;
             """),

@@ -36,7 +36,8 @@ public enum AuthService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let authSettings = try AuthSettings(settings)
     var platform = try await ServicePlatform.make(settings: settings, migrations: AuthService.migrations, logger: logger)
-    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
+    let httpClient = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
     let postgres = platform.postgres
     let store = UserStore(postgres: postgres, logger: logger)

@@ -26,7 +26,8 @@ enum CoinBalances {
     }
 
     private static func apply(_ user: UserID, balance: Int, version: Int64, _ context: EventContext) async throws {
-        _ = try await context.connection.query("""
+        _ = try await context.connection.query(
+            """
             INSERT INTO coin_balances AS b (user_id, balance, version) VALUES (\(user.uuid), \(balance), \(version))
             ON CONFLICT (user_id) DO UPDATE SET balance = EXCLUDED.balance, version = EXCLUDED.version
             WHERE b.version < EXCLUDED.version

@@ -63,7 +63,7 @@ struct FriendRoutes: Sendable {
             let body = try await request.decodeBody(as: FriendRequestBody.self, context: context)
             // `name` is a nickname (the same limits); `code` four ASCII digits.
             guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty, Validation.nicknameLimit.allows(name),
-                  let code = body.code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+                let code = body.code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
             else { throw APIError.badRequest("name and a 4-digit code are required") }
             return try await sendRequest(from: context.identity, name: name, code: code)
         }
@@ -119,18 +119,21 @@ struct FriendRoutes: Sendable {
     private func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> FriendResponse {
         let other = try await postgres.withTransaction(logger: logger) { connection -> UUID in
             var found: Row?
-            for try await (fid, requester, addressee, accepted, bannedBy) in try await connection.query("""
+            for try await (fid, requester, addressee, accepted, bannedBy) in try await connection.query(
+                """
                 SELECT id, requester_id, addressee_id, accepted, banned_by FROM friendships
                 WHERE id = \(id) AND (requester_id = \(me.uuid) OR addressee_id = \(me.uuid)) FOR UPDATE
-                """, logger: logger).decode((UUID, UUID, UUID, Bool, UUID?).self)
-            {
+                """, logger: logger
+            ).decode((UUID, UUID, UUID, Bool, UUID?).self) {
                 found = Row(id: fid, requester: requester, addressee: addressee, accepted: accepted, bannedBy: bannedBy)
             }
             guard let row = found, row.bannedBy == nil || row.bannedBy == me.uuid else { throw APIError.notFound("friendship") }
             let other = row.requester == me.uuid ? row.addressee : row.requester
             switch state {
             case .accepted:
-                guard !row.accepted, row.addressee == me.uuid, row.bannedBy == nil else { throw APIError.forbidden("only the invited user accepts a pending request") }
+                guard !row.accepted, row.addressee == me.uuid, row.bannedBy == nil else {
+                    throw APIError.forbidden("only the invited user accepts a pending request")
+                }
                 try await setAccepted(id, on: connection)
             case .banned:
                 _ = try await connection.query("UPDATE friendships SET banned_by = \(me.uuid), accepted = false WHERE id = \(id)", logger: logger)
@@ -151,7 +154,8 @@ struct FriendRoutes: Sendable {
 
     private func list(for me: UserID) async throws -> [FriendResponse] {
         var out: [FriendResponse] = []
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT f.id, u.id, u.nickname, u.user_code, u.profile_image, f.requester_id = \(me.uuid), f.accepted, f.banned_by
             FROM friendships f JOIN users u ON u.id = CASE WHEN f.requester_id = \(me.uuid) THEN f.addressee_id ELSE f.requester_id END
             WHERE (f.requester_id = \(me.uuid) OR f.addressee_id = \(me.uuid)) AND (f.banned_by IS NULL OR f.banned_by = \(me.uuid))
@@ -165,12 +169,13 @@ struct FriendRoutes: Sendable {
     }
 
     private func row(between a: UUID, _ b: UUID, on connection: PostgresConnection) async throws -> Row? {
-        for try await (id, requester, addressee, accepted, bannedBy) in try await connection.query("""
+        for try await (id, requester, addressee, accepted, bannedBy) in try await connection.query(
+            """
             SELECT id, requester_id, addressee_id, accepted, banned_by FROM friendships
             WHERE LEAST(requester_id, addressee_id) = LEAST(\(a), \(b)) AND GREATEST(requester_id, addressee_id) = GREATEST(\(a), \(b))
             FOR UPDATE
-            """, logger: logger).decode((UUID, UUID, UUID, Bool, UUID?).self)
-        {
+            """, logger: logger
+        ).decode((UUID, UUID, UUID, Bool, UUID?).self) {
             return Row(id: id, requester: requester, addressee: addressee, accepted: accepted, bannedBy: bannedBy)
         }
         return nil

@@ -26,8 +26,9 @@ struct UserStore: Sendable {
         for try await (id, email, hash, nickname, phone, image, provider, createdAt) in rows.decode(
             (UUID, String, String?, String, String?, String?, String?, Date).self
         ) {
-            return UserRecord(id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
-                              profileImage: image, provider: provider, createdAt: createdAt)
+            return UserRecord(
+                id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
+                profileImage: image, provider: provider, createdAt: createdAt)
         }
         return nil
     }
@@ -38,9 +39,10 @@ struct UserStore: Sendable {
     }
 
     func find(email: String) async throws -> UserRecord? {
-        try await Self.decode(postgres.query(
-            "SELECT \(unescaped: Self.columns) FROM users WHERE lower(email) = lower(\(email))", logger: logger
-        ))
+        try await Self.decode(
+            postgres.query(
+                "SELECT \(unescaped: Self.columns) FROM users WHERE lower(email) = lower(\(email))", logger: logger
+            ))
     }
 
     func find(id: UserID) async throws -> UserRecord? {
@@ -48,27 +50,34 @@ struct UserStore: Sendable {
     }
 
     /// Inserts the user; nil when the email is taken (unique index, not a pre-check race).
-    func insert(id: UserID, email: String, passwordHash: String?, nickname: String, phone: String?, provider: String?,
-                on connection: PostgresConnection) async throws -> UserRecord? {
+    func insert(
+        id: UserID, email: String, passwordHash: String?, nickname: String, phone: String?, provider: String?,
+        on connection: PostgresConnection
+    ) async throws -> UserRecord? {
         let code = String(format: "%04d", Int.random(in: 0...9999))
-        return try await Self.decode(connection.query("""
-            INSERT INTO users (id, email, password_hash, nickname, phone, provider, user_code)
-            VALUES (\(id.uuid), \(email), \(passwordHash), \(nickname), \(phone), \(provider), \(code))
-            ON CONFLICT DO NOTHING
-            RETURNING \(unescaped: Self.columns)
-            """, logger: logger))
+        return try await Self.decode(
+            connection.query(
+                """
+                INSERT INTO users (id, email, password_hash, nickname, phone, provider, user_code)
+                VALUES (\(id.uuid), \(email), \(passwordHash), \(nickname), \(phone), \(provider), \(code))
+                ON CONFLICT DO NOTHING
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger))
     }
 
     func find(provider: String, subject: String) async throws -> UserRecord? {
-        try await Self.decode(postgres.query("""
-            SELECT \(unescaped: Self.userColumns) FROM users u JOIN social_identities s ON s.user_id = u.id
-            WHERE s.provider = \(provider) AND s.subject = \(subject)
-            """, logger: logger))
+        try await Self.decode(
+            postgres.query(
+                """
+                SELECT \(unescaped: Self.userColumns) FROM users u JOIN social_identities s ON s.user_id = u.id
+                WHERE s.provider = \(provider) AND s.subject = \(subject)
+                """, logger: logger))
     }
 
     /// Links a provider identity to a user; false when the identity is already linked.
     func link(provider: String, subject: String, to id: UserID, on connection: PostgresConnection) async throws -> Bool {
-        for try await _ in try await connection.query("""
+        for try await _ in try await connection.query(
+            """
             INSERT INTO social_identities (provider, subject, user_id) VALUES (\(provider), \(subject), \(id.uuid))
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger)
@@ -79,11 +88,13 @@ struct UserStore: Sendable {
     }
 
     func updateProfile(id: UserID, nickname: String, phone: String?, on connection: PostgresConnection) async throws -> UserRecord? {
-        try await Self.decode(connection.query("""
-            UPDATE users SET nickname = \(nickname), phone = \(phone), updated_at = date_trunc('milliseconds', clock_timestamp())
-            WHERE id = \(id.uuid)
-            RETURNING \(unescaped: Self.columns)
-            """, logger: logger))
+        try await Self.decode(
+            connection.query(
+                """
+                UPDATE users SET nickname = \(nickname), phone = \(phone), updated_at = date_trunc('milliseconds', clock_timestamp())
+                WHERE id = \(id.uuid)
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger))
     }
 
     /// Sets the profile image; returns the updated user and the previous image path.
@@ -94,10 +105,14 @@ struct UserStore: Sendable {
         {
             previous = old
         }
-        guard let user = try await Self.decode(connection.query("""
-            UPDATE users SET profile_image = \(path), updated_at = date_trunc('milliseconds', clock_timestamp())
-            WHERE id = \(id.uuid) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)) else { return nil }
+        guard
+            let user = try await Self.decode(
+                connection.query(
+                    """
+                    UPDATE users SET profile_image = \(path), updated_at = date_trunc('milliseconds', clock_timestamp())
+                    WHERE id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+                    """, logger: logger))
+        else { return nil }
         return (user, previous)
     }
 
@@ -111,7 +126,8 @@ struct UserStore: Sendable {
     }
 
     func saveDeviceToken(_ token: String, for id: UserID) async throws {
-        _ = try await postgres.query("""
+        _ = try await postgres.query(
+            """
             INSERT INTO device_tokens (user_id, token) VALUES (\(id.uuid), \(token))
             ON CONFLICT (user_id, token) DO UPDATE SET updated_at = now()
             """, logger: logger)
@@ -124,14 +140,16 @@ struct UserStore: Sendable {
     // MARK: refresh tokens (stored as SHA-256 hashes)
 
     func storeRefreshToken(hash: [UInt8], userId: UserID, expiresAt: Date) async throws {
-        _ = try await postgres.query("""
+        _ = try await postgres.query(
+            """
             INSERT INTO refresh_tokens (token_hash, user_id, expires_at) VALUES (\(ByteBuffer(bytes: hash)), \(userId.uuid), \(expiresAt))
             """, logger: logger)
     }
 
     /// True when the token is this user's, not revoked and not expired.
     func refreshTokenIsValid(hash: [UInt8], userId: UserID) async throws -> Bool {
-        for try await _ in try await postgres.query("""
+        for try await _ in try await postgres.query(
+            """
             SELECT 1 FROM refresh_tokens
             WHERE token_hash = \(ByteBuffer(bytes: hash)) AND user_id = \(userId.uuid) AND revoked_at IS NULL AND expires_at > now()
             """, logger: logger)

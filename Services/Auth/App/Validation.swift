@@ -17,8 +17,8 @@ enum Validation {
     /// 8–64 characters (at most 256 bytes), at least one letter and one digit, no control characters.
     static func password(_ raw: String?) throws -> String {
         guard let password = raw, passwordLimit.allows(password), password.count >= 8,
-              password.contains(where: \.isLetter), password.contains(where: \.isNumber),
-              !password.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            password.contains(where: \.isLetter), password.contains(where: \.isNumber),
+            !password.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { throw APIError.badRequest("password must be 8–64 characters with a letter and a digit") }
         return password
     }
@@ -26,7 +26,7 @@ enum Validation {
     /// 1–30 characters (at most 120 bytes) after trimming, no control characters.
     static func nickname(_ raw: String?) throws -> String {
         guard let nickname = raw?.trimmingCharacters(in: .whitespacesAndNewlines), !nickname.isEmpty, nicknameLimit.allows(nickname),
-              !nickname.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            !nickname.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { throw APIError.badRequest("nickname must be 1–30 characters") }
         return nickname
     }

@@ -16,9 +16,12 @@ extension ChatAPI {
         routes.post("chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            return try await receive(request, context, member: {
-                try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
-            }) { form, text in
+            return try await receive(
+                request, context,
+                member: {
+                    try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
+                }
+            ) { form, text in
                 try await postgres.withTransaction(logger: logger) { c in
                     // Locking the channel row serialises its inserts: unique, commit-ordered times.
                     guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {

@@ -67,8 +67,10 @@ struct ChatAPI: Sendable {
     /// Reads the message form (streaming attachments to the volume) after a cheap membership
     /// check, so a stranger's upload is refused before it is written; then runs `store`, and
     /// removes the attachments again when it fails or did not keep them (a retried send).
-    func receive<T: Sendable>(_ request: Request, _ context: AuthenticatedContext, member: () async throws -> Bool,
-                              _ store: @Sendable (MessageForm, MessageDraft) async throws -> (T, keptFiles: Bool)) async throws -> T {
+    func receive<T: Sendable>(
+        _ request: Request, _ context: AuthenticatedContext, member: () async throws -> Bool,
+        _ store: @Sendable (MessageForm, MessageDraft) async throws -> (T, keptFiles: Bool)
+    ) async throws -> T {
         guard try await member() else { throw APIError.notFound("conversation") }
         let form = try await MessageForm.read(request, context: context, files: files)
         do {
@@ -95,8 +97,10 @@ struct ChatAPI: Sendable {
     /// (same `nonce`) returns the first message (`isNew` false: the retry's own uploads are the
     /// caller's to drop); otherwise the message is stored and `event` (built from it) is appended
     /// to the outbox.
-    func post(_ draft: MessageDraft, files: [String], by sender: UserID, in conversation: Conversation,
-              _ c: PostgresConnection, event: (StoredMessage) -> any EventPayload) async throws -> (message: StoredMessage, isNew: Bool) {
+    func post(
+        _ draft: MessageDraft, files: [String], by sender: UserID, in conversation: Conversation,
+        _ c: PostgresConnection, event: (StoredMessage) -> any EventPayload
+    ) async throws -> (message: StoredMessage, isNew: Bool) {
         if let nonce = draft.nonce, let earlier = try await messages.message(sender: sender, nonce: nonce, in: conversation, c) {
             return (earlier, false)
         }
@@ -106,8 +110,9 @@ struct ChatAPI: Sendable {
         let mentions = try await Mentions.resolve(in: draft.content, conversation: conversation, c, logger: logger)
         let id = MessageID.generate()
         let time = try await messages.insert(id, in: conversation, sender: sender, draft: draft, files: files, mentions: mentions, c)
-        let message = StoredMessage(id: id, sender: try await messages.sender(sender, c), content: draft.content, files: files, createdAt: time,
-                                    parentId: draft.parentId, mentions: mentions)
+        let message = StoredMessage(
+            id: id, sender: try await messages.sender(sender, c), content: draft.content, files: files, createdAt: time,
+            parentId: draft.parentId, mentions: mentions)
         try await append(event(message), c)
         return (message, true)
     }

@@ -6,7 +6,9 @@ import Database
 /// repeats a row.
 enum ChatMigrations {
     static let all: [Migration] = [
-        Migration(100, "profiles, membership read model, DM rooms, messages", """
+        Migration(
+            100, "profiles, membership read model, DM rooms, messages",
+            """
             CREATE EXTENSION IF NOT EXISTS pg_trgm;
             \(ProfileProjection.createTable);
             CREATE TABLE channels (
@@ -53,7 +55,9 @@ enum ChatMigrations {
             CREATE INDEX messages_files ON messages USING gin (files) WHERE files <> '{}';
             CREATE UNIQUE INDEX messages_nonce ON messages (conversation_id, sender_id, nonce) WHERE nonce IS NOT NULL;
             """),
-        Migration(101, "replies, edits, deletes, mentions, reactions, read cursors, content search", """
+        Migration(
+            101, "replies, edits, deletes, mentions, reactions, read cursors, content search",
+            """
             ALTER TABLE messages
                 ADD COLUMN parent_id uuid,
                 ADD COLUMN mentions uuid[] NOT NULL DEFAULT '{}',

@@ -11,7 +11,9 @@ import ServiceKit
 public enum ChatService {
     public static let name = ServiceEntry.chat.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": ConfigValue(.int(ServiceEntry.chat.port), isSecret: false), "chat.files-directory": "data/chat-files"]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": ConfigValue(.int(ServiceEntry.chat.port), isSecret: false), "chat.files-directory": "data/chat-files",
+    ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = ChatMigrations.all
 }
@@ -28,7 +30,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     MembershipProjection.register(into: &membership)
     platform.addInboxConsumer(group: "chat.membership", topics: [.workspace], router: membership)
     let router = platform.makeRouter()
-    ChatAPI(postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), reactions: ReactionStore(logger: logger),
-            cursors: ReadCursorStore(logger: logger), files: files, logger: logger).add(to: router)
+    ChatAPI(
+        postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger), reactions: ReactionStore(logger: logger),
+        cursors: ReadCursorStore(logger: logger), files: files, logger: logger
+    ).add(to: router)
     return platform.makeApplication(responder: router.buildResponder())
 }

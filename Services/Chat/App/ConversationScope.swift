@@ -61,8 +61,10 @@ enum MessageResponse: JSONWritable {
 extension ChatAPI {
     /// The conversation of the request's path when the caller may use it (else E13); locked for
     /// the transaction when `lock` (which serialises its message inserts).
-    func conversation(_ kind: ConversationKind, _ context: AuthenticatedContext, lock: Bool,
-                      _ c: PostgresConnection) async throws -> Conversation {
+    func conversation(
+        _ kind: ConversationKind, _ context: AuthenticatedContext, lock: Bool,
+        _ c: PostgresConnection
+    ) async throws -> Conversation {
         let me = context.identity
         let workspace: WorkspaceID = try pathID(context, "workspace")
         switch kind {

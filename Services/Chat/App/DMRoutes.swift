@@ -35,15 +35,19 @@ extension ChatAPI {
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 guard try await rooms.isWorkspaceMember(opponent, of: workspace, c) else { throw APIError.notFound("opponent is not a member") }
                 let room = try await rooms.room(between: me, and: opponent, in: workspace, c)
-                return DMRoomResponse(room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
+                return DMRoomResponse(
+                    room_id: room.id, createdAt: Timestamp.format(room.createdAt), user: MemberSummary(try await messages.sender(opponent, c)))
             }
         }
         routes.post(":conversation/chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            return try await receive(request, context, member: {
-                try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
-            }) { form, text in
+            return try await receive(
+                request, context,
+                member: {
+                    try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
+                }
+            ) { form, text in
                 try await postgres.withTransaction(logger: logger) { c in
                     guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), by: me, in: .room(room), c) { m in

@@ -11,7 +11,8 @@ enum MembershipProjection {
     static func register(into router: inout EventRouter) {
         router.on(WorkspaceEvents.ChannelCreated.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 INSERT INTO channels (id, workspace_id, name) VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name))
                 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
                 """, logger: context.logger)
@@ -27,10 +28,12 @@ enum MembershipProjection {
         router.on(WorkspaceEvents.WorkspaceDeleted.self) { event, context in
             try await deleteChannels(event.data.channelIds, context)
             let workspace = event.data.workspaceId.uuid
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 DELETE FROM messages WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
                 """, logger: context.logger)
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 DELETE FROM read_cursors WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
                 """, logger: context.logger)
             _ = try await context.connection.query("DELETE FROM dm_rooms WHERE workspace_id = \(workspace)", logger: context.logger)
@@ -38,17 +41,20 @@ enum MembershipProjection {
         }
         router.on(WorkspaceEvents.MemberJoined.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(e.workspaceId.uuid), \(e.userId.uuid)) ON CONFLICT DO NOTHING
                 """, logger: context.logger)
             try await addMember(e.userId, to: e.channelIds, context)
         }
         router.on(WorkspaceEvents.MemberLeft.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 DELETE FROM workspace_members WHERE workspace_id = \(e.workspaceId.uuid) AND user_id = \(e.userId.uuid)
                 """, logger: context.logger)
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 DELETE FROM channel_members m USING channels c
                 WHERE m.channel_id = c.id AND c.workspace_id = \(e.workspaceId.uuid) AND m.user_id = \(e.userId.uuid)
                 """, logger: context.logger)
@@ -57,7 +63,8 @@ enum MembershipProjection {
             try await addMember(event.data.userId, to: [event.data.channelId], context)
         }
         router.on(WorkspaceEvents.ChannelMemberLeft.self) { event, context in
-            _ = try await context.connection.query("""
+            _ = try await context.connection.query(
+                """
                 DELETE FROM channel_members WHERE channel_id = \(event.data.channelId.uuid) AND user_id = \(event.data.userId.uuid)
                 """, logger: context.logger)
         }
@@ -66,7 +73,8 @@ enum MembershipProjection {
     private static func addMember(_ user: UserID, to channels: [ChannelID], _ context: EventContext) async throws {
         guard !channels.isEmpty else { return }
         // Channels this projection does not know (deleted meanwhile) are skipped by the join.
-        _ = try await context.connection.query("""
+        _ = try await context.connection.query(
+            """
             INSERT INTO channel_members (channel_id, user_id)
             SELECT c.id, \(user.uuid) FROM channels c WHERE c.id = ANY(\(channels.map(\.uuid))::uuid[])
             ON CONFLICT DO NOTHING

@@ -44,13 +44,15 @@ enum Mentions {
         let readers: PostgresRowSequence
         switch conversation {
         case .channel(let channel):
-            readers = try await c.query("""
+            readers = try await c.query(
+                """
                 SELECT m.user_id, coalesce(p.nickname, '') FROM channel_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
                 WHERE m.channel_id = \(channel.id.uuid)
                   AND (m.user_id = ANY(\(explicit)) OR (p.nickname <> '' AND strpos(\(text), '@' || p.nickname) > 0))
                 """, logger: logger)
         case .room(let room):
-            readers = try await c.query("""
+            readers = try await c.query(
+                """
                 SELECT u.id, coalesce(p.nickname, '') FROM unnest(\(room.participants.map(\.uuid))::uuid[]) AS u(id)
                 LEFT JOIN user_profiles p ON p.user_id = u.id
                 """, logger: logger)

@@ -31,10 +31,11 @@ extension ChatAPI {
                 message.content = content
                 message.mentions = try await Mentions.resolve(in: content, conversation: conversation, c, logger: logger)
                 message.editedAt = try await messages.edit(messageId, content: content, mentions: message.mentions, c)
-                try await append(ChatEvents.MessageEdited(
-                    messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
-                    content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
-                ), c)
+                try await append(
+                    ChatEvents.MessageEdited(
+                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
+                        content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
+                    ), c)
                 return JSONResponse(MessageResponse(message, in: conversation))
             }
         }
@@ -45,10 +46,11 @@ extension ChatAPI {
                 let conversation = try await conversation(kind, context, lock: false, c)
                 let message = try await ownMessage(messageId, in: conversation, sender: me, c)
                 let deletedAt = try await messages.delete(messageId, c)
-                try await append(ChatEvents.MessageDeleted(
-                    messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
-                    deletedAt: deletedAt
-                ), c)
+                try await append(
+                    ChatEvents.MessageDeleted(
+                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
+                        deletedAt: deletedAt
+                    ), c)
                 return message.files
             }
             // After the commit: nothing refers to the files any more.
@@ -69,10 +71,11 @@ extension ChatAPI {
                         return JSONResponse(array: message.reactions)
                     }
                     let summary = try await reactions.refreshSummary(of: messageId, c)
-                    try await append(ChatEvents.ReactionsChanged(
-                        messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, userId: me,
-                        emoji: emoji, added: present, reactions: summary
-                    ), c)
+                    try await append(
+                        ChatEvents.ReactionsChanged(
+                            messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, userId: me,
+                            emoji: emoji, added: present, reactions: summary
+                        ), c)
                     return JSONResponse(array: summary)
                 }
             }

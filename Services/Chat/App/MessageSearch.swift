@@ -13,13 +13,15 @@ extension MessageStore {
     {
         let pattern = LikePattern.contains(keyword)
         var found: [(id: UUID, channel: ChannelRef)] = []
-        for try await (id, channelId, name) in try await c.query("""
+        for try await (id, channelId, name) in try await c.query(
+            """
             SELECT m.id, ch.id, ch.name FROM messages m
             JOIN channels ch ON ch.id = m.conversation_id AND ch.workspace_id = \(workspace.uuid)
             JOIN channel_members cm ON cm.channel_id = ch.id AND cm.user_id = \(reader.uuid)
             WHERE m.deleted_at IS NULL AND m.content ILIKE \(pattern)
             ORDER BY m.created_at DESC, m.id DESC LIMIT \(limit)
-            """, logger: logger).decode((UUID, UUID, String).self) {
+            """, logger: logger
+        ).decode((UUID, UUID, String).self) {
             found.append((id, ChannelRef(id: ChannelID(channelId), workspaceId: workspace, name: name)))
         }
         let byId = try await messages(ids: found.map(\.id), c)
@@ -32,11 +34,13 @@ extension MessageStore {
         guard !rooms.isEmpty else { return [] }
         let roomsById = Dictionary(rooms.map { ($0.id.uuid, $0) }, uniquingKeysWith: { a, _ in a })
         var found: [(id: UUID, room: RoomRef)] = []
-        for try await (id, roomId) in try await c.query("""
+        for try await (id, roomId) in try await c.query(
+            """
             SELECT m.id, m.conversation_id FROM messages m
             WHERE m.conversation_id = ANY(\(rooms.map(\.id.uuid))) AND m.deleted_at IS NULL AND m.content ILIKE \(LikePattern.contains(keyword))
             ORDER BY m.created_at DESC, m.id DESC LIMIT \(limit)
-            """, logger: logger).decode((UUID, UUID).self) {
+            """, logger: logger
+        ).decode((UUID, UUID).self) {
             if let room = roomsById[roomId] { found.append((id, room)) }
         }
         let byId = try await messages(ids: found.map(\.id), c)
@@ -45,9 +49,11 @@ extension MessageStore {
 
     private func messages(ids: [UUID], _ c: PostgresConnection) async throws -> [UUID: StoredMessage] {
         guard !ids.isEmpty else { return [:] }
-        let list = try await messages(c.query("""
-            SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id WHERE m.id = ANY(\(ids))
-            """, logger: logger))
+        let list = try await messages(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id WHERE m.id = ANY(\(ids))
+                """, logger: logger))
         return Dictionary(list.map { ($0.id.uuid, $0) }, uniquingKeysWith: { a, _ in a })
     }
 }

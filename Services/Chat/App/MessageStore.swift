@@ -64,12 +64,13 @@ struct MessageStore: Sendable {
     /// The channel when `user` is in it (per this service's read model), locked for the
     /// transaction when `lock` (which serialises inserts per channel).
     func channel(_ id: ChannelID, in workspace: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> ChannelRef? {
-        for try await (name) in try await c.query("""
+        for try await (name) in try await c.query(
+            """
             SELECT c.name FROM channels c JOIN channel_members m ON m.channel_id = c.id
             WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid)
             \(unescaped: lock ? "FOR NO KEY UPDATE OF c" : "")
-            """, logger: logger).decode(String.self)
-        {
+            """, logger: logger
+        ).decode(String.self) {
             return ChannelRef(id: id, workspaceId: workspace, name: name)
         }
         return nil
@@ -79,9 +80,12 @@ struct MessageStore: Sendable {
     /// but at least 1 ms after its previous message, so times are unique per conversation and
     /// follow commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
     /// microsecond and break the exact-millisecond cursor); returns it.
-    func insert(_ id: MessageID, in conversation: Conversation, sender: UserID, draft: MessageDraft, files: [String], mentions: [UserID],
-                _ c: PostgresConnection) async throws -> Date {
-        for try await time in try await c.query("""
+    func insert(
+        _ id: MessageID, in conversation: Conversation, sender: UserID, draft: MessageDraft, files: [String], mentions: [UserID],
+        _ c: PostgresConnection
+    ) async throws -> Date {
+        for try await time in try await c.query(
+            """
             WITH clock AS (
                 UPDATE \(unescaped: conversation.clockTable) SET last_message_at =
                     greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
@@ -91,8 +95,8 @@ struct MessageStore: Sendable {
             SELECT \(id.uuid), \(conversation.id), \(sender.uuid), \(draft.content), \(files), \(draft.nonce), \(draft.parentId?.uuid),
                    \(mentions.map(\.uuid)), clock.last_message_at FROM clock
             RETURNING created_at
-            """, logger: logger).decode(Date.self)
-        {
+            """, logger: logger
+        ).decode(Date.self) {
             return time
         }
         throw ChatStoreError("conversation \(conversation.id) vanished while locked")
@@ -100,27 +104,33 @@ struct MessageStore: Sendable {
 
     /// The message `sender` already sent with `nonce` in this conversation (a retried send), if any.
     func message(sender: UserID, nonce: String, in conversation: Conversation, _ c: PostgresConnection) async throws -> StoredMessage? {
-        try await messages(c.query("""
-            SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
-            WHERE m.conversation_id = \(conversation.id) AND m.sender_id = \(sender.uuid) AND m.nonce = \(nonce)
-            """, logger: logger)).first
+        try await messages(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.conversation_id = \(conversation.id) AND m.sender_id = \(sender.uuid) AND m.nonce = \(nonce)
+                """, logger: logger)
+        ).first
     }
 
     /// Whether `id` is a message of the conversation that is not deleted.
     func isLive(_ id: MessageID, in conversation: Conversation, _ c: PostgresConnection) async throws -> Bool {
-        for try await _ in try await c.query("""
+        for try await _ in try await c.query(
+            """
             SELECT 1 FROM messages WHERE id = \(id.uuid) AND conversation_id = \(conversation.id) AND deleted_at IS NULL
-            """, logger: logger) {
+            """, logger: logger)
+        {
             return true
         }
         return false
     }
 
     func sender(_ user: UserID, _ c: PostgresConnection) async throws -> ChatEvents.Sender {
-        for try await (email, nickname, image) in try await c.query("""
+        for try await (email, nickname, image) in try await c.query(
+            """
             SELECT p.email, p.nickname, p.profile_image FROM user_profiles p WHERE p.user_id = \(user.uuid)
-            """, logger: logger).decode((String, String, String?).self)
-        {
+            """, logger: logger
+        ).decode((String, String, String?).self) {
             return ChatEvents.Sender(userId: user, email: email, nickname: nickname, profileImage: image)
         }
         return ChatEvents.Sender(userId: user, email: "", nickname: "", profileImage: nil)
@@ -131,14 +141,16 @@ struct MessageStore: Sendable {
     func history(_ conversation: Conversation, after: Int64?, _ c: PostgresConnection) async throws -> [StoredMessage] {
         let rows: PostgresRowSequence
         if let after {
-            rows = try await c.query("""
+            rows = try await c.query(
+                """
                 SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
                 WHERE m.conversation_id = \(conversation.id) AND m.created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
                   AND m.deleted_at IS NULL
                 ORDER BY m.created_at, m.id
                 """, logger: logger)
         } else {
-            rows = try await c.query("""
+            rows = try await c.query(
+                """
                 SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
                 WHERE m.conversation_id = \(conversation.id) AND m.deleted_at IS NULL
                 ORDER BY m.created_at, m.id
@@ -149,12 +161,13 @@ struct MessageStore: Sendable {
 
     /// Messages of others strictly newer than `after` (epoch milliseconds).
     func unreadCount(_ conversation: Conversation, after: Int64, reader: UserID, _ c: PostgresConnection) async throws -> Int {
-        for try await count in try await c.query("""
+        for try await count in try await c.query(
+            """
             SELECT count(*) FROM messages
             WHERE conversation_id = \(conversation.id) AND created_at > \(unescaped: Self.epoch) + \(after) * interval '1 millisecond'
               AND sender_id <> \(reader.uuid) AND deleted_at IS NULL
-            """, logger: logger).decode(Int64.self)
-        {
+            """, logger: logger
+        ).decode(Int64.self) {
             return Int(count)
         }
         return 0
@@ -163,7 +176,8 @@ struct MessageStore: Sendable {
     /// Whether `path` is an attachment of a message in a conversation `user` may read: a channel
     /// they are in, or a DM room of theirs in a workspace they still belong to.
     func canSee(file path: String, user: UserID, _ c: PostgresConnection) async throws -> Bool {
-        for try await _ in try await c.query("""
+        for try await _ in try await c.query(
+            """
             SELECT 1 FROM messages m
             WHERE m.files <> '{}' AND m.files @> ARRAY[\(path)]::text[] AND (
                 EXISTS (SELECT 1 FROM channel_members cm WHERE cm.channel_id = m.conversation_id AND cm.user_id = \(user.uuid))
@@ -183,11 +197,12 @@ struct MessageStore: Sendable {
         for try await (id, content, files, createdAt, parent, mentions, reactions, editedAt, sender, email, nickname, image) in rows.decode(
             (UUID, String?, [String], Date, UUID?, [UUID], String?, Date?, UUID, String, String, String?).self
         ) {
-            result.append(StoredMessage(
-                id: MessageID(id), sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
-                content: content, files: files, createdAt: createdAt, parentId: parent.map(MessageID.init), mentions: mentions.map(UserID.init),
-                reactions: try reactions.map(ReactionStore.decode) ?? [], editedAt: editedAt
-            ))
+            result.append(
+                StoredMessage(
+                    id: MessageID(id), sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
+                    content: content, files: files, createdAt: createdAt, parentId: parent.map(MessageID.init), mentions: mentions.map(UserID.init),
+                    reactions: try reactions.map(ReactionStore.decode) ?? [], editedAt: editedAt
+                ))
         }
         return result
     }

@@ -14,12 +14,14 @@ struct ReactionStore: Sendable {
     func set(_ emoji: String, by user: UserID, on message: MessageID, present: Bool, _ c: PostgresConnection) async throws -> Bool {
         let rows: PostgresRowSequence
         if present {
-            rows = try await c.query("""
+            rows = try await c.query(
+                """
                 INSERT INTO reactions (message_id, emoji, user_id) VALUES (\(message.uuid), \(emoji), \(user.uuid))
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, logger: logger)
         } else {
-            rows = try await c.query("""
+            rows = try await c.query(
+                """
                 DELETE FROM reactions WHERE message_id = \(message.uuid) AND emoji = \(emoji) AND user_id = \(user.uuid) RETURNING 1
                 """, logger: logger)
         }
@@ -31,10 +33,12 @@ struct ReactionStore: Sendable {
     /// the order they were first used, users in the order they reacted.
     func refreshSummary(of message: MessageID, _ c: PostgresConnection) async throws -> [ChatEvents.Reaction] {
         var summary: [ChatEvents.Reaction] = []
-        for try await (emoji, users) in try await c.query("""
+        for try await (emoji, users) in try await c.query(
+            """
             SELECT emoji, array_agg(user_id ORDER BY created_at, user_id) FROM reactions WHERE message_id = \(message.uuid)
             GROUP BY emoji ORDER BY min(created_at), emoji
-            """, logger: logger).decode((String, [UUID]).self) {
+            """, logger: logger
+        ).decode((String, [UUID]).self) {
             summary.append(ChatEvents.Reaction(emoji: emoji, count: users.count, users: users.map(UserID.init)))
         }
         let json: String? = summary.isEmpty ? nil : String(decoding: try JSONEncoder().encode(summary), as: UTF8.self)
@@ -55,7 +59,7 @@ struct ReactionStore: Sendable {
     static func validEmoji(_ raw: String) -> String? {
         let emoji = raw.removingPercentEncoding ?? raw
         guard !emoji.isEmpty, emojiLimit.allows(emoji),
-              !emoji.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control || $0 == "/" })
+            !emoji.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control || $0 == "/" })
         else { return nil }
         return emoji
     }

@@ -57,9 +57,10 @@ extension ChatAPI {
                 let conversation = try await conversation(kind, context, lock: false, c)
                 let (readAt, moved) = try await cursors.move(me, in: conversation, to: cursor, c)
                 if moved {
-                    try await append(ChatEvents.ReadCursorMoved(
-                        userId: me, workspaceId: conversation.workspaceId, conversation: conversation.event, readAt: readAt
-                    ), c)
+                    try await append(
+                        ChatEvents.ReadCursorMoved(
+                            userId: me, workspaceId: conversation.workspaceId, conversation: conversation.event, readAt: readAt
+                        ), c)
                 }
                 let count = try await messages.unreadCount(conversation, after: Timestamp.milliseconds(readAt), reader: me, c)
                 return ReadStateResponse(conversation, readAt: readAt, count: count)

@@ -15,10 +15,12 @@ extension ChatAPI {
     func addReaderCheckRoutes(to routes: RouteCollection<SuiteRequestContext>) {
         routes.get(RouterPath(ChatInternal.ReaderCheck.route)) { _, context -> Response in
             guard let conversation = context.parameters.get("conversation").flatMap(UUID.init(uuidString:)),
-                  let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
+                let user = context.parameters.get("user").flatMap(UUID.init(uuidString:))
+            else {
                 return Response(status: .badRequest)
             }
-            let rows = try await postgres.query("""
+            let rows = try await postgres.query(
+                """
                 SELECT TRUE, ch.workspace_id FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
                 WHERE cm.channel_id = \(conversation) AND cm.user_id = \(user)
                 UNION ALL

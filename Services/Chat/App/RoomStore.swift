@@ -20,7 +20,8 @@ struct RoomStore: Sendable {
     let logger: Logger
 
     func isWorkspaceMember(_ user: UserID, of workspace: WorkspaceID, _ c: PostgresConnection) async throws -> Bool {
-        for try await _ in try await c.query("""
+        for try await _ in try await c.query(
+            """
             SELECT 1 FROM workspace_members WHERE workspace_id = \(workspace.uuid) AND user_id = \(user.uuid)
             """, logger: logger)
         {
@@ -43,33 +44,44 @@ struct RoomStore: Sendable {
     /// the unique pair decides).
     func room(between a: UserID, and b: UserID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> RoomRef {
         let (low, high) = a.uuid.lowercased <= b.uuid.lowercased ? (a, b) : (b, a)
-        _ = try await c.query("""
+        _ = try await c.query(
+            """
             INSERT INTO dm_rooms (id, workspace_id, user_low, user_high) VALUES (\(RoomID.generate().uuid), \(workspace.uuid), \(low.uuid), \(high.uuid))
             ON CONFLICT (workspace_id, user_low, user_high) DO NOTHING
             """, logger: logger)
-        guard let room = try await rooms(c.query("""
-            SELECT \(unescaped: Self.columns) FROM dm_rooms r
-            WHERE r.workspace_id = \(workspace.uuid) AND r.user_low = \(low.uuid) AND r.user_high = \(high.uuid)
-            """, logger: logger)).first else { throw ChatStoreError("DM room vanished after insert") }
+        guard
+            let room = try await rooms(
+                c.query(
+                    """
+                    SELECT \(unescaped: Self.columns) FROM dm_rooms r
+                    WHERE r.workspace_id = \(workspace.uuid) AND r.user_low = \(low.uuid) AND r.user_high = \(high.uuid)
+                    """, logger: logger)
+            ).first
+        else { throw ChatStoreError("DM room vanished after insert") }
         return room
     }
 
     /// `user`'s rooms in the workspace, newest first.
     func rooms(of user: UserID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [RoomRef] {
-        try await rooms(c.query("""
-            SELECT \(unescaped: Self.columns) FROM dm_rooms r
-            WHERE r.workspace_id = \(workspace.uuid) AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))
-            ORDER BY r.created_at DESC, r.id
-            """, logger: logger))
+        try await rooms(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM dm_rooms r
+                WHERE r.workspace_id = \(workspace.uuid) AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))
+                ORDER BY r.created_at DESC, r.id
+                """, logger: logger))
     }
 
     /// The room when `user` is a participant and still a member of its workspace; locked when `lock`.
     func room(_ id: RoomID, in workspace: WorkspaceID, participant user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> RoomRef? {
-        try await rooms(c.query("""
-            SELECT \(unescaped: Self.columns) FROM dm_rooms r
-            WHERE r.id = \(id.uuid) AND r.workspace_id = \(workspace.uuid) AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))
-              AND EXISTS (SELECT 1 FROM workspace_members w WHERE w.workspace_id = r.workspace_id AND w.user_id = \(user.uuid))
-            \(unescaped: lock ? "FOR NO KEY UPDATE OF r" : "")
-            """, logger: logger)).first
+        try await rooms(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM dm_rooms r
+                WHERE r.id = \(id.uuid) AND r.workspace_id = \(workspace.uuid) AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))
+                  AND EXISTS (SELECT 1 FROM workspace_members w WHERE w.workspace_id = r.workspace_id AND w.user_id = \(user.uuid))
+                \(unescaped: lock ? "FOR NO KEY UPDATE OF r" : "")
+                """, logger: logger)
+        ).first
     }
 }

@@ -38,7 +38,9 @@ extension ChatAPI {
             let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let keyword = (request.uri.queryParameters.get("keyword") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
+            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else {
+                throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)")
+            }
             var limit = 50
             if let text = request.uri.queryParameters.get("limit") {
                 guard let value = Int(text), (1...Self.maxSearchResults).contains(value) else { throw APIError.badRequest("limit must be 1 to 100") }
@@ -49,10 +51,11 @@ extension ChatAPI {
                 let channelHits = try await messages.searchChannels(keyword, reader: me, in: workspace, limit: limit, c)
                 let myRooms = try await rooms.rooms(of: me, in: workspace, c)
                 let roomHits = try await messages.searchRooms(keyword, limit: limit, in: myRooms, c)
-                return JSONResponse(SearchResponse(
-                    channelChats: channelHits.map { ChannelChatResponse($0.message, in: $0.channel) },
-                    dmChats: roomHits.map { DMChatResponse($0.message, in: $0.room) }
-                ))
+                return JSONResponse(
+                    SearchResponse(
+                        channelChats: channelHits.map { ChannelChatResponse($0.message, in: $0.channel) },
+                        dmChats: roomHits.map { DMChatResponse($0.message, in: $0.room) }
+                    ))
             }
         }
         return routes

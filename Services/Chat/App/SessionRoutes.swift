@@ -29,7 +29,8 @@ extension ChatAPI {
         }
         routes.post(RouterPath(ChatInternal.Replay.route)) { request, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init),
-                  let body = try? await request.decode(as: ChatInternal.ReplayRequest.self, context: context), body.isValid else {
+                let body = try? await request.decode(as: ChatInternal.ReplayRequest.self, context: context), body.isValid
+            else {
                 return Response(status: .badRequest)
             }
             let (lines, more) = try await postgres.withConnection { try await replay(body, for: user, $0) }
@@ -48,10 +49,11 @@ extension ChatAPI {
         snapshot.dms = try await cursors.roomUnreads(of: user, in: nil, c).map {
             .init(room_id: RoomID($0.conversationId), workspace_id: WorkspaceID($0.workspaceId), user_id: $0.opponent.map(UserID.init), unread_count: $0.count)
         }
-        for try await workspace in try await c.query("""
+        for try await workspace in try await c.query(
+            """
             SELECT workspace_id FROM workspace_members WHERE user_id = \(user.uuid) ORDER BY workspace_id
-            """, logger: logger).decode(UUID.self)
-        {
+            """, logger: logger
+        ).decode(UUID.self) {
             snapshot.workspaces.append(.init(workspace_id: WorkspaceID(workspace)))
         }
         return snapshot
@@ -61,7 +63,8 @@ extension ChatAPI {
         let wanted = Dictionary(request.cursors.map { ($0.conversation_id, $0.after_ms) }, uniquingKeysWith: max)
         let ids = Array(wanted.keys)
         var conversations: [Conversation] = []
-        for try await (id, workspace, name, low, high, created) in try await c.query("""
+        for try await (id, workspace, name, low, high, created) in try await c.query(
+            """
             SELECT ch.id, ch.workspace_id, ch.name, NULL::uuid, NULL::uuid, NULL::timestamptz
             FROM channels ch JOIN channel_members cm ON cm.channel_id = ch.id AND cm.user_id = \(user.uuid)
             WHERE ch.id = ANY(\(ids))
@@ -69,14 +72,16 @@ extension ChatAPI {
             SELECT d.id, d.workspace_id, NULL, d.user_low, d.user_high, d.created_at
             FROM dm_rooms d JOIN workspace_members w ON w.workspace_id = d.workspace_id AND w.user_id = \(user.uuid)
             WHERE d.id = ANY(\(ids)) AND (d.user_low = \(user.uuid) OR d.user_high = \(user.uuid))
-            """, logger: logger).decode((UUID, UUID, String?, UUID?, UUID?, Date?).self)
-        {
+            """, logger: logger
+        ).decode((UUID, UUID, String?, UUID?, UUID?, Date?).self) {
             if let name {
                 conversations.append(.channel(ChannelRef(id: ChannelID(id), workspaceId: WorkspaceID(workspace), name: name)))
             } else if let low, let high, let created {
-                conversations.append(.room(RoomRef(
-                    id: RoomID(id), workspaceId: WorkspaceID(workspace), participants: [UserID(low), UserID(high)], createdAt: created
-                )))
+                conversations.append(
+                    .room(
+                        RoomRef(
+                            id: RoomID(id), workspaceId: WorkspaceID(workspace), participants: [UserID(low), UserID(high)], createdAt: created
+                        )))
             }
         }
         var out = ByteBuffer()
@@ -99,10 +104,11 @@ extension ChatAPI {
             case .channel(let channel): (kind, json) = (.channel, ChannelChatResponse(message, in: channel).jsonBuffer)
             case .room(let room): (kind, json) = (.dm, DMChatResponse(message, in: room).jsonBuffer)
             }
-            out.writeString(ChatInternal.ReplayLine.messageHead(
-                kind: kind, conversationId: conversation.id, messageId: message.id.uuid,
-                createdAtMilliseconds: Timestamp.milliseconds(message.createdAt)
-            ))
+            out.writeString(
+                ChatInternal.ReplayLine.messageHead(
+                    kind: kind, conversationId: conversation.id, messageId: message.id.uuid,
+                    createdAtMilliseconds: Timestamp.milliseconds(message.createdAt)
+                ))
             out.writeBuffer(&json)
             out.writeString("\n")
         }

@@ -80,8 +80,9 @@ extension ChatInternal {
             case .removed(let conversation):
                 "\(Self.removedType)\t\(conversation.lowercased)\n"
             case .message(let message):
-                Self.messageHead(kind: message.kind, conversationId: message.conversationId, messageId: message.messageId,
-                                 createdAtMilliseconds: message.createdAtMilliseconds) + message.json + "\n"
+                Self.messageHead(
+                    kind: message.kind, conversationId: message.conversationId, messageId: message.messageId,
+                    createdAtMilliseconds: message.createdAtMilliseconds) + message.json + "\n"
             }
         }
 
@@ -99,7 +100,8 @@ extension ChatInternal {
             }
             let kinds: [Substring: ChatEvents.Conversation.Kind] = ["channel.message": .channel, "dm.message": .dm]
             guard fields.count == 5, let kind = kinds[fields[0]], let conversation = UUID(uuidString: String(fields[1])),
-                  let id = UUID(uuidString: String(fields[2])), let ms = Int64(fields[3]) else { return nil }
+                let id = UUID(uuidString: String(fields[2])), let ms = Int64(fields[3])
+            else { return nil }
             self = .message(ReplayedMessage(kind: kind, conversationId: conversation, messageId: id, createdAtMilliseconds: ms, json: String(fields[4])))
         }
     }

@@ -14,7 +14,9 @@ import ServiceKit
 public enum ChatFanoutService {
     public static let name = ServiceEntry.chatFanout.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
-    public static let defaults: [AbsoluteConfigKey: ConfigValue] = ["http.port": ConfigValue(.int(ServiceEntry.chatFanout.port), isSecret: false), "fanout.batch-size": 500]
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": ConfigValue(.int(ServiceEntry.chatFanout.port), isSecret: false), "fanout.batch-size": 500,
+    ]
 }
 
 /// Builds the `chat-fanout` application: platform services, routes, and the startup step.

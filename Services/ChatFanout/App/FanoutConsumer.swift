@@ -90,9 +90,11 @@ final class FanoutConsumer: Service, Sendable {
         for (index, record) in records.enumerated() {
             guard let value = record.value, conversations[index] != nil else {
                 skippedUnreadable.increment()
-                logger.warning("skipping a chat record without a conversation key or value", metadata: [
-                    LogKey.kafkaTopic: "\(record.topic)", LogKey.kafkaPartition: "\(record.partition)", LogKey.kafkaOffset: "\(record.offset)",
-                ])
+                logger.warning(
+                    "skipping a chat record without a conversation key or value",
+                    metadata: [
+                        LogKey.kafkaTopic: "\(record.topic)", LogKey.kafkaPartition: "\(record.partition)", LogKey.kafkaOffset: "\(record.offset)",
+                    ])
                 continue
             }
             let gateways = interested[index]
@@ -101,10 +103,11 @@ final class FanoutConsumer: Service, Sendable {
                 continue
             }
             for gateway in gateways {
-                outgoing.append(KafkaProducerMessage(
-                    topic: Topic.gatewayDelivery.name, key: gateway, value: value, headers: record.headers,
-                    partition: GatewayEvents.deliveryPartition(for: gateway)
-                ))
+                outgoing.append(
+                    KafkaProducerMessage(
+                        topic: Topic.gatewayDelivery.name, key: gateway, value: value, headers: record.headers,
+                        partition: GatewayEvents.deliveryPartition(for: gateway)
+                    ))
             }
         }
         if uninterested > 0 { skippedUninterested.increment(by: uninterested) }
@@ -136,9 +139,11 @@ final class FanoutConsumer: Service, Sendable {
             deliveries.increment(by: pending.count - failed.count)
             guard let firstError else { return }
             deliveryFailures.increment(by: failed.count)
-            logger.error("deliveries failed; retrying", metadata: [
-                LogKey.kafkaTopic: "\(Topic.gatewayDelivery.name)", LogKey.count: "\(failed.count)", LogKey.error: "\(firstError)",
-            ])
+            logger.error(
+                "deliveries failed; retrying",
+                metadata: [
+                    LogKey.kafkaTopic: "\(Topic.gatewayDelivery.name)", LogKey.count: "\(failed.count)", LogKey.error: "\(firstError)",
+                ])
             try await Task.sleep(for: backoff)
             backoff = min(backoff * 2, .seconds(5))
             pending = failed

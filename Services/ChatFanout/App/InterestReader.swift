@@ -79,9 +79,11 @@ final class InterestReader: Service, Sendable {
                 }
                 return ends
             } catch {
-                logger.warning("gateway interest watermarks unavailable; retrying", metadata: [
-                    LogKey.kafkaTopic: "\(Self.topic.name)", LogKey.error: "\(error)",
-                ])
+                logger.warning(
+                    "gateway interest watermarks unavailable; retrying",
+                    metadata: [
+                        LogKey.kafkaTopic: "\(Self.topic.name)", LogKey.error: "\(error)",
+                    ])
                 try await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(5))
             }
@@ -105,16 +107,20 @@ final class InterestReader: Service, Sendable {
         }
         let interest = event.data
         if table.apply(gatewayId: interest.gatewayId, conversationId: interest.conversationId, interested: interest.interested) {
-            logger.debug(interest.interested ? "gateway interest added" : "gateway interest withdrawn", metadata: [
-                LogKey.gatewayId: "\(interest.gatewayId)", LogKey.conversationId: "\(interest.conversationId.lowercased)",
-            ])
+            logger.debug(
+                interest.interested ? "gateway interest added" : "gateway interest withdrawn",
+                metadata: [
+                    LogKey.gatewayId: "\(interest.gatewayId)", LogKey.conversationId: "\(interest.conversationId.lowercased)",
+                ])
         }
     }
 
     private func skip(_ message: KafkaConsumerMessage, reason: String) {
-        logger.error("skipping an unreadable gateway interest record", metadata: [
-            LogKey.error: "\(reason)", LogKey.kafkaTopic: "\(message.topic)", LogKey.kafkaPartition: "\(message.partition)",
-            LogKey.kafkaOffset: "\(message.offset)",
-        ])
+        logger.error(
+            "skipping an unreadable gateway interest record",
+            metadata: [
+                LogKey.error: "\(reason)", LogKey.kafkaTopic: "\(message.topic)", LogKey.kafkaPartition: "\(message.partition)",
+                LogKey.kafkaOffset: "\(message.offset)",
+            ])
     }
 }

@@ -11,7 +11,7 @@ extension LoadGenSession {
         var reader = WebSocketMessageReader(inbound)
         guard let helloFrame = try await reader.next() else { throw LoadGenProtocolError("native: closed before hello") }
         guard let hello = jsonObject(helloFrame), hello["op"] as? String == "hello",
-              let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue, interval > 0
+            let interval = ((hello["d"] as? [String: Any])?["heartbeat_interval"] as? NSNumber)?.intValue, interval > 0
         else { throw LoadGenProtocolError("native: expected hello with heartbeat_interval, got \(String(buffer: helloFrame).prefix(120))") }
         try await outbound.write(.text(#"{"op":"identify","d":{"token":"\#(spec.token)"}}"#))
 

@@ -33,8 +33,10 @@ struct LoadGenProbe {
                 try await Task.sleep(for: .milliseconds(200))
                 pending = pending.filter { c in !followers[c].allSatisfy { log.hasProbe(socket: $0, channel: c) } }
             }
-            say(String(format: "  probe round %d: %d/%d channels confirmed on every socket (%.1f s)", round, plan.channels - pending.count, plan.channels,
-                         (ContinuousClock.now - started).milliseconds / 1000))
+            say(
+                String(
+                    format: "  probe round %d: %d/%d channels confirmed on every socket (%.1f s)", round, plan.channels - pending.count, plan.channels,
+                    (ContinuousClock.now - started).milliseconds / 1000))
         }
         return pending.sorted()
     }

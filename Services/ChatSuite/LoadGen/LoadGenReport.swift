@@ -94,16 +94,25 @@ struct LoadGenReport: Encodable {
         add("──── chatsuite loadgen ─────────────────────────────────────────")
         add("setup        \(users) users, \(channels) channels × \(members) members; protocol \(protocolName); inject \(inject)")
         add("sockets      \(sockets) opened: \(socketsReady) ready, \(socketsFailed) failed, \(socketsDropped) dropped during the run")
-        add("sent         \(sent) of \(messages) accepted (\(sendFailed) failed) at \(f(sendRate)) msgs/s (target \(rate)/s for \(seconds) s); \(sendLate) late > \(f(OpenLoopSchedule.lateTolerance, 0)) ms after their slot (max lag \(f(sendMaxLagMs)) ms)")
-        add("deliveries   \(received) received of \(expected) expected = \(f(deliveriesPerSecond)) /s; lost \(lost), duplicated \(duplicated), misrouted \(misrouted), unexpected \(unexpected), other frames \(otherFrames), seq gaps \(sequenceGaps)")
+        add(
+            "sent         \(sent) of \(messages) accepted (\(sendFailed) failed) at \(f(sendRate)) msgs/s (target \(rate)/s for \(seconds) s); \(sendLate) late > \(f(OpenLoopSchedule.lateTolerance, 0)) ms after their slot (max lag \(f(sendMaxLagMs)) ms)"
+        )
+        add(
+            "deliveries   \(received) received of \(expected) expected = \(f(deliveriesPerSecond)) /s; lost \(lost), duplicated \(duplicated), misrouted \(misrouted), unexpected \(unexpected), other frames \(otherFrames), seq gaps \(sequenceGaps)"
+        )
         add("latency      send→receive p50 \(f(latencyP50Ms, 2)) ms  p95 \(f(latencyP95Ms, 2)) ms  p99 \(f(latencyP99Ms, 2)) ms  max \(f(latencyMaxMs, 2)) ms")
         if let before = gatewayRssBeforeKiB, let idle = gatewayRssIdleKiB {
-            add("gateway RSS  before sockets \(f(Double(before) / 1024)) MiB, sockets open and idle \(f(Double(idle) / 1024)) MiB, end \(gatewayRssEndKiB.map { f(Double($0) / 1024) } ?? "?") MiB")
+            add(
+                "gateway RSS  before sockets \(f(Double(before) / 1024)) MiB, sockets open and idle \(f(Double(idle) / 1024)) MiB, end \(gatewayRssEndKiB.map { f(Double($0) / 1024) } ?? "?") MiB"
+            )
             add("             RSS per idle socket = (\(idle) − \(before)) KiB / \(socketsReady) = \(f(gatewayRssPerIdleSocketKiB ?? 0, 2)) KiB")
         }
         if let own = loadgenRssPerSocketKiB { add("loadgen      own RSS per open socket (client side) \(f(own, 2)) KiB") }
         if !cpuSeconds.isEmpty {
-            add("CPU          over \(f(measuredSeconds)) s of sending + drain: " + cpuSeconds.sorted { $0.key < $1.key }.map { "\($0.key) \(f($0.value)) s (\(f($0.value / max(measuredSeconds, 0.001) * 100, 0))%)" }.joined(separator: ", "))
+            add(
+                "CPU          over \(f(measuredSeconds)) s of sending + drain: "
+                    + cpuSeconds.sorted { $0.key < $1.key }.map { "\($0.key) \(f($0.value)) s (\(f($0.value / max(measuredSeconds, 0.001) * 100, 0))%)" }
+                    .joined(separator: ", "))
         }
         for (reason, count) in failures.sorted(by: { $0.value > $1.value }).prefix(5) { add("send failure \(count)× \(reason)") }
         for (reason, count) in socketErrors.sorted(by: { $0.value > $1.value }).prefix(5) { add("socket error \(count)× \(reason)") }

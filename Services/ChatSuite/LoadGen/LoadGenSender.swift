@@ -20,8 +20,9 @@ struct RESTSink: MessageSink {
     func send(channel: Int, sender: Int, content: String) async -> String? {
         let c = world.channels[channel]
         do {
-            let (status, body) = try await client.send(.POST, "/v1/workspaces/\(c.workspaceId)/channels/\(c.id)/chats", token: world.users[sender].token,
-                                                       json: #"{"content":"\#(content)"}"#)
+            let (status, body) = try await client.send(
+                .POST, "/v1/workspaces/\(c.workspaceId)/channels/\(c.id)/chats", token: world.users[sender].token,
+                json: #"{"content":"\#(content)"}"#)
             if status == .ok { return nil }
             return "HTTP \(status.code) \(client.json(body)?["errorCode"] as? String ?? "")"
         } catch {
@@ -83,7 +84,9 @@ struct OpenLoopSchedule: Sendable {
             for _ in 0..<workers {
                 group.addTask {
                     while true {
-                        let n = next.withLock { v -> Int in defer { v += 1 }; return v }
+                        let n = next.withLock { v -> Int in
+                            defer { v += 1 }; return v
+                        }
                         guard n < messages else { return }
                         let slot = start + UInt64(Double(n) * intervalNanos)
                         let now = monotonicNanos()

@@ -25,15 +25,18 @@ public struct LoadGenSetup: Sendable {
         let plan = self.plan
         let rest = self.rest
         let started = ContinuousClock.now
-        say("setup: \(plan.users) users, \(plan.workspaces) workspace(s), \(plan.channels) channels × \(plan.members) members (\(concurrency) requests in flight)")
+        say(
+            "setup: \(plan.users) users, \(plan.workspaces) workspace(s), \(plan.channels) channels × \(plan.members) members (\(concurrency) requests in flight)"
+        )
 
         let signups = Progress("signed up", total: plan.users)
         let users = try await concurrentMap(plan.users, limit: concurrency) { i -> LoadGenUser in
             let email = "lg-\(plan.runId)-\(i)@example.com"
             let nickname = "lg\(i)"
-            let body = try await rest.call(.POST, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(Self.password)","nickname":"\#(nickname)"}"#, what: "join \(email)")
+            let body = try await rest.call(
+                .POST, "/v1/users/join", json: #"{"email":"\#(email)","password":"\#(Self.password)","nickname":"\#(nickname)"}"#, what: "join \(email)")
             guard let object = rest.client.json(body), let idText = object["user_id"] as? String, let id = UserID(idText),
-                  let token = (object["token"] as? [String: Any])?["accessToken"] as? String
+                let token = (object["token"] as? [String: Any])?["accessToken"] as? String
             else { throw LoadGenError("join \(email): unexpected answer") }
             signups.step()
             return LoadGenUser(id: id, email: email, nickname: nickname, token: token, expires: JWTPeek.expiry(of: token))
@@ -41,8 +44,11 @@ public struct LoadGenSetup: Sendable {
 
         let workspaceIds = try await concurrentMap(plan.workspaces, limit: concurrency) { w -> WorkspaceID in
             let owner = users[plan.owner(of: w)]
-            let body = try await rest.call(.POST, "/v1/workspaces", token: owner.token, json: #"{"name":"lg-\#(plan.runId)-\#(w)"}"#, what: "create workspace \(w)")
-            guard let text = rest.client.json(body)?["workspace_id"] as? String, let id = WorkspaceID(text) else { throw LoadGenError("create workspace \(w): no workspace_id") }
+            let body = try await rest.call(
+                .POST, "/v1/workspaces", token: owner.token, json: #"{"name":"lg-\#(plan.runId)-\#(w)"}"#, what: "create workspace \(w)")
+            guard let text = rest.client.json(body)?["workspace_id"] as? String, let id = WorkspaceID(text) else {
+                throw LoadGenError("create workspace \(w): no workspace_id")
+            }
             return id
         }
         say("  created \(workspaceIds.count) workspace(s)")
@@ -56,8 +62,9 @@ public struct LoadGenSetup: Sendable {
             // E03 (unknown account) until then.
             let deadline = ContinuousClock.now + .seconds(30)
             while true {
-                let body = try await rest.call(.POST, "/v1/workspaces/\(workspaceIds[w])/members", token: owner.token, json: #"{"email":"\#(users[u].email)"}"#,
-                                               what: "invite \(users[u].email)", alsoAccept: ContinuousClock.now < deadline ? ["E03", "E12"] : ["E12"])
+                let body = try await rest.call(
+                    .POST, "/v1/workspaces/\(workspaceIds[w])/members", token: owner.token, json: #"{"email":"\#(users[u].email)"}"#,
+                    what: "invite \(users[u].email)", alsoAccept: ContinuousClock.now < deadline ? ["E03", "E12"] : ["E12"])
                 guard rest.client.json(body)?["errorCode"] as? String == "E03" else { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -69,8 +76,11 @@ public struct LoadGenSetup: Sendable {
             let creator = users[plan.member(0, of: c)]
             let workspace = workspaceIds[plan.workspace(of: c)]
             let name = "lg-\(c)"
-            let body = try await rest.call(.POST, "/v1/workspaces/\(workspace)/channels", token: creator.token, json: #"{"name":"\#(name)"}"#, what: "create channel \(c)")
-            guard let text = rest.client.json(body)?["channel_id"] as? String, let id = ChannelID(text) else { throw LoadGenError("create channel \(c): no channel_id") }
+            let body = try await rest.call(
+                .POST, "/v1/workspaces/\(workspace)/channels", token: creator.token, json: #"{"name":"\#(name)"}"#, what: "create channel \(c)")
+            guard let text = rest.client.json(body)?["channel_id"] as? String, let id = ChannelID(text) else {
+                throw LoadGenError("create channel \(c): no channel_id")
+            }
             created.step()
             return LoadGenChannel(workspaceId: workspace, id: id, name: name)
         }
@@ -80,8 +90,9 @@ public struct LoadGenSetup: Sendable {
         _ = try await concurrentMap(joins.count, limit: concurrency) { i in
             let (c, j) = joins[i]
             let channel = channels[c]
-            _ = try await rest.call(.POST, "/v1/workspaces/\(channel.workspaceId)/channels/\(channel.id)/join", token: users[plan.member(j, of: c)].token,
-                                    what: "join channel \(c)", alsoAccept: ["E12"])
+            _ = try await rest.call(
+                .POST, "/v1/workspaces/\(channel.workspaceId)/channels/\(channel.id)/join", token: users[plan.member(j, of: c)].token,
+                what: "join channel \(c)", alsoAccept: ["E12"])
             joined.step()
         }
         say(String(format: "  REST setup done in %.1f s", (ContinuousClock.now - started).milliseconds / 1000))
@@ -112,7 +123,9 @@ public struct LoadGenREST: Sendable {
     public init(client: GatewayClient) { self.client = client }
 
     @discardableResult
-    func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil, what: String, alsoAccept: Set<String> = []) async throws -> ByteBuffer {
+    func call(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil, what: String, alsoAccept: Set<String> = []) async throws
+        -> ByteBuffer
+    {
         var attempt = 0
         while true {
             attempt += 1
@@ -150,7 +163,9 @@ final class Progress: Sendable {
     }
 
     func step() {
-        let n = done.withLock { $0 += 1; return $0 }
+        let n = done.withLock {
+            $0 += 1; return $0
+        }
         if n == total || n % max(1, total / 20) == 0 {
             say(String(format: "  %@ %d/%d (%.1f s)", what, n, total, (ContinuousClock.now - started).milliseconds / 1000))
         }

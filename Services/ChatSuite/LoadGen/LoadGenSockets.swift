@@ -122,7 +122,9 @@ final class SocketPool: Sendable {
                 handshake.finish()
                 log.failed("\(spec.kind.rawValue): \(detail)", socket: spec.index, afterReady: false)
             } else {
-                log.failed("\(spec.kind.rawValue): closed by the server\(close.map { " (\($0.closeCode)\($0.reason.map { " \($0)" } ?? ""))" } ?? "")", socket: spec.index, afterReady: true)
+                log.failed(
+                    "\(spec.kind.rawValue): closed by the server\(close.map { " (\($0.closeCode)\($0.reason.map { " \($0)" } ?? ""))" } ?? "")",
+                    socket: spec.index, afterReady: true)
             }
         } catch {
             let wasReady = handshake.wasReady

@@ -91,7 +91,8 @@ public enum ProcessStats {
 
     private static func stat(_ pid: Int32) -> (parent: Int32, cpu: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name (which may contain spaces), starting at field 3.
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }

@@ -72,7 +72,9 @@ public struct LoadGenPlan: Sendable {
 
     public func validate() throws {
         guard channels >= 1, members >= 1, users >= members, users <= channels * members, sockets >= 1, channelsPerWorkspace >= 1 else {
-            throw LoadGenError("need channels ≥ 1, members ≥ 1, members ≤ users ≤ channels × members, sockets ≥ 1 (got channels \(channels), members \(members), users \(users), sockets \(sockets))")
+            throw LoadGenError(
+                "need channels ≥ 1, members ≥ 1, members ≤ users ≤ channels × members, sockets ≥ 1 (got channels \(channels), members \(members), users \(users), sockets \(sockets))"
+            )
         }
     }
 }

@@ -100,7 +100,8 @@ public struct LoadGenerator: Sendable {
             if o.inject == .kafka, let brokers = o.brokers {
                 var logger = Logger(label: "loadgen.kafka")
                 logger.logLevel = .error
-                let p = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: brokers, clientId: "loadgen")), logger: logger)
+                let p = try KafkaProducer(
+                    configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: brokers, clientId: "loadgen")), logger: logger)
                 producer = p
                 sink = KafkaSink(producer: p, world: world)
             } else {
@@ -122,7 +123,9 @@ public struct LoadGenerator: Sendable {
         let o = options
         let needed = Date().timeIntervalSince1970 + Double(o.seconds + o.drainSeconds + o.idleSeconds) + 180
         if let first = world.users.compactMap(\.expires).min(), first < needed {
-            throw LoadGenError("access tokens expire \(Int(first - Date().timeIntervalSince1970)) s from now, before the run would end: start the suite with AUTH_ACCESS_TTL_SECONDS=86400 (or use fewer --users)")
+            throw LoadGenError(
+                "access tokens expire \(Int(first - Date().timeIntervalSince1970)) s from now, before the run would end: start the suite with AUTH_ACCESS_TTL_SECONDS=86400 (or use fewer --users)"
+            )
         }
     }
 
@@ -134,13 +137,15 @@ public struct LoadGenerator: Sendable {
         let log = DeliveryLog(expected: o.rate * o.seconds * max(1, plan.sockets * plan.members / max(plan.users, 1)))
         let specs = (0..<plan.sockets).map { s -> LoadGenSocketSpec in
             let user = plan.user(ofSocket: s)
-            let kind: LoadGenSocketSpec.Kind = switch o.proto {
-            case .socketio: .socketio
-            case .native: .native
-            case .mixed: s % 2 == 0 ? .socketio : .native
-            }
-            return LoadGenSocketSpec(index: s, kind: kind, token: world.users[user].token,
-                                     channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) })
+            let kind: LoadGenSocketSpec.Kind =
+                switch o.proto {
+                case .socketio: .socketio
+                case .native: .native
+                case .mixed: s % 2 == 0 ? .socketio : .native
+                }
+            return LoadGenSocketSpec(
+                index: s, kind: kind, token: world.users[user].token,
+                channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) })
         }
         say("opening \(plan.sockets) \(o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
         let pool = SocketPool(specs: specs, gatewayURL: o.gateway, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
@@ -159,14 +164,18 @@ public struct LoadGenerator: Sendable {
         let ownIdle = ProcessStats.rssKiB(pid: getpid())
 
         let readySockets = log.socketEvents.readySockets
-        let unconfirmed = try await LoadGenProbe(world: world, sink: sink, log: log, concurrency: o.senders).run(readySockets: readySockets, timeout: .seconds(120))
-        if !unconfirmed.isEmpty { say("  WARNING: \(unconfirmed.count) channels never delivered a probe to all their sockets (first: \(unconfirmed.prefix(5)))") }
+        let unconfirmed = try await LoadGenProbe(world: world, sink: sink, log: log, concurrency: o.senders).run(
+            readySockets: readySockets, timeout: .seconds(120))
+        if !unconfirmed.isEmpty {
+            say("  WARNING: \(unconfirmed.count) channels never delivered a probe to all their sockets (first: \(unconfirmed.prefix(5)))")
+        }
         try await Task.sleep(for: .seconds(1))
 
         // Expected deliveries count the sockets that were ready when sending started.
         var perChannel = [Int](repeating: 0, count: plan.channels)
         for s in log.socketEvents.readySockets { for c in world.channelsByUser[plan.user(ofSocket: s)] { perChannel[c] += 1 } }
-        let measuredWorld = LoadGenWorld(plan: plan, users: world.users, channels: world.channels, channelsByUser: world.channelsByUser, socketsPerChannel: perChannel)
+        let measuredWorld = LoadGenWorld(
+            plan: plan, users: world.users, channels: world.channels, channelsByUser: world.channelsByUser, socketsPerChannel: perChannel)
         let total = o.rate * o.seconds
         let expected = (0..<total).reduce(0) { $0 + perChannel[$1 % plan.channels] }
         say("sending \(total) messages at \(o.rate)/s for \(o.seconds) s via \(o.inject.rawValue) with \(o.senders) workers (\(expected) deliveries expected)")

@@ -22,8 +22,9 @@ public struct LoadRunner: Sendable {
         }
 
         public func line(_ what: String, concurrency: Int) -> String {
-            String(format: "%@: %d ok, %d failed in %.1f s = %.1f/s (concurrency %d); latency p50 %.2f ms  p90 %.2f ms  p99 %.2f ms",
-                   what, ok, failed, seconds, perSecond, concurrency, percentile(0.5), percentile(0.9), percentile(0.99))
+            String(
+                format: "%@: %d ok, %d failed in %.1f s = %.1f/s (concurrency %d); latency p50 %.2f ms  p90 %.2f ms  p99 %.2f ms",
+                what, ok, failed, seconds, perSecond, concurrency, percentile(0.5), percentile(0.9), percentile(0.99))
         }
     }
 
@@ -83,7 +84,9 @@ public struct GatewayClient: Sendable {
         self.http = http
     }
 
-    public func send(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: HTTPResponseStatus, body: ByteBuffer) {
+    public func send(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil) async throws -> (
+        status: HTTPResponseStatus, body: ByteBuffer
+    ) {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         request.headers.add(name: "SesacKey", value: sesacKey)

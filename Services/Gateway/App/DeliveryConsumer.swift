@@ -76,9 +76,11 @@ final class DeliveryConsumer: Service, Sendable {
                 return
             }
         } catch {
-            logger.error("skipping an undecodable delivery", metadata: [
-                "event.type": "\(type ?? "-")", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)", "error": "\(error)",
-            ])
+            logger.error(
+                "skipping an undecodable delivery",
+                metadata: [
+                    "event.type": "\(type ?? "-")", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)", "error": "\(error)",
+                ])
         }
     }
 

@@ -70,11 +70,13 @@ struct AccessLogMiddleware: RouterMiddleware {
         response.headers[GatewayHeader.requestId] = context.requestId
         let elapsed = ContinuousClock.now - started
         let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.info("access", metadata: [
-            "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "http.status": "\(response.status.code)",
-            "http.duration_ms": "\(String(format: "%.1f", ms))", "client.address": "\(context.clientAddress)",
-            LogKey.requestId: "\(context.requestId)",
-        ])
+        logger.info(
+            "access",
+            metadata: [
+                "http.method": "\(request.method)", "http.path": "\(request.uri.path)", "http.status": "\(response.status.code)",
+                "http.duration_ms": "\(String(format: "%.1f", ms))", "client.address": "\(context.clientAddress)",
+                LogKey.requestId: "\(context.requestId)",
+            ])
         return response
     }
 }
@@ -82,7 +84,8 @@ struct AccessLogMiddleware: RouterMiddleware {
 /// A valid client-supplied `X-Request-Id` (≤ 64 of `[A-Za-z0-9._-]`), else a new UUIDv7.
 func requestId(from request: Request) -> String {
     if let given = request.headers[GatewayHeader.requestId], (1...64).contains(given.count),
-       given.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
+        given.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") })
+    {
         return given
     }
     return UUIDv7.generate().lowercased

@@ -114,7 +114,8 @@ private func realtime(
     let admission = try RealtimeAdmission(platform.settings)
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
     let interest = GatewayInterest(gatewayId: gatewayId, events: publisher)
-    let server = SocketIOServer(settings: socketIO, admission: admission, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
+    let server = SocketIOServer(
+        settings: socketIO, admission: admission, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
     let client = platform.kafkaClient
     let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)

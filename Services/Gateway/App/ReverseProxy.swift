@@ -33,7 +33,10 @@ struct ReverseProxy: Sendable {
         for field in request.headers {
             let name = field.name.canonicalName
             if Self.hopByHop.contains(name) || Self.replacedOnRequest.contains(name) || GatewayHeader.reserved.contains(field.name)
-                || name == GatewayHeader.requestId.canonicalName { continue }
+                || name == GatewayHeader.requestId.canonicalName
+            {
+                continue
+            }
             upstream.headers.add(name: field.name.rawName, value: field.value)
         }
         if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }

@@ -31,10 +31,11 @@ struct RouteTable: Sendable {
         var routes: [Route] = []
         for service in services {
             for route in service.routes {
-                routes.append(Route(
-                    methods: route.method.flatMap { HTTPRequest.Method($0) }.map { [$0] },
-                    segments: route.pattern.split(separator: "/"), upstream: service.name, isPublic: route.isPublic
-                ))
+                routes.append(
+                    Route(
+                        methods: route.method.flatMap { HTTPRequest.Method($0) }.map { [$0] },
+                        segments: route.pattern.split(separator: "/"), upstream: service.name, isPublic: route.isPublic
+                    ))
             }
         }
         self.routes = routes.sorted(by: Self.isMoreSpecific)

@@ -44,7 +44,8 @@ struct StoreRecords: Sendable {
     /// Records the billing; false when `imp_uid` is already billed (the unique index decides
     /// concurrent validations of one payment: later ones wait for the first and find it taken).
     func insert(_ billing: BillingRecord, _ c: PostgresConnection) async throws -> Bool {
-        let rows = try await c.query("""
+        let rows = try await c.query(
+            """
             INSERT INTO billings (id, imp_uid, merchant_uid, buyer_id, item, price, coins, paid_at)
             VALUES (\(billing.id), \(billing.impUID), \(billing.merchantUID), \(billing.buyer.uuid), \(billing.item.item),
                     \(Int32(billing.item.price)), \(Int32(billing.item.coins)), \(billing.paidAt))

@@ -20,23 +20,28 @@ struct CoinLedger: Sendable {
     let logger: Logger
 
     /// Adds `amount` coins (a store credit for `billing`, or the refund of `request`).
-    func add(_ kind: Kind, user: UserID, amount: Int, billing: UUID? = nil, request: CoinRequestID? = nil,
-             _ c: PostgresConnection) async throws -> CoinBalance {
-        try await entry(c.query("""
-            WITH b AS (
-                INSERT INTO coin_balances AS b (user_id, balance, version) VALUES (\(user.uuid), \(amount), 1)
-                ON CONFLICT (user_id) DO UPDATE SET balance = b.balance + EXCLUDED.balance, version = b.version + 1
-                RETURNING balance, version
-            )
-            INSERT INTO coin_ledger (user_id, version, kind, delta, balance_after, billing_id, request_id)
-            SELECT \(user.uuid), b.version, \(kind.rawValue), \(amount), b.balance, \(billing), \(request?.uuid) FROM b
-            RETURNING balance_after, version
-            """, logger: logger), "credit")
+    func add(
+        _ kind: Kind, user: UserID, amount: Int, billing: UUID? = nil, request: CoinRequestID? = nil,
+        _ c: PostgresConnection
+    ) async throws -> CoinBalance {
+        try await entry(
+            c.query(
+                """
+                WITH b AS (
+                    INSERT INTO coin_balances AS b (user_id, balance, version) VALUES (\(user.uuid), \(amount), 1)
+                    ON CONFLICT (user_id) DO UPDATE SET balance = b.balance + EXCLUDED.balance, version = b.version + 1
+                    RETURNING balance, version
+                )
+                INSERT INTO coin_ledger (user_id, version, kind, delta, balance_after, billing_id, request_id)
+                SELECT \(user.uuid), b.version, \(kind.rawValue), \(amount), b.balance, \(billing), \(request?.uuid) FROM b
+                RETURNING balance_after, version
+                """, logger: logger), "credit")
     }
 
     /// Takes `amount` coins for `request`; nil (nothing written) when the balance is too low.
     func debit(user: UserID, amount: Int, request: CoinRequestID, _ c: PostgresConnection) async throws -> CoinBalance? {
-        let rows = try await c.query("""
+        let rows = try await c.query(
+            """
             WITH b AS (
                 UPDATE coin_balances SET balance = balance - \(amount), version = version + 1
                 WHERE user_id = \(user.uuid) AND balance >= \(amount)
@@ -65,7 +70,8 @@ struct CoinLedger: Sendable {
     /// The debit of `request` (user and coins taken) unless it was already refunded; nil when
     /// there is no such debit or it has been given back.
     func refundableDebit(_ request: CoinRequestID, _ c: PostgresConnection) async throws -> (user: UserID, amount: Int)? {
-        let rows = try await c.query("""
+        let rows = try await c.query(
+            """
             SELECT d.user_id, -d.delta FROM coin_ledger d
             WHERE d.request_id = \(request.uuid) AND d.kind = 'debit'
               AND NOT EXISTS (SELECT 1 FROM coin_ledger r WHERE r.request_id = d.request_id AND r.kind = 'refund')

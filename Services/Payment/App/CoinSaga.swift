@@ -30,18 +30,20 @@ struct CoinSaga: Sendable {
     func decide(_ request: WorkspaceEvents.CoinDebitRequested, _ c: PostgresConnection) async throws {
         guard try await requests.claim(request, c) else { return }
         if request.amount > 0, let after = try await ledger.debit(user: request.userId, amount: request.amount, request: request.requestId, c) {
-            try await emit(PaymentEvents.CoinsDebited(
-                requestId: request.requestId, workspaceId: request.workspaceId, userId: request.userId, amount: request.amount,
-                balance: after.balance, version: after.version
-            ), c)
+            try await emit(
+                PaymentEvents.CoinsDebited(
+                    requestId: request.requestId, workspaceId: request.workspaceId, userId: request.userId, amount: request.amount,
+                    balance: after.balance, version: after.version
+                ), c)
             return
         }
         try await requests.markRejected(request.requestId, c)
         let current = try await ledger.balance(of: request.userId, c)
-        try await emit(PaymentEvents.CoinDebitRejected(
-            requestId: request.requestId, userId: request.userId, amount: request.amount,
-            reason: request.amount > 0 ? .insufficientCoins : .invalidAmount, balance: current.balance, version: current.version
-        ), c)
+        try await emit(
+            PaymentEvents.CoinDebitRejected(
+                requestId: request.requestId, userId: request.userId, amount: request.amount,
+                reason: request.amount > 0 ? .insufficientCoins : .invalidAmount, balance: current.balance, version: current.version
+            ), c)
     }
 
     /// Gives back the coins of the debit of `requestId`, once; nothing when it was never debited
@@ -49,9 +51,10 @@ struct CoinSaga: Sendable {
     func refund(_ request: WorkspaceEvents.CoinRefundRequested, _ c: PostgresConnection) async throws {
         guard let debit = try await ledger.refundableDebit(request.requestId, c) else { return }
         let after = try await ledger.add(.refund, user: debit.user, amount: debit.amount, request: request.requestId, c)
-        try await emit(PaymentEvents.CoinsRefunded(
-            requestId: request.requestId, userId: debit.user, amount: debit.amount, balance: after.balance, version: after.version
-        ), c)
+        try await emit(
+            PaymentEvents.CoinsRefunded(
+                requestId: request.requestId, userId: debit.user, amount: debit.amount, balance: after.balance, version: after.version
+            ), c)
         logger.info("coin debit refunded", metadata: ["coin.request": "\(request.requestId)", "user.id": "\(debit.user)"])
     }
 

@@ -12,7 +12,8 @@ struct DebitRequests: Sendable {
     /// Claims the request as debited (the caller debits in the same transaction, or marks it
     /// rejected); false when it was decided before.
     func claim(_ request: WorkspaceEvents.CoinDebitRequested, _ c: PostgresConnection) async throws -> Bool {
-        let rows = try await c.query("""
+        let rows = try await c.query(
+            """
             INSERT INTO debit_requests (request_id, workspace_id, user_id, amount, outcome)
             VALUES (\(request.requestId.uuid), \(request.workspaceId.uuid), \(request.userId.uuid), \(request.amount), 'debited')
             ON CONFLICT (request_id) DO NOTHING RETURNING 1

@@ -10,7 +10,9 @@ import Database
 /// transaction, so the balance always equals the sum of the user's entries.
 enum PaymentMigrations {
     static let all: [Migration] = [
-        Migration(100, "store items, billings, coin ledger, debit requests", """
+        Migration(
+            100, "store items, billings, coin ledger, debit requests",
+            """
             CREATE TABLE store_items (
                 item text PRIMARY KEY,           -- the product name clients show and PortOne echoes as `name`
                 price integer NOT NULL CHECK (price > 0),   -- KRW charged
@@ -75,6 +77,6 @@ enum PaymentMigrations {
             END $$;
             CREATE TRIGGER coin_ledger_append_only BEFORE UPDATE OR DELETE ON coin_ledger
                 FOR EACH STATEMENT EXECUTE FUNCTION coin_ledger_append_only();
-            """),
+            """)
     ]
 }

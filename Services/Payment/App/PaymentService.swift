@@ -29,7 +29,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let paymentSettings = try PaymentSettings(settings)
     var platform = try await ServicePlatform.make(settings: settings, migrations: PaymentService.migrations, logger: logger)
     let postgres = platform.postgres
-    let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
+    let httpClient = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
     let ledger = CoinLedger(logger: logger)
     let saga = CoinSaga(ledger: ledger, requests: DebitRequests(logger: logger), logger: logger)

@@ -115,8 +115,9 @@ actor PortOneClient {
     }
 
     private func send(_ request: HTTPClientRequest, _ what: String) async throws -> (status: UInt, body: ByteBuffer) {
-        let timeout = TimeAmount.nanoseconds(Int64(settings.portOneTimeout.components.seconds) * 1_000_000_000
-            + settings.portOneTimeout.components.attoseconds / 1_000_000_000)
+        let timeout = TimeAmount.nanoseconds(
+            Int64(settings.portOneTimeout.components.seconds) * 1_000_000_000
+                + settings.portOneTimeout.components.attoseconds / 1_000_000_000)
         do {
             let response = try await client.execute(request, timeout: timeout)
             let body = try await response.body.collect(upTo: 1 << 20)

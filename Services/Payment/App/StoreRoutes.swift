@@ -62,9 +62,12 @@ struct StoreRoutes: Sendable {
             try await postgres.withTransaction(logger: logger) { c in
                 guard try await records.insert(billing, c) else { throw APIError.paymentProcessed("imp_uid \(impUID) billed concurrently") }
                 let after = try await ledger.add(.credit, user: buyer, amount: item.coins, billing: billing.id, c)
-                try await Outbox.append(CloudEvent(source: Self.source, data: PaymentEvents.CoinsCredited(
-                    billingId: billing.id, userId: buyer, amount: item.coins, balance: after.balance, version: after.version
-                )), on: c, logger: logger)
+                try await Outbox.append(
+                    CloudEvent(
+                        source: Self.source,
+                        data: PaymentEvents.CoinsCredited(
+                            billingId: billing.id, userId: buyer, amount: item.coins, balance: after.balance, version: after.version
+                        )), on: c, logger: logger)
             }
         } catch let error where error.isUniqueViolation {
             throw APIError.paymentProcessed("imp_uid \(impUID) billed concurrently")
@@ -79,7 +82,9 @@ struct StoreRoutes: Sendable {
     /// A PortOne reference from the client: present, short, and URL-safe (else E11).
     static func reference(_ value: String?, _ name: String) throws -> String {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { throw APIError.badRequest("\(name) is required") }
-        guard referenceLimit.allows(value), value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) }) else {
+        guard referenceLimit.allows(value),
+            value.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) })
+        else {
             throw APIError.badRequest("\(name) is malformed")
         }
         return value

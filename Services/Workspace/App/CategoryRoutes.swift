@@ -41,7 +41,8 @@ extension WorkspaceAPI {
                 guard let current = try await categories.find(categoryId, in: id, c) else { throw APIError.notFound("category") }
                 guard current.name != name else { throw APIError.duplicate("no changes") }
                 guard let renamed = try await categories.rename(categoryId, name: name, c) else { throw APIError.notFound("category") }
-                return CategoryResponse(category_id: renamed.id, name: renamed.name, channels: try await channels.inCategory(categoryId, c).map(ChannelResponse.init))
+                return CategoryResponse(
+                    category_id: renamed.id, name: renamed.name, channels: try await channels.inCategory(categoryId, c).map(ChannelResponse.init))
             }
         }
         // Deleting a category keeps its channels: they move to the end of the first remaining

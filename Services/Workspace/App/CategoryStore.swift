@@ -17,25 +17,32 @@ struct CategoryStore: Sendable {
     }
 
     func all(in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [CategoryRecord] {
-        try await categories(c.query("""
-            SELECT id, name FROM categories WHERE workspace_id = \(workspace.uuid) ORDER BY position, id
-            """, logger: logger))
+        try await categories(
+            c.query(
+                """
+                SELECT id, name FROM categories WHERE workspace_id = \(workspace.uuid) ORDER BY position, id
+                """, logger: logger))
     }
 
     func find(_ id: CategoryID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> CategoryRecord? {
-        try await categories(c.query("""
-            SELECT id, name FROM categories WHERE id = \(id.uuid) AND workspace_id = \(workspace.uuid)
-            """, logger: logger)).first
+        try await categories(
+            c.query(
+                """
+                SELECT id, name FROM categories WHERE id = \(id.uuid) AND workspace_id = \(workspace.uuid)
+                """, logger: logger)
+        ).first
     }
 
     /// Inserts a category at the end of the workspace's list.
     func insert(_ id: CategoryID, workspace: WorkspaceID, name: String, _ c: PostgresConnection) async throws -> CategoryRecord {
-        let rows = try await categories(c.query("""
-            INSERT INTO categories (id, workspace_id, name, position)
-            VALUES (\(id.uuid), \(workspace.uuid), \(name),
-                    (SELECT coalesce(max(position) + 1, 0) FROM categories WHERE workspace_id = \(workspace.uuid)))
-            RETURNING id, name
-            """, logger: logger))
+        let rows = try await categories(
+            c.query(
+                """
+                INSERT INTO categories (id, workspace_id, name, position)
+                VALUES (\(id.uuid), \(workspace.uuid), \(name),
+                        (SELECT coalesce(max(position) + 1, 0) FROM categories WHERE workspace_id = \(workspace.uuid)))
+                RETURNING id, name
+                """, logger: logger))
         guard let category = rows.first else { throw PostgresStoreError("category insert returned no row") }
         return category
     }
@@ -50,7 +57,8 @@ struct CategoryStore: Sendable {
 
     /// Sets the order of the workspace's categories: position = index in the array.
     func place(_ ids: [CategoryID], _ c: PostgresConnection) async throws {
-        _ = try await c.query("""
+        _ = try await c.query(
+            """
             UPDATE categories k SET position = t.ord - 1
             FROM unnest(\(ids.map(\.uuid))::uuid[]) WITH ORDINALITY AS t(id, ord) WHERE k.id = t.id
             """, logger: logger)

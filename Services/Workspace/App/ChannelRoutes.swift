@@ -83,28 +83,32 @@ extension WorkspaceAPI {
         }
         let cover = try form.image.map(images.store)
         do {
-            return ChannelResponse(try await write { c in
-                _ = try await requireMember(id, me, c, lock: true)
-                let category: CategoryID
-                if let requestedCategory {
-                    guard try await categories.find(requestedCategory, in: id, c) != nil else { throw APIError.notFound("category") }
-                    category = requestedCategory
-                } else {
-                    guard let first = try await categories.all(in: id, c).first else { throw PostgresStoreError("workspace without categories") }
-                    category = first.id
-                }
-                guard let channel = try await channels.insert(
-                    .generate(), workspace: id, category: category, name: name, description: description, coverImage: cover,
-                    owner: me, isDefault: false, c
-                ) else { throw APIError.duplicate("channel name") }
-                _ = try await channels.addMember(channel.id, me, c)
-                try await emit(WorkspaceEvents.ChannelCreated(
-                    workspaceId: id, channelId: channel.id, name: channel.name, description: channel.description, ownerId: me,
-                    isDefault: false, createdAt: channel.createdAt
-                ), c)
-                try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channel.id, userId: me), c)
-                return channel
-            })
+            return ChannelResponse(
+                try await write { c in
+                    _ = try await requireMember(id, me, c, lock: true)
+                    let category: CategoryID
+                    if let requestedCategory {
+                        guard try await categories.find(requestedCategory, in: id, c) != nil else { throw APIError.notFound("category") }
+                        category = requestedCategory
+                    } else {
+                        guard let first = try await categories.all(in: id, c).first else { throw PostgresStoreError("workspace without categories") }
+                        category = first.id
+                    }
+                    guard
+                        let channel = try await channels.insert(
+                            .generate(), workspace: id, category: category, name: name, description: description, coverImage: cover,
+                            owner: me, isDefault: false, c
+                        )
+                    else { throw APIError.duplicate("channel name") }
+                    _ = try await channels.addMember(channel.id, me, c)
+                    try await emit(
+                        WorkspaceEvents.ChannelCreated(
+                            workspaceId: id, channelId: channel.id, name: channel.name, description: channel.description, ownerId: me,
+                            isDefault: false, createdAt: channel.createdAt
+                        ), c)
+                    try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channel.id, userId: me), c)
+                    return channel
+                })
         } catch {
             images.remove(cover)
             throw error
@@ -128,12 +132,14 @@ extension WorkspaceAPI {
                 let name = newName ?? current.name
                 let description = newDescription ?? current.description
                 guard name != current.name || description != current.description || newCover != nil else { throw APIError.duplicate("no changes") }
-                guard let updated = try await channels.update(channelId, name: name, description: description, coverImage: newCover ?? current.coverImage, c) else {
+                guard let updated = try await channels.update(channelId, name: name, description: description, coverImage: newCover ?? current.coverImage, c)
+                else {
                     throw APIError.notFound("channel")
                 }
-                try await emit(WorkspaceEvents.ChannelUpdated(
-                    workspaceId: id, channelId: channelId, name: updated.name, description: updated.description, coverImage: updated.coverImage
-                ), c)
+                try await emit(
+                    WorkspaceEvents.ChannelUpdated(
+                        workspaceId: id, channelId: channelId, name: updated.name, description: updated.description, coverImage: updated.coverImage
+                    ), c)
                 return (updated, newCover == nil ? nil : current.coverImage)
             }
         } catch {
@@ -184,18 +190,20 @@ extension WorkspaceAPI {
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
         let target = try await newOwner(request, context)
-        return ChannelResponse(try await write { c in
-            let workspace = try await requireMember(id, me, c, lock: true)
-            let channel = try await requireChannel(channelId, in: id, c)
-            try requireChannelManager(channel, workspace, me)
-            guard target != channel.ownerId else { throw APIError.badRequest("already the owner") }
-            guard try await channels.isMember(channelId, target, c) else { throw APIError.notFound("new owner is not a channel member") }
-            guard let updated = try await channels.setOwner(channelId, target, c) else { throw APIError.notFound("channel") }
-            try await emit(WorkspaceEvents.ChannelOwnerChanged(
-                workspaceId: id, channelId: channelId, previousOwnerId: channel.ownerId, ownerId: target
-            ), c)
-            return updated
-        })
+        return ChannelResponse(
+            try await write { c in
+                let workspace = try await requireMember(id, me, c, lock: true)
+                let channel = try await requireChannel(channelId, in: id, c)
+                try requireChannelManager(channel, workspace, me)
+                guard target != channel.ownerId else { throw APIError.badRequest("already the owner") }
+                guard try await channels.isMember(channelId, target, c) else { throw APIError.notFound("new owner is not a channel member") }
+                guard let updated = try await channels.setOwner(channelId, target, c) else { throw APIError.notFound("channel") }
+                try await emit(
+                    WorkspaceEvents.ChannelOwnerChanged(
+                        workspaceId: id, channelId: channelId, previousOwnerId: channel.ownerId, ownerId: target
+                    ), c)
+                return updated
+            })
     }
 
     /// Explore + join: any workspace member may join any of its channels (E12 when already in).

@@ -19,78 +19,104 @@ struct ChannelStore: Sendable {
         for try await (id, workspace, category, name, description, cover, owner, isDefault, createdAt) in rows.decode(
             (UUID, UUID, UUID, String, String?, String?, UUID, Bool, Date).self
         ) {
-            result.append(ChannelRecord(
-                id: ChannelID(id), workspaceId: WorkspaceID(workspace), categoryId: CategoryID(category), name: name,
-                description: description, coverImage: cover, ownerId: UserID(owner), isDefault: isDefault, createdAt: createdAt
-            ))
+            result.append(
+                ChannelRecord(
+                    id: ChannelID(id), workspaceId: WorkspaceID(workspace), categoryId: CategoryID(category), name: name,
+                    description: description, coverImage: cover, ownerId: UserID(owner), isDefault: isDefault, createdAt: createdAt
+                ))
         }
         return result
     }
 
     func all(in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
-            WHERE c.workspace_id = \(workspace.uuid) \(unescaped: Self.layoutOrder)
-            """, logger: logger))
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
+                WHERE c.workspace_id = \(workspace.uuid) \(unescaped: Self.layoutOrder)
+                """, logger: logger))
     }
 
     func mine(in workspace: WorkspaceID, user: UserID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory) JOIN channel_members m ON m.channel_id = c.id
-            WHERE c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid) \(unescaped: Self.layoutOrder)
-            """, logger: logger))
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory) JOIN channel_members m ON m.channel_id = c.id
+                WHERE c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid) \(unescaped: Self.layoutOrder)
+                """, logger: logger))
     }
 
     func search(in workspace: WorkspaceID, pattern: String, _ c: PostgresConnection) async throws -> [ChannelRecord] {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
-            WHERE c.workspace_id = \(workspace.uuid) AND c.name ILIKE \(pattern)
-            \(unescaped: Self.layoutOrder)
-            """, logger: logger))
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
+                WHERE c.workspace_id = \(workspace.uuid) AND c.name ILIKE \(pattern)
+                \(unescaped: Self.layoutOrder)
+                """, logger: logger))
     }
 
     func find(_ id: ChannelID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> ChannelRecord? {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid)
-            """, logger: logger)).first
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid)
+                """, logger: logger)
+        ).first
     }
 
     func defaultChannel(in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> ChannelRecord? {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c WHERE c.workspace_id = \(workspace.uuid) AND c.is_default
-            """, logger: logger)).first
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.workspace_id = \(workspace.uuid) AND c.is_default
+                """, logger: logger)
+        ).first
     }
 
     func inCategory(_ category: CategoryID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
-        try await channels(c.query("""
-            SELECT \(unescaped: Self.columns) FROM channels c WHERE c.category_id = \(category.uuid) ORDER BY c.position, c.id
-            """, logger: logger))
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.category_id = \(category.uuid) ORDER BY c.position, c.id
+                """, logger: logger))
     }
 
     /// Inserts a channel at the end of `category`; nil when the name is taken in the workspace.
-    func insert(_ id: ChannelID, workspace: WorkspaceID, category: CategoryID, name: String, description: String?, coverImage: String?,
-                owner: UserID, isDefault: Bool, _ c: PostgresConnection) async throws -> ChannelRecord? {
-        try await channels(c.query("""
-            INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default)
-            VALUES (\(id.uuid), \(workspace.uuid), \(category.uuid),
-                    (SELECT coalesce(max(position) + 1, 0) FROM channels WHERE category_id = \(category.uuid)),
-                    \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault))
-            ON CONFLICT DO NOTHING
-            RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+    func insert(
+        _ id: ChannelID, workspace: WorkspaceID, category: CategoryID, name: String, description: String?, coverImage: String?,
+        owner: UserID, isDefault: Bool, _ c: PostgresConnection
+    ) async throws -> ChannelRecord? {
+        try await channels(
+            c.query(
+                """
+                INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default)
+                VALUES (\(id.uuid), \(workspace.uuid), \(category.uuid),
+                        (SELECT coalesce(max(position) + 1, 0) FROM channels WHERE category_id = \(category.uuid)),
+                        \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault))
+                ON CONFLICT DO NOTHING
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     func update(_ id: ChannelID, name: String, description: String?, coverImage: String?, _ c: PostgresConnection) async throws -> ChannelRecord? {
-        try await channels(c.query("""
-            UPDATE channels c SET name = \(name), description = \(description), cover_image = \(coverImage)
-            WHERE c.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await channels(
+            c.query(
+                """
+                UPDATE channels c SET name = \(name), description = \(description), cover_image = \(coverImage)
+                WHERE c.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     func setOwner(_ id: ChannelID, _ owner: UserID, _ c: PostgresConnection) async throws -> ChannelRecord? {
-        try await channels(c.query("""
-            UPDATE channels c SET owner_id = \(owner.uuid) WHERE c.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await channels(
+            c.query(
+                """
+                UPDATE channels c SET owner_id = \(owner.uuid) WHERE c.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     func delete(_ id: ChannelID, _ c: PostgresConnection) async throws {
@@ -99,7 +125,8 @@ struct ChannelStore: Sendable {
 
     /// Sets the order (and category) of `ids`: position = index in the array.
     func place(_ ids: [ChannelID], in category: CategoryID, _ c: PostgresConnection) async throws {
-        _ = try await c.query("""
+        _ = try await c.query(
+            """
             UPDATE channels c SET category_id = \(category.uuid), position = t.ord - 1
             FROM unnest(\(ids.map(\.uuid))::uuid[]) WITH ORDINALITY AS t(id, ord) WHERE c.id = t.id
             """, logger: logger)
@@ -108,10 +135,12 @@ struct ChannelStore: Sendable {
     // MARK: members
 
     func members(of id: ChannelID, _ c: PostgresConnection) async throws -> [MemberRecord] {
-        try await WorkspaceStore.members(c.query("""
-            SELECT \(unescaped: WorkspaceStore.memberColumns) FROM channel_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
-            WHERE m.channel_id = \(id.uuid) ORDER BY m.joined_at, m.user_id
-            """, logger: logger))
+        try await WorkspaceStore.members(
+            c.query(
+                """
+                SELECT \(unescaped: WorkspaceStore.memberColumns) FROM channel_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
+                WHERE m.channel_id = \(id.uuid) ORDER BY m.joined_at, m.user_id
+                """, logger: logger))
     }
 
     func isMember(_ id: ChannelID, _ user: UserID, _ c: PostgresConnection) async throws -> Bool {
@@ -123,7 +152,8 @@ struct ChannelStore: Sendable {
 
     /// Adds a member; false when already one.
     func addMember(_ id: ChannelID, _ user: UserID, _ c: PostgresConnection) async throws -> Bool {
-        for try await _ in try await c.query("""
+        for try await _ in try await c.query(
+            """
             INSERT INTO channel_members (channel_id, user_id) VALUES (\(id.uuid), \(user.uuid)) ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger)
         {
@@ -139,12 +169,13 @@ struct ChannelStore: Sendable {
     /// Removes `user` from every channel of the workspace; returns the channels left.
     func removeFromAll(in workspace: WorkspaceID, user: UserID, _ c: PostgresConnection) async throws -> [ChannelID] {
         var left: [ChannelID] = []
-        for try await id in try await c.query("""
+        for try await id in try await c.query(
+            """
             DELETE FROM channel_members m USING channels c
             WHERE m.channel_id = c.id AND c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid)
             RETURNING m.channel_id
-            """, logger: logger).decode(UUID.self)
-        {
+            """, logger: logger
+        ).decode(UUID.self) {
             left.append(ChannelID(id))
         }
         return left.sorted()
@@ -152,10 +183,11 @@ struct ChannelStore: Sendable {
 
     /// How many channels of the workspace `user` owns.
     func ownedCount(in workspace: WorkspaceID, user: UserID, _ c: PostgresConnection) async throws -> Int {
-        for try await count in try await c.query("""
+        for try await count in try await c.query(
+            """
             SELECT count(*) FROM channels WHERE workspace_id = \(workspace.uuid) AND owner_id = \(user.uuid)
-            """, logger: logger).decode(Int64.self)
-        {
+            """, logger: logger
+        ).decode(Int64.self) {
             return Int(count)
         }
         return 0

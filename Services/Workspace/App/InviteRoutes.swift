@@ -24,10 +24,11 @@ extension WorkspaceAPI {
             let lifetime = body.expiresInSeconds ?? Self.defaultInviteLifetime
             guard (60...Self.maxInviteLifetime).contains(lifetime) else { throw APIError.badRequest("expiresInSeconds must be 60 to 2592000") }
             if let maxUses = body.maxUses, !(1...Self.maxInviteUses).contains(maxUses) { throw APIError.badRequest("maxUses must be 1 to 10000") }
-            return InviteResponse(try await write { c in
-                _ = try await requireMember(id, me, c, lock: true)
-                return try await invites.insert(workspace: id, creator: me, maxUses: body.maxUses, expiresInSeconds: lifetime, c)
-            })
+            return InviteResponse(
+                try await write { c in
+                    _ = try await requireMember(id, me, c, lock: true)
+                    return try await invites.insert(workspace: id, creator: me, maxUses: body.maxUses, expiresInSeconds: lifetime, c)
+                })
         }
         routes.get { request, context -> [InviteResponse] in
             let me = context.identity
@@ -58,16 +59,17 @@ extension WorkspaceAPI {
         routes.post(":code") { request, context -> WorkspaceResponse in
             let me = context.identity
             let code = context.parameters.get("code") ?? ""
-            return WorkspaceResponse(try await write { c in
-                // Workspace row first, then the invite: the same lock order as every other path.
-                guard let workspaceId = try await invites.workspace(of: code, c),
-                      let workspace = try await workspaces.lock(workspaceId, c),
-                      try await invites.lockUsable(code, c) != nil
-                else { throw APIError.notFound("invite") }
-                try await join(me, workspace: workspace.id, via: .inviteCode, c)
-                try await invites.use(code, c)
-                return workspace
-            })
+            return WorkspaceResponse(
+                try await write { c in
+                    // Workspace row first, then the invite: the same lock order as every other path.
+                    guard let workspaceId = try await invites.workspace(of: code, c),
+                        let workspace = try await workspaces.lock(workspaceId, c),
+                        try await invites.lockUsable(code, c) != nil
+                    else { throw APIError.notFound("invite") }
+                    try await join(me, workspace: workspace.id, via: .inviteCode, c)
+                    try await invites.use(code, c)
+                    return workspace
+                })
         }
         return routes
     }

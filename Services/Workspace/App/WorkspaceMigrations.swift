@@ -5,7 +5,9 @@ import Database
 /// indexes, not pre-checks, decide races (a violation becomes E12).
 enum WorkspaceMigrations {
     static let all: [Migration] = [
-        Migration(100, "user profile projection, workspaces, members, categories, channels", """
+        Migration(
+            100, "user profile projection, workspaces, members, categories, channels",
+            """
             CREATE EXTENSION IF NOT EXISTS pg_trgm;
             -- Projection of auth.user.v1: what member lists show.
             \(ProfileProjection.createTable);
@@ -60,7 +62,9 @@ enum WorkspaceMigrations {
             );
             CREATE INDEX channel_members_user ON channel_members (user_id);
             """),
-        Migration(101, "invite codes", """
+        Migration(
+            101, "invite codes",
+            """
             CREATE TABLE invites (
                 code text PRIMARY KEY,
                 workspace_id uuid NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,

@@ -56,7 +56,9 @@ extension WorkspaceAPI {
             let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else { throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)") }
+            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else {
+                throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)")
+            }
             let pattern = LikePattern.contains(keyword)
             return try await read { c in
                 let workspace = try await requireMember(id, me, c)
@@ -98,20 +100,25 @@ extension WorkspaceAPI {
         let workspace: WorkspaceRecord
         do {
             workspace = try await write { c in
-                guard let workspace = try await workspaces.insert(
-                    .generate(), name: name, description: description, coverImage: cover, owner: me, pendingDebit: debitRequest, c
-                ) else { throw APIError.duplicate("workspace name") }
+                guard
+                    let workspace = try await workspaces.insert(
+                        .generate(), name: name, description: description, coverImage: cover, owner: me, pendingDebit: debitRequest, c
+                    )
+                else { throw APIError.duplicate("workspace name") }
                 guard try await workspaces.addMember(workspace.id, me, c) else { throw PostgresStoreError("new workspace has members") }
                 let category = try await categories.insert(.generate(), workspace: workspace.id, name: Self.defaultCategoryName, c)
-                guard let channel = try await channels.insert(
-                    .generate(), workspace: workspace.id, category: category.id, name: Self.defaultChannelName, description: nil,
-                    coverImage: nil, owner: me, isDefault: true, c
-                ) else { throw PostgresStoreError("default channel insert returned no row") }
+                guard
+                    let channel = try await channels.insert(
+                        .generate(), workspace: workspace.id, category: category.id, name: Self.defaultChannelName, description: nil,
+                        coverImage: nil, owner: me, isDefault: true, c
+                    )
+                else { throw PostgresStoreError("default channel insert returned no row") }
                 _ = try await channels.addMember(channel.id, me, c)
                 if let debitRequest {
-                    try await emit(WorkspaceEvents.CoinDebitRequested(
-                        requestId: debitRequest, workspaceId: workspace.id, userId: me, amount: cost, reason: "workspace-creation"
-                    ), c)
+                    try await emit(
+                        WorkspaceEvents.CoinDebitRequested(
+                            requestId: debitRequest, workspaceId: workspace.id, userId: me, amount: cost, reason: "workspace-creation"
+                        ), c)
                 } else {
                     try await emitCreated(workspace, defaultChannel: channel, c)
                 }
@@ -135,14 +142,16 @@ extension WorkspaceAPI {
 
     /// The events of a workspace becoming visible: itself, its default channel, its owner.
     func emitCreated(_ workspace: WorkspaceRecord, defaultChannel channel: ChannelRecord, _ c: PostgresConnection) async throws {
-        try await emit(WorkspaceEvents.WorkspaceCreated(
-            workspaceId: workspace.id, name: workspace.name, description: workspace.description, coverImage: workspace.coverImage,
-            ownerId: workspace.ownerId, defaultChannelId: channel.id, createdAt: workspace.createdAt
-        ), c)
-        try await emit(WorkspaceEvents.ChannelCreated(
-            workspaceId: workspace.id, channelId: channel.id, name: channel.name, description: channel.description,
-            ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt
-        ), c)
+        try await emit(
+            WorkspaceEvents.WorkspaceCreated(
+                workspaceId: workspace.id, name: workspace.name, description: workspace.description, coverImage: workspace.coverImage,
+                ownerId: workspace.ownerId, defaultChannelId: channel.id, createdAt: workspace.createdAt
+            ), c)
+        try await emit(
+            WorkspaceEvents.ChannelCreated(
+                workspaceId: workspace.id, channelId: channel.id, name: channel.name, description: channel.description,
+                ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt
+            ), c)
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: workspace.id, userId: workspace.ownerId, channelIds: [channel.id], via: .creation), c)
     }
 
@@ -163,9 +172,10 @@ extension WorkspaceAPI {
                 guard let updated = try await workspaces.update(id, name: name, description: description, coverImage: newCover ?? current.coverImage, c) else {
                     throw APIError.notFound("workspace")
                 }
-                try await emit(WorkspaceEvents.WorkspaceUpdated(
-                    workspaceId: id, name: updated.name, description: updated.description, coverImage: updated.coverImage
-                ), c)
+                try await emit(
+                    WorkspaceEvents.WorkspaceUpdated(
+                        workspaceId: id, name: updated.name, description: updated.description, coverImage: updated.coverImage
+                    ), c)
                 return (updated, newCover == nil ? nil : current.coverImage)
             }
         } catch {
@@ -210,14 +220,15 @@ extension WorkspaceAPI {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let target = try await newOwner(request, context)
-        return WorkspaceResponse(try await write { c in
-            _ = try await requireOwner(id, me, c, lock: true)
-            guard target != me else { throw APIError.badRequest("already the owner") }
-            guard try await workspaces.isMember(id, target, c) else { throw APIError.notFound("new owner is not a member") }
-            guard let updated = try await workspaces.setOwner(id, target, c) else { throw APIError.notFound("workspace") }
-            try await emit(WorkspaceEvents.WorkspaceOwnerChanged(workspaceId: id, previousOwnerId: me, ownerId: target), c)
-            return updated
-        })
+        return WorkspaceResponse(
+            try await write { c in
+                _ = try await requireOwner(id, me, c, lock: true)
+                guard target != me else { throw APIError.badRequest("already the owner") }
+                guard try await workspaces.isMember(id, target, c) else { throw APIError.notFound("new owner is not a member") }
+                guard let updated = try await workspaces.setOwner(id, target, c) else { throw APIError.notFound("workspace") }
+                try await emit(WorkspaceEvents.WorkspaceOwnerChanged(workspaceId: id, previousOwnerId: me, ownerId: target), c)
+                return updated
+            })
     }
 
     /// Invites a registered user by email: they join the workspace and its default channel.
@@ -225,12 +236,13 @@ extension WorkspaceAPI {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let email = try EmailAddress.validated(try await request.decodeBody(as: EmailBody.self, context: context).email)
-        return MemberResponse(try await write { c in
-            _ = try await requireOwner(id, me, c, lock: true)
-            guard let invitee = try await workspaces.user(email: email, c) else { throw APIError.loginFailed("no user with that email") }
-            try await join(invitee.userId, workspace: id, via: .invitation, c)
-            return invitee
-        })
+        return MemberResponse(
+            try await write { c in
+                _ = try await requireOwner(id, me, c, lock: true)
+                guard let invitee = try await workspaces.user(email: email, c) else { throw APIError.loginFailed("no user with that email") }
+                try await join(invitee.userId, workspace: id, via: .invitation, c)
+                return invitee
+            })
     }
 
     /// Adds `user` to the locked workspace and its default channel (E12 when already a member).

@@ -15,8 +15,10 @@ struct WorkspaceStore: Sendable {
     private func workspaces(_ rows: PostgresRowSequence) async throws -> [WorkspaceRecord] {
         var result: [WorkspaceRecord] = []
         for try await (id, name, description, cover, owner, createdAt) in rows.decode((UUID, String, String?, String?, UUID, Date).self) {
-            result.append(WorkspaceRecord(id: WorkspaceID(id), name: name, description: description, coverImage: cover,
-                                          ownerId: UserID(owner), createdAt: createdAt))
+            result.append(
+                WorkspaceRecord(
+                    id: WorkspaceID(id), name: name, description: description, coverImage: cover,
+                    ownerId: UserID(owner), createdAt: createdAt))
         }
         return result
     }
@@ -37,19 +39,25 @@ struct WorkspaceStore: Sendable {
 
     /// Locks the active workspace row for the rest of the transaction.
     func lock(_ id: WorkspaceID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            SELECT \(unescaped: Self.columns) FROM workspaces w WHERE w.id = \(id.uuid) AND w.state = 'active' FOR NO KEY UPDATE
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM workspaces w WHERE w.id = \(id.uuid) AND w.state = 'active' FOR NO KEY UPDATE
+                """, logger: logger)
+        ).first
     }
 
     /// The active workspace when `user` is a member (one round trip), locked when `lock`.
     func find(_ id: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            SELECT \(unescaped: Self.columns) FROM workspaces w
-            WHERE w.id = \(id.uuid) AND w.state = 'active'
-              AND EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = \(user.uuid))
-            \(unescaped: lock ? "FOR NO KEY UPDATE OF w" : "")
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM workspaces w
+                WHERE w.id = \(id.uuid) AND w.state = 'active'
+                  AND EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = \(user.uuid))
+                \(unescaped: lock ? "FOR NO KEY UPDATE OF w" : "")
+                """, logger: logger)
+        ).first
     }
 
     func isMember(_ id: WorkspaceID, _ user: UserID, _ c: PostgresConnection) async throws -> Bool {
@@ -58,80 +66,105 @@ struct WorkspaceStore: Sendable {
 
     /// The active workspaces `user` belongs to, oldest first.
     func list(for user: UserID, _ c: PostgresConnection) async throws -> [WorkspaceRecord] {
-        try await workspaces(c.query("""
-            SELECT \(unescaped: Self.columns) FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
-            WHERE m.user_id = \(user.uuid) AND w.state = 'active' ORDER BY w.created_at, w.id
-            """, logger: logger))
+        try await workspaces(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
+                WHERE m.user_id = \(user.uuid) AND w.state = 'active' ORDER BY w.created_at, w.id
+                """, logger: logger))
     }
 
     func members(of id: WorkspaceID, _ c: PostgresConnection) async throws -> [MemberRecord] {
-        try await Self.members(c.query("""
-            SELECT \(unescaped: Self.memberColumns) FROM workspace_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
-            WHERE m.workspace_id = \(id.uuid) ORDER BY m.joined_at, m.user_id
-            """, logger: logger))
+        try await Self.members(
+            c.query(
+                """
+                SELECT \(unescaped: Self.memberColumns) FROM workspace_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
+                WHERE m.workspace_id = \(id.uuid) ORDER BY m.joined_at, m.user_id
+                """, logger: logger))
     }
 
     func member(_ user: UserID, of id: WorkspaceID, _ c: PostgresConnection) async throws -> MemberRecord? {
-        try await Self.members(c.query("""
-            SELECT \(unescaped: Self.memberColumns) FROM workspace_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
-            WHERE m.workspace_id = \(id.uuid) AND m.user_id = \(user.uuid)
-            """, logger: logger)).first
+        try await Self.members(
+            c.query(
+                """
+                SELECT \(unescaped: Self.memberColumns) FROM workspace_members m LEFT JOIN user_profiles p ON p.user_id = m.user_id
+                WHERE m.workspace_id = \(id.uuid) AND m.user_id = \(user.uuid)
+                """, logger: logger)
+        ).first
     }
 
     /// Members whose nickname or email contains `pattern` (an escaped ILIKE pattern).
     func searchMembers(of id: WorkspaceID, pattern: String, _ c: PostgresConnection) async throws -> [MemberRecord] {
-        try await Self.members(c.query("""
-            SELECT \(unescaped: Self.memberColumns) FROM workspace_members m JOIN user_profiles p ON p.user_id = m.user_id
-            WHERE m.workspace_id = \(id.uuid) AND (p.nickname ILIKE \(pattern) OR p.email ILIKE \(pattern))
-            ORDER BY m.joined_at, m.user_id
-            """, logger: logger))
+        try await Self.members(
+            c.query(
+                """
+                SELECT \(unescaped: Self.memberColumns) FROM workspace_members m JOIN user_profiles p ON p.user_id = m.user_id
+                WHERE m.workspace_id = \(id.uuid) AND (p.nickname ILIKE \(pattern) OR p.email ILIKE \(pattern))
+                ORDER BY m.joined_at, m.user_id
+                """, logger: logger))
     }
 
     /// The user registered with `email` (from the projection), unless deleted.
     func user(email: String, _ c: PostgresConnection) async throws -> MemberRecord? {
-        try await Self.members(c.query("""
-            SELECT p.user_id, p.email, p.nickname, p.profile_image FROM user_profiles p
-            WHERE lower(p.email) = lower(\(email)) AND NOT p.deleted
-            """, logger: logger)).first
+        try await Self.members(
+            c.query(
+                """
+                SELECT p.user_id, p.email, p.nickname, p.profile_image FROM user_profiles p
+                WHERE lower(p.email) = lower(\(email)) AND NOT p.deleted
+                """, logger: logger)
+        ).first
     }
 
     /// Whether `path` is the cover of a workspace `user` belongs to or of a channel in one.
     func canSeeCover(_ path: String, user: UserID, _ c: PostgresConnection) async throws -> Bool {
-        try await exists(c.query("""
-            SELECT 1 FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
-            WHERE w.cover_image = \(path) AND m.user_id = \(user.uuid)
-            UNION ALL
-            SELECT 1 FROM channels k JOIN workspace_members m ON m.workspace_id = k.workspace_id
-            WHERE k.cover_image = \(path) AND m.user_id = \(user.uuid)
-            LIMIT 1
-            """, logger: logger))
+        try await exists(
+            c.query(
+                """
+                SELECT 1 FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
+                WHERE w.cover_image = \(path) AND m.user_id = \(user.uuid)
+                UNION ALL
+                SELECT 1 FROM channels k JOIN workspace_members m ON m.workspace_id = k.workspace_id
+                WHERE k.cover_image = \(path) AND m.user_id = \(user.uuid)
+                LIMIT 1
+                """, logger: logger))
     }
 
     // MARK: writes
 
     /// Inserts a workspace; nil when the name is taken (the unique index decides races).
-    func insert(_ id: WorkspaceID, name: String, description: String?, coverImage: String?, owner: UserID,
-                pendingDebit: CoinRequestID?, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+    func insert(
+        _ id: WorkspaceID, name: String, description: String?, coverImage: String?, owner: UserID,
+        pendingDebit: CoinRequestID?, _ c: PostgresConnection
+    ) async throws -> WorkspaceRecord? {
         let state = pendingDebit == nil ? "active" : "pending"
-        return try await workspaces(c.query("""
-            INSERT INTO workspaces AS w (id, name, description, cover_image, owner_id, state, debit_request_id)
-            VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit?.uuid))
-            ON CONFLICT DO NOTHING
-            RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        return try await workspaces(
+            c.query(
+                """
+                INSERT INTO workspaces AS w (id, name, description, cover_image, owner_id, state, debit_request_id)
+                VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit?.uuid))
+                ON CONFLICT DO NOTHING
+                RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     func update(_ id: WorkspaceID, name: String, description: String?, coverImage: String?, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            UPDATE workspaces w SET name = \(name), description = \(description), cover_image = \(coverImage)
-            WHERE w.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                UPDATE workspaces w SET name = \(name), description = \(description), cover_image = \(coverImage)
+                WHERE w.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     func setOwner(_ id: WorkspaceID, _ owner: UserID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            UPDATE workspaces w SET owner_id = \(owner.uuid) WHERE w.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                UPDATE workspaces w SET owner_id = \(owner.uuid) WHERE w.id = \(id.uuid) RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     /// Deletes the workspace (channels, members, categories and invites cascade).
@@ -141,10 +174,12 @@ struct WorkspaceStore: Sendable {
 
     /// Adds a member; false when already one.
     func addMember(_ id: WorkspaceID, _ user: UserID, _ c: PostgresConnection) async throws -> Bool {
-        try await exists(c.query("""
-            INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(id.uuid), \(user.uuid))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger))
+        try await exists(
+            c.query(
+                """
+                INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(id.uuid), \(user.uuid))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger))
     }
 
     func removeMember(_ id: WorkspaceID, _ user: UserID, _ c: PostgresConnection) async throws {
@@ -165,10 +200,13 @@ struct WorkspaceStore: Sendable {
 
     /// Activates the pending workspace of `requestId`; nil when there is none (already decided).
     func activate(debitRequest requestId: CoinRequestID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            UPDATE workspaces w SET state = 'active'
-            WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                UPDATE workspaces w SET state = 'active'
+                WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     /// Whether a workspace (pending or active) was created with the debit request `requestId`.
@@ -178,9 +216,12 @@ struct WorkspaceStore: Sendable {
 
     /// Deletes the pending workspace of `requestId`; returns it, nil when there is none.
     func discard(debitRequest requestId: CoinRequestID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(c.query("""
-            DELETE FROM workspaces w WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
-            """, logger: logger)).first
+        try await workspaces(
+            c.query(
+                """
+                DELETE FROM workspaces w WHERE w.debit_request_id = \(requestId.uuid) AND w.state = 'pending' RETURNING \(unescaped: Self.columns)
+                """, logger: logger)
+        ).first
     }
 
     private func exists(_ rows: PostgresRowSequence) async throws -> Bool {

@@ -46,8 +46,10 @@ extension ChatEvents {
         public var editedAt: Date
         public var subject: String { conversation.key }
 
-        public init(messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, senderId: UserID, content: String?,
-                    mentions: [UserID]?, editedAt: Date) {
+        public init(
+            messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, senderId: UserID, content: String?,
+            mentions: [UserID]?, editedAt: Date
+        ) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.conversation = conversation
@@ -92,8 +94,10 @@ extension ChatEvents {
         public var reactions: [Reaction]
         public var subject: String { conversation.key }
 
-        public init(messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, userId: UserID, emoji: String, added: Bool,
-                    reactions: [Reaction]) {
+        public init(
+            messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, userId: UserID, emoji: String, added: Bool,
+            reactions: [Reaction]
+        ) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.conversation = conversation

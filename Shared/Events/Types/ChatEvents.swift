@@ -35,8 +35,10 @@ public enum ChatEvents {
         public var mentions: [UserID]?
         public var subject: String { channelId.description }
 
-        public init(messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
-                    content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil) {
+        public init(
+            messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
+            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil
+        ) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.channelId = channelId
@@ -71,8 +73,10 @@ extension ChatEvents {
         public var mentions: [UserID]?
         public var subject: String { roomId.description }
 
-        public init(messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
-                    content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil) {
+        public init(
+            messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
+            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil
+        ) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.roomId = roomId

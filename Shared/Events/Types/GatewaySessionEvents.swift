@@ -23,8 +23,10 @@ extension GatewayEvents {
         public var checkpointedAt: Date
         public var subject: String { sessionId }
 
-        public init(sessionId: String, gatewayId: String, userId: UserID, openedAt: Date, seq: Int, baseSeq: Int,
-                    conversations: [ConversationCursor], marks: [DispatchMark], checkpointedAt: Date) {
+        public init(
+            sessionId: String, gatewayId: String, userId: UserID, openedAt: Date, seq: Int, baseSeq: Int,
+            conversations: [ConversationCursor], marks: [DispatchMark], checkpointedAt: Date
+        ) {
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId

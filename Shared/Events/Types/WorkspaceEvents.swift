@@ -16,8 +16,10 @@ public enum WorkspaceEvents {
         public var createdAt: Date
         public var subject: String { workspaceId.description }
 
-        public init(workspaceId: WorkspaceID, name: String, description: String?, coverImage: String?, ownerId: UserID,
-                    defaultChannelId: ChannelID, createdAt: Date) {
+        public init(
+            workspaceId: WorkspaceID, name: String, description: String?, coverImage: String?, ownerId: UserID,
+            defaultChannelId: ChannelID, createdAt: Date
+        ) {
             self.workspaceId = workspaceId
             self.name = name
             self.description = description
@@ -124,8 +126,10 @@ public enum WorkspaceEvents {
         public var createdAt: Date
         public var subject: String { workspaceId.description }
 
-        public init(workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
-                    isDefault: Bool, createdAt: Date) {
+        public init(
+            workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
+            isDefault: Bool, createdAt: Date
+        ) {
             self.workspaceId = workspaceId
             self.channelId = channelId
             self.name = name

@@ -15,7 +15,9 @@ struct AccessRecheckTests {
     @Test("a native session resumed from its checkpoint after its user left a channel (no gateway watching) gets conversation.removed and none of its messages")
     func resumeRechecksMembership() async throws {
         let gatewayId = "gw-recheck-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(services: [.auth, .workspace, .chat], gateway: NativeProtocolTests.environment("gw-stack-\(UUID().uuidString.prefix(8).lowercased())")) { s in
+        try await Stack.run(
+            services: [.auth, .workspace, .chat], gateway: NativeProtocolTests.environment("gw-stack-\(UUID().uuidString.prefix(8).lowercased())")
+        ) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let (wid, general) = try await s.sharedChannel(a, b)
@@ -81,8 +83,10 @@ struct AccessRecheckTests {
                 try await eventually("the member's namespace of the channel left ends", timeout: .seconds(30)) {
                     credentialed.lines("disconnected").contains { $0["namespace"] as? String == "/ws-channel-\(extra)" }
                 }
-                let secret = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(extra)/chats", owner, json: #"{"content":"나간 뒤"}"#)))
-                let visible = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(general)/chats", owner, json: #"{"content":"일반"}"#)))
+                let secret = try #require(
+                    jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(extra)/chats", owner, json: #"{"content":"나간 뒤"}"#)))
+                let visible = try #require(
+                    jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(general)/chats", owner, json: #"{"content":"일반"}"#)))
                 try await eventually("the general channel's message", timeout: .seconds(30)) {
                     credentialed.events("channel").contains { $0["chat_id"] as? String == visible["chat_id"] as? String }
                 }

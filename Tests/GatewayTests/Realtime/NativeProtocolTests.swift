@@ -40,7 +40,9 @@ struct NativeProtocolTests {
         }
     }
 
-    @Test("identify → ready with conversations and unread counts; live messages and DMs with consecutive sequence numbers; typing to others only; heartbeat ack; kill the socket, resume → missed messages in order, then live")
+    @Test(
+        "identify → ready with conversations and unread counts; live messages and DMs with consecutive sequence numbers; typing to others only; heartbeat ack; kill the socket, resume → missed messages in order, then live"
+    )
     func identifyReceiveResume() async throws {
         let gatewayId = "gw-native-\(UUID().uuidString.prefix(8).lowercased())"
         try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
@@ -97,7 +99,8 @@ struct NativeProtocolTests {
             var missed: [String] = []
             for i in 0..<6 {
                 if i % 3 == 2 {
-                    missed.append(id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", b, json: #"{"content":"놓친 디엠 \#(i)"}"#)), "dm_id"))
+                    missed.append(
+                        id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", b, json: #"{"content":"놓친 디엠 \#(i)"}"#)), "dm_id"))
                 } else {
                     missed.append(id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"놓친 \#(i)"}"#)), "chat_id"))
                 }

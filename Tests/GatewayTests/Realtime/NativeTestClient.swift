@@ -90,7 +90,9 @@ final class NativeTestClient: Sendable {
     var lastSeq: Int { sequence.last ?? 0 }
 
     @discardableResult
-    func waitFor(_ what: String = "frame", timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
+    func waitFor(_ what: String = "frame", timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([[String: Any]]) -> Bool) async throws
+        -> [[String: Any]]
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let frames = self.frames

@@ -15,7 +15,8 @@ struct PythonSocketClient: Sendable {
     let process: TestProcess
     let stopFile: String
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// - Parameter namespaces: `(namespace, event)` pairs to join and listen to.
     static func start(

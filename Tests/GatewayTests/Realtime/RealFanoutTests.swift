@@ -62,10 +62,12 @@ struct RealFanoutTests {
             for i in 0..<40 {
                 if i == 20 { try await first.stop() }  // one replica leaves mid-run; the group rebalances
                 let author = i % 2 == 0 ? owner : member
-                let chat = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", author, json: #"{"content":"메시지 \#(i)"}"#)))
+                let chat = try #require(
+                    jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", author, json: #"{"content":"메시지 \#(i)"}"#)))
                 channelIds.append(try #require(chat["chat_id"] as? String))
                 if i % 4 == 0 {
-                    let dm = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", member, json: #"{"content":"디엠 \#(i)"}"#)))
+                    let dm = try #require(
+                        jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", member, json: #"{"content":"디엠 \#(i)"}"#)))
                     dmIds.append(try #require(dm["dm_id"] as? String))
                 }
             }

@@ -17,7 +17,9 @@ import TestSupport
 /// every socket gets every message of its channels exactly once, in order per channel.
 @Suite("Scale-out: 2 gateways × 3 fan-out replicas", .serialized)
 struct ScaleOutTests {
-    @Test("1 000 messages to 50 channels, members on both gateways, one of three fan-out processes killed (SIGKILL) mid-run: every socket receives every message of its channels exactly once, in order")
+    @Test(
+        "1 000 messages to 50 channels, members on both gateways, one of three fan-out processes killed (SIGKILL) mid-run: every socket receives every message of its channels exactly once, in order"
+    )
     func twoGatewaysThreeReplicas() async throws {
         let run = UUID().uuidString.prefix(8).lowercased()
         // One author posts 1 000 messages through 8 connections: above the default per-user rate limit.
@@ -25,10 +27,13 @@ struct ScaleOutTests {
         try await Stack.run(services: [.auth, .workspace, .chat], gateway: limits.merging(["GATEWAY_ID": "gw-a-\(run)"]) { $1 }) { s in
             var replicas: [TestProcess] = []
             for index in 0..<3 {
-                replicas.append(try TestProcess(executable: "chat-fanout", environment: [
-                    "HTTP_PORT": "0", "KAFKA_BROKERS": s.cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-                    "INSTANCE_ID": "fanout-\(run)-\(index)",
-                ]))
+                replicas.append(
+                    try TestProcess(
+                        executable: "chat-fanout",
+                        environment: [
+                            "HTTP_PORT": "0", "KAFKA_BROKERS": s.cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
+                            "INSTANCE_ID": "fanout-\(run)-\(index)",
+                        ]))
             }
             defer { for replica in replicas { replica.signal(SIGKILL); _ = replica.reap() } }
             let second = try await RunningService.start {
@@ -110,7 +115,8 @@ struct ScaleOutTests {
                         for round in 0..<20 {
                             for channel in mine {
                                 let author = owner
-                                let answer = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(channel)/chats", author, json: #"{"content":"m \#(round)"}"#)
+                                let answer = try await s.send(
+                                    .post, "/v1/workspaces/\(wid)/channels/\(channel)/chats", author, json: #"{"content":"m \#(round)"}"#)
                                 let chat = id(jsonObject(answer), "chat_id")
                                 try #require(answer.status == .ok && !chat.isEmpty, "send: \(answer.status) \(String(buffer: answer.body))")
                                 sent.withLock { $0[channel, default: []].append(chat) }
@@ -142,7 +148,9 @@ struct ScaleOutTests {
             while missing().contains(where: { $0 > 0 }), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(200))
             }
-            #expect(missing().allSatisfy { $0 == 0 }, "messages missing per socket \(placements): \(missing()); fan-out output: \(replicas.map { $0.output.suffix(1500) })")
+            #expect(
+                missing().allSatisfy { $0 == 0 },
+                "messages missing per socket \(placements): \(missing()); fan-out output: \(replicas.map { $0.output.suffix(1500) })")
             try await Task.sleep(for: .seconds(2))  // late duplicates would show now
             for (index, socket) in sockets.enumerated() {
                 let chats = received(socket.client).filter { $0.content != "probe" }

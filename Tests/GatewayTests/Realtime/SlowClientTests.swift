@@ -31,18 +31,21 @@ struct SlowClientTests {
             func send(_ count: Int) async throws {
                 for i in 0..<count {
                     let id = MessageID(UUIDv7.generate())
-                    let event = CloudEvent(source: "test", data: ChatEvents.ChannelMessageCreated(
-                        messageId: id, workspaceId: WorkspaceID(UUID()), channelId: ChannelID(channel), channelName: "big",
-                        sender: .init(userId: UserID(UUID()), email: "a@example.com", nickname: "n\(i)", profileImage: nil),
-                        content: content, files: [], createdAt: Date()
-                    ))
+                    let event = CloudEvent(
+                        source: "test",
+                        data: ChatEvents.ChannelMessageCreated(
+                            messageId: id, workspaceId: WorkspaceID(UUID()), channelId: ChannelID(channel), channelName: "big",
+                            sender: .init(userId: UserID(UUID()), email: "a@example.com", nickname: "n\(i)", profileImage: nil),
+                            content: content, files: [], createdAt: Date()
+                        ))
                     sentAt.withLock { $0[id.uuid.lowercased] = Date().timeIntervalSince1970 }
                     // Deliveries straight onto this gateway's partition (what chat-fanout would send).
-                    _ = try await producer.sendAndAwait(KafkaProducerMessage(
-                        topic: Topic.gatewayDelivery.name, key: gatewayId, value: try EventCoding.encode(event),
-                        headers: [KafkaHeader(key: CloudEventKafkaHeader.type, string: ChatEvents.ChannelMessageCreated.eventType)],
-                        partition: GatewayEvents.deliveryPartition(for: gatewayId)
-                    ))
+                    _ = try await producer.sendAndAwait(
+                        KafkaProducerMessage(
+                            topic: Topic.gatewayDelivery.name, key: gatewayId, value: try EventCoding.encode(event),
+                            headers: [KafkaHeader(key: CloudEventKafkaHeader.type, string: ChatEvents.ChannelMessageCreated.eventType)],
+                            partition: GatewayEvents.deliveryPartition(for: gatewayId)
+                        ))
                     try await Task.sleep(for: .milliseconds(250))
                 }
             }
@@ -71,9 +74,12 @@ struct SlowClientTests {
             #expect(readers.lines("reader_closed").isEmpty, "\(readers.output.suffix(1000))")
             // Everyone else keeps their latency: the stalled sockets cost the readers at most a
             // little (the kernel copies what their buffers take before they stall).
-            let (p50Base, p95Base, p50Loaded, p95Loaded) = (percentile(baseline, 0.5), percentile(baseline, 0.95), percentile(loaded, 0.5), percentile(loaded, 0.95))
-            #expect(p50Loaded <= 2 * p50Base + 0.25 && p95Loaded <= 2 * p95Base + 0.5,
-                    "p50 \(p50Base) → \(p50Loaded) s, p95 \(p95Base) → \(p95Loaded) s")
+            let (p50Base, p95Base, p50Loaded, p95Loaded) = (
+                percentile(baseline, 0.5), percentile(baseline, 0.95), percentile(loaded, 0.5), percentile(loaded, 0.95)
+            )
+            #expect(
+                p50Loaded <= 2 * p50Base + 0.25 && p95Loaded <= 2 * p95Base + 0.5,
+                "p50 \(p50Base) → \(p50Loaded) s, p95 \(p95Base) → \(p95Loaded) s")
 
             let report = try await stalled.finish()
             #expect(report.count == 10 && report.allSatisfy { $0 }, "closed by the server: \(report)\n\(stalled.output.suffix(2000))")
@@ -92,10 +98,12 @@ struct SlowReaders {
         let python = PythonSocketClient.repository.appendingPathComponent(".devdata/pyenv/bin/python").path
         let script = PythonSocketClient.repository.appendingPathComponent("Tests/GatewayTests/Realtime/clients/slow_readers.py").path
         stopFile = FileManager.default.temporaryDirectory.appendingPathComponent("slow-stop-\(UUID().uuidString)").path
-        process = try TestProcess(path: python, arguments: [
-            "-u", script, "--url", "http://127.0.0.1:\(port)", "--namespace", namespace,
-            "--stalled", "\(stalled)", "--readers", "\(readers)", "--stop-file", stopFile,
-        ])
+        process = try TestProcess(
+            path: python,
+            arguments: [
+                "-u", script, "--url", "http://127.0.0.1:\(port)", "--namespace", namespace,
+                "--stalled", "\(stalled)", "--readers", "\(readers)", "--stop-file", stopFile,
+            ])
     }
 
     var output: String { process.output }

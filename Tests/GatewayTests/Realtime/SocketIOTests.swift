@@ -37,7 +37,9 @@ struct SocketIOTests {
         #expect(NSDictionary(dictionary: first).isEqual(to: answer), "socket \(first) vs REST \(answer)")
     }
 
-    @Test("EIO4: polling-then-upgrade and WebSocket-only clients get each channel message once (sender's echo too), even when redelivered; interest announced and withdrawn")
+    @Test(
+        "EIO4: polling-then-upgrade and WebSocket-only clients get each channel message once (sender's echo too), even when redelivered; interest announced and withdrawn"
+    )
     func channelMessages() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
         try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.gatewayEnvironment(gatewayId)) { s in
@@ -75,18 +77,30 @@ struct SocketIOTests {
                 let conversation = try #require(UUID(uuidString: cid))
                 let interest = try await recordedEvents(s.cluster, GatewayEvents.InterestChanged.self) {
                     $0.gatewayId == gatewayId && $0.conversationId == conversation
-                } until: { $0.last?.interested == false }
+                } until: {
+                    $0.last?.interested == false
+                }
                 #expect(interest.map(\.interested) == [true, false], "interest records: \(interest)")
                 // Both Engine.IO sessions were announced on gateway.session.v1, opened and closed.
-                let opened = try await recordedEvents(s.cluster, GatewayEvents.SessionOpened.self) { $0.gatewayId == gatewayId } until: { $0.count >= 2 }
-                let closed = try await recordedEvents(s.cluster, GatewayEvents.SessionClosed.self) { $0.gatewayId == gatewayId } until: { $0.count >= 2 }
+                let opened = try await recordedEvents(s.cluster, GatewayEvents.SessionOpened.self) {
+                    $0.gatewayId == gatewayId
+                } until: {
+                    $0.count >= 2
+                }
+                let closed = try await recordedEvents(s.cluster, GatewayEvents.SessionClosed.self) {
+                    $0.gatewayId == gatewayId
+                } until: {
+                    $0.count >= 2
+                }
                 #expect(opened.count == 2 && opened.allSatisfy { $0.clientProtocol == .socketIO })
                 #expect(Set(opened.map(\.sessionId)) == Set(closed.map(\.sessionId)))
             }
         }
     }
 
-    @Test("DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 polling-upgrade and WebSocket-only on a channel across client heartbeats; invalid namespaces refused; Engine.IO errors are 400s")
+    @Test(
+        "DMs on /ws-dm-{room} to EIO4 and EIO3 clients; EIO3 polling-upgrade and WebSocket-only on a channel across client heartbeats; invalid namespaces refused; Engine.IO errors are 400s"
+    )
     func directMessagesEIO3AndRefusals() async throws {
         let gatewayId = "gw-test-\(UUID().uuidString.prefix(8).lowercased())"
         // Ping intervals short enough that EIO3 clients ping (and the server answers) during the
@@ -148,16 +162,22 @@ struct SocketIOTests {
             #expect(try await engineError("/socket.io/?EIO=5&transport=polling") == #"400 {"code":5,"message":"Unsupported protocol version"}"#)
             #expect(try await engineError("/socket.io/?EIO=4&transport=carrier-pigeon") == #"400 {"code":0,"message":"Transport unknown"}"#)
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=nope") == #"400 {"code":1,"message":"Session ID unknown"}"#)
-            #expect(try await engineError("/socket.io/?EIO=4&transport=polling", method: .post, body: "40") == #"400 {"code":2,"message":"Bad handshake method"}"#)
+            #expect(
+                try await engineError("/socket.io/?EIO=4&transport=polling", method: .post, body: "40") == #"400 {"code":2,"message":"Bad handshake method"}"#)
             let handshake = try await engineError("/socket.io/?EIO=4&transport=polling")
             #expect(handshake.hasPrefix(#"200 0{"sid":""#) && handshake.contains(#""upgrades":["websocket"]"#), "\(handshake)")
             let sid = String(handshake.dropFirst(#"200 0{"sid":""#.count).prefix(20))
-            #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)", method: .post, body: "4\u{1E}") == #"400 {"code":3,"message":"Bad request"}"#)
-            #expect(try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)") == #"400 {"code":1,"message":"Session ID unknown"}"#, "the session ended")
+            #expect(
+                try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)", method: .post, body: "4\u{1E}")
+                    == #"400 {"code":3,"message":"Bad request"}"#)
+            #expect(
+                try await engineError("/socket.io/?EIO=4&transport=polling&sid=\(sid)") == #"400 {"code":1,"message":"Session ID unknown"}"#,
+                "the session ended")
             #expect(try await engineError("/socket.io/?EIO=4&transport=polling", method: .get).hasPrefix("200"))
             let bad = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling", method: .get, headers: [.authorization: "not-a-jwt"], body: nil)
             #expect(bad.status == .forbidden)
-            let badWebSocket = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=websocket", method: .get, headers: [.authorization: "not-a-jwt"], body: nil)
+            let badWebSocket = try await s.client.execute(
+                uri: "/socket.io/?EIO=4&transport=websocket", method: .get, headers: [.authorization: "not-a-jwt"], body: nil)
             #expect(badWebSocket.status == .forbidden)
             #expect(try await engineError("/socket.io/?EIO=4&transport=websocket") == #"400 {"code":3,"message":"Bad request"}"#, "not an upgrade request")
         }
@@ -191,7 +211,8 @@ extension SocketIOTests {
                 }
                 // Several heartbeats later the verified client is still there and receives.
                 try await Task.sleep(for: .seconds(3))
-                let answer = try #require(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"회원만"}"#)))
+                let answer = try #require(
+                    jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"회원만"}"#)))
                 try await expectOnce(verified, "channel", "chat_id", equalTo: answer)
                 try await verified.stop()
             }

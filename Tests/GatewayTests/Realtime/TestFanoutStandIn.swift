@@ -22,7 +22,9 @@ final class TestFanoutStandIn: Sendable {
         cluster: EmbeddedKafkaCluster, gatewayId: String, _ body: @escaping @Sendable (TestFanoutStandIn) async throws -> T
     ) async throws -> T {
         let producer = try TestKafka.producer(cluster)
-        let partitions = (0..<Topic.chatMessage.partitions).map { TopicPartitionOffset(topic: Topic.chatMessage.name, partition: Int32($0), offset: .beginning) }
+        let partitions = (0..<Topic.chatMessage.partitions).map {
+            TopicPartitionOffset(topic: Topic.chatMessage.name, partition: Int32($0), offset: .beginning)
+        }
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(
                 client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-fanout"), mode: .assignment(partitions)

@@ -101,7 +101,8 @@ final class NativeGateway: Sendable {
 
     private func user(of frame: NativeFrames.Inbound) async -> UserID? {
         guard let token = frame.string(\.token), let bare = bareToken(fromAuthorizationHeader: token),
-              let claims = try? await verifier.verify(bare) else { return nil }
+            let claims = try? await verifier.verify(bare)
+        else { return nil }
         return UserID(claims.userId)
     }
 
@@ -120,10 +121,12 @@ final class NativeGateway: Sendable {
             _ = session.follow(conversation, kind: kind, workspace: workspace, from: now)
         }
         register(session)
-        let ready = #"{"session_id":"\#(session.id)","user_id":"\#(user)","heartbeat_interval":\#(settings.heartbeatIntervalMilliseconds),"#
+        let ready =
+            #"{"session_id":"\#(session.id)","user_id":"\#(user)","heartbeat_interval":\#(settings.heartbeatIntervalMilliseconds),"#
             + snapshot.members
         guard session.attachReady(connection, json: ready) else { return refuse(connection, NativeClose.unknownError, "try again", nil) }
-        events.publish(GatewayEvents.SessionOpened(sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt))
+        events.publish(
+            GatewayEvents.SessionOpened(sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt))
         return session
     }
 
@@ -334,7 +337,8 @@ struct ReadySnapshot {
         let text = String(buffer: buffer)
         guard text.hasPrefix("{") else { throw ChatInternalError(status: 0) }
         let snapshot = try JSONDecoder().decode(ChatInternal.SessionSnapshot.self, from: Data(text.utf8))
-        conversations = snapshot.channels.map { ($0.channel_id.uuid, .channel, $0.workspace_id.uuid) }
+        conversations =
+            snapshot.channels.map { ($0.channel_id.uuid, .channel, $0.workspace_id.uuid) }
             + snapshot.dms.map { ($0.room_id.uuid, .dm, $0.workspace_id.uuid) }
         members = String(text.dropFirst())
     }

@@ -176,7 +176,8 @@ final class NativeSession: Sendable {
     private static func record(_ event: Pending, in state: inout State, maxMarks: Int) -> OutboundText {
         state.seq += 1
         if let messageId = event.messageId, state.conversations[event.conversationId] != nil {
-            state.marks.append(Mark(seq: state.seq, conversationId: event.conversationId, createdAtMilliseconds: event.createdAtMilliseconds, messageId: messageId))
+            state.marks.append(
+                Mark(seq: state.seq, conversationId: event.conversationId, createdAtMilliseconds: event.createdAtMilliseconds, messageId: messageId))
             if state.marks.count > maxMarks {
                 let folded = state.marks.removeFirst()
                 state.baseSeq = folded.seq
@@ -246,11 +247,13 @@ final class NativeSession: Sendable {
             var seen = Set<UUID>()
             for message in replayed {
                 seen.insert(message.messageId)
-                frames.append(Self.record(
-                    Pending(type: message.type, conversationId: message.conversationId, messageId: message.messageId,
+                frames.append(
+                    Self.record(
+                        Pending(
+                            type: message.type, conversationId: message.conversationId, messageId: message.messageId,
                             createdAtMilliseconds: message.createdAtMilliseconds, json: ByteBuffer(string: message.json)),
-                    in: &state, maxMarks: maxMarks
-                ))
+                        in: &state, maxMarks: maxMarks
+                    ))
             }
             frames.append(OutboundText(NativeFrames.resumed(sessionId: id, replayed: replayed.count)))
             for event in state.pending where event.messageId.map({ !seen.contains($0) }) ?? true {
@@ -275,7 +278,9 @@ final class NativeSession: Sendable {
                     )
                 },
                 marks: state.marks.map {
-                    GatewayEvents.DispatchMark(seq: $0.seq, conversationId: $0.conversationId, createdAt: Date(milliseconds: $0.createdAtMilliseconds), messageId: MessageID($0.messageId))
+                    GatewayEvents.DispatchMark(
+                        seq: $0.seq, conversationId: $0.conversationId, createdAt: Date(milliseconds: $0.createdAtMilliseconds),
+                        messageId: MessageID($0.messageId))
                 },
                 checkpointedAt: Date()
             )

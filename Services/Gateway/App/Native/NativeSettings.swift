@@ -32,7 +32,8 @@ struct NativeSettings: Sendable {
         replayLimit = try settings.int("gateway.native.replay-limit")
         typingInterval = .seconds(3)
         guard heartbeatInterval >= .milliseconds(100), resumeWindow > .zero, maxFrameBytes >= 1024, maxQueuedFrames >= 1,
-              maxQueuedBytes >= 65_536, writeTimeout >= .milliseconds(100), resumeMarks >= 1, (1...10_000).contains(replayLimit) else {
+            maxQueuedBytes >= 65_536, writeTimeout >= .milliseconds(100), resumeMarks >= 1, (1...10_000).contains(replayLimit)
+        else {
             throw StartupError("gateway.native.* settings out of range (see docs/configuration.md)")
         }
     }

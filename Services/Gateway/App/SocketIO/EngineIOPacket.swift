@@ -123,7 +123,8 @@ enum EngineIOPayload {
         var rest = text.utf16[...]
         while !rest.isEmpty {
             guard let colon = rest.firstIndex(of: UInt16(UInt8(ascii: ":"))),
-                  let length = Int(String(decoding: rest[rest.startIndex..<colon], as: UTF16.self)), length > 0, length <= 1 << 24 else {
+                let length = Int(String(decoding: rest[rest.startIndex..<colon], as: UTF16.self)), length > 0, length <= 1 << 24
+            else {
                 return nil
             }
             let start = rest.index(after: colon)

@@ -55,9 +55,10 @@ final class EngineSession: Sendable {
         self.userId = userId
         self.clientAddress = clientAddress
         let now = ContinuousClock.now
-        state = Mutex(State(
-            outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedPackets), transport: transport, lastInbound: now, lastPing: now
-        ))
+        state = Mutex(
+            State(
+                outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedPackets), transport: transport, lastInbound: now, lastPing: now
+            ))
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }

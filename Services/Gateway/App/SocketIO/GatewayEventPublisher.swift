@@ -26,14 +26,15 @@ final class GatewayEventPublisher: Service, Sendable {
         let event = CloudEvent(source: source, data: payload)
         do {
             let value = try EventCoding.encode(event)
-            continuation.yield(KafkaProducerMessage(
-                topic: P.topic.name, key: payload.subject, value: value,
-                headers: [
-                    KafkaHeader(key: CloudEventKafkaHeader.id, string: event.id.lowercased),
-                    KafkaHeader(key: CloudEventKafkaHeader.type, string: P.eventType),
-                    KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue),
-                ]
-            ))
+            continuation.yield(
+                KafkaProducerMessage(
+                    topic: P.topic.name, key: payload.subject, value: value,
+                    headers: [
+                        KafkaHeader(key: CloudEventKafkaHeader.id, string: event.id.lowercased),
+                        KafkaHeader(key: CloudEventKafkaHeader.type, string: P.eventType),
+                        KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue),
+                    ]
+                ))
         } catch {
             logger.error("gateway event not encoded", metadata: ["event.type": "\(P.eventType)", "error": "\(error)"])
         }

@@ -56,7 +56,8 @@ struct PollingTransport: Sendable {
     private func post(_ request: Request, _ session: EngineSession) async -> Response {
         var request = request
         guard let body = try? await request.collectBody(upTo: server.settings.maxPayloadBytes),
-              let packets = EngineIOPayload.decode(Array(body.readableBytesView), version: session.version) else {
+            let packets = EngineIOPayload.decode(Array(body.readableBytesView), version: session.version)
+        else {
             server.close(session, reason: "malformed or oversized payload")
             return Self.error(.badRequest)
         }
@@ -81,11 +82,12 @@ struct PollingTransport: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         let body = #"{"code":\#(error.code),"message":"\#(error.message)"}"#
-        let status: HTTPResponse.Status = switch error {
-        case .forbidden: .forbidden
-        case .tooManyRequests: .tooManyRequests
-        default: .badRequest
-        }
+        let status: HTTPResponse.Status =
+            switch error {
+            case .forbidden: .forbidden
+            case .tooManyRequests: .tooManyRequests
+            default: .badRequest
+            }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 }

@@ -58,9 +58,10 @@ final class SocketIOServer: Sendable {
             maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes
         )
         sessions.withLock { $0[session.id] = session }
-        events.publish(GatewayEvents.SessionOpened(
-            sessionId: session.id, gatewayId: settings.gatewayId, userId: userId.flatMap(UserID.init), clientProtocol: .socketIO, openedAt: Date()
-        ))
+        events.publish(
+            GatewayEvents.SessionOpened(
+                sessionId: session.id, gatewayId: settings.gatewayId, userId: userId.flatMap(UserID.init), clientProtocol: .socketIO, openedAt: Date()
+            ))
         let upgrades = transport == .polling ? #"["websocket"]"# : "[]"
         var open = #"{"sid":"\#(session.id)","upgrades":\#(upgrades),"pingInterval":\#(settings.pingIntervalMilliseconds),"#
         open += #""pingTimeout":\#(settings.pingTimeoutMilliseconds)"#
@@ -87,9 +88,10 @@ final class SocketIOServer: Sendable {
         } else {
             logger.debug("socket.io session closed", metadata: ["socketio.session": "\(session.id)", "socketio.reason": "\(reason)"])
         }
-        events.publishFinal(GatewayEvents.SessionClosed(
-            sessionId: session.id, gatewayId: settings.gatewayId, userId: session.userId.flatMap(UserID.init), closedAt: Date()
-        ))
+        events.publishFinal(
+            GatewayEvents.SessionClosed(
+                sessionId: session.id, gatewayId: settings.gatewayId, userId: session.userId.flatMap(UserID.init), closedAt: Date()
+            ))
     }
 
     // MARK: inbound packets

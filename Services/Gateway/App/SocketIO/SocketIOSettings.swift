@@ -36,7 +36,8 @@ struct SocketIOSettings: Sendable {
         case let other: throw StartupError("gateway.socketio.anonymous must be true or false, not \(other)")
         }
         guard pingInterval > .zero, pingTimeout > .zero, maxPayloadBytes >= 1024, maxQueuedPackets >= 1, maxQueuedBytes >= 65_536,
-              writeTimeout >= .milliseconds(100), dedupeWindow >= 1 else {
+            writeTimeout >= .milliseconds(100), dedupeWindow >= 1
+        else {
             throw StartupError("gateway.socketio.* settings must be positive (max-payload-bytes at least 1024)")
         }
     }

@@ -20,7 +20,8 @@ struct WebSocketTransport: Sendable {
         let uri = URI(head.path ?? "")
         let query = uri.queryParameters
         guard uri.path == "/socket.io" || uri.path == "/socket.io/", query["transport"] == "websocket",
-              let version = EngineIOVersion(query: query["EIO"].map(String.init)) else {
+            let version = EngineIOVersion(query: query["EIO"].map(String.init))
+        else {
             return .dontUpgrade
         }
         if let sid = query["sid"] {
