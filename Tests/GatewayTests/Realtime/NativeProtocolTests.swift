@@ -121,6 +121,8 @@ struct NativeProtocolTests {
             #expect(resumed.dispatches("channel.message").last.map { $0.seq } == seq + 7)
             let ids = resumed.dispatches("channel.message").compactMap { $0.data["chat_id"] as? String }
             #expect(ids.count == Set(ids).count, "no message twice")
+            let dmIds = resumed.dispatches("dm.message").compactMap { $0.data["dm_id"] as? String }
+            #expect(dmIds.count == Set(dmIds).count, "no DM twice")
 
             // The session is resumable only by its user, and not from a seq it never sent.
             let stranger = NativeTestClient(port: port)

@@ -44,7 +44,7 @@ final class NativeSession: Sendable {
         var seq = 0
         var baseSeq = 0
         var conversations: [UUID: Conversation] = [:]
-        var marks: [Mark] = []
+        var marks = MarkList()
         var connection: NativeConnection?
         var detachedAt: ContinuousClock.Instant?
         var resuming = false
@@ -168,6 +168,8 @@ final class NativeSession: Sendable {
                 state.pending.append(event)
                 return true
             }
+            // Already dispatched (replayed by a resume, or redelivered): once is enough.
+            if let messageId = event.messageId, state.marks.contains(messageId: messageId) { return true }
             return connection.send(Self.record(event, in: &state, maxMarks: maxMarks))
         }
     }
@@ -223,7 +225,7 @@ final class NativeSession: Sendable {
             state.marks.removeAll { $0.seq > seq }
             state.seq = seq
             var cursors: [UUID: (Int64, Bool)] = state.conversations.mapValues { ($0.cursorMilliseconds, $0.cursorIsMessage) }
-            for mark in state.marks { cursors[mark.conversationId] = (mark.createdAtMilliseconds, true) }
+            for mark in state.marks.items { cursors[mark.conversationId] = (mark.createdAtMilliseconds, true) }
             state.resuming = true
             state.pending = []
             // Chat replays strictly after a time: a subscription time t means "from t on", i.e. after t − 1.
@@ -277,7 +279,7 @@ final class NativeSession: Sendable {
                         afterMessage: conversation.cursorIsMessage, workspaceId: conversation.workspaceId
                     )
                 },
-                marks: state.marks.map {
+                marks: state.marks.items.map {
                     GatewayEvents.DispatchMark(
                         seq: $0.seq, conversationId: $0.conversationId, createdAt: Date(milliseconds: $0.createdAtMilliseconds),
                         messageId: MessageID($0.messageId))
@@ -299,9 +301,12 @@ final class NativeSession: Sendable {
                     cursorIsMessage: cursor.afterMessage
                 )
             }
-            state.marks = checkpoint.marks.map {
-                Mark(seq: $0.seq, conversationId: $0.conversationId, createdAtMilliseconds: Timestamp.milliseconds($0.createdAt), messageId: $0.messageId.uuid)
-            }
+            state.marks = MarkList(
+                checkpoint.marks.map {
+                    Mark(
+                        seq: $0.seq, conversationId: $0.conversationId, createdAtMilliseconds: Timestamp.milliseconds($0.createdAt),
+                        messageId: $0.messageId.uuid)
+                })
             state.detachedAt = .now
         }
     }
