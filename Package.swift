@@ -1,5 +1,4 @@
 // swift-tools-version:6.1
-import Foundation
 import PackageDescription
 
 // Settings shared by every target: Swift 6 language mode is the default for tools 6.x;
@@ -29,20 +28,23 @@ let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", pack
 let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat", package: "swift-nio")
 
-// MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`,
-// found by folder: every `Services/<Name>/App` is a service; its executable is `<Name>` in
-// kebab case (`ChatFanout` → `chat-fanout`), the name its ServiceCatalog entry gives it (a test
-// checks both agree). A service that needs more than the platform lists it here.
-let serviceExtras: [String: [Target.Dependency]] = [
-    "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
+// MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`
+// per folder `Services/<Name>`, with what it needs beyond the platform. The executable is `<Name>`
+// in kebab case (`ChatFanout` → `chat-fanout`), the name its ServiceCatalog entry gives it;
+// ServiceCatalogTests checks that this list, the folders and the catalog agree. (The list is not
+// read from the disk: SwiftPM caches the evaluated manifest by its text, so a new folder would go
+// unseen until this file changed.)
+let serviceFolders: [String: [Target.Dependency]] = [
     "Auth": [
         "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
-    "Workspace": ["ClientContract", "Uploads"],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
     "ChatFanout": ["Messaging", metrics, lifecycle],
+    "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
+    "Presence": [],
+    "Workspace": ["ClientContract", "Uploads"],
 ]
 
 struct ServiceSpec {
@@ -50,16 +52,12 @@ struct ServiceSpec {
     let executable: String  // product / binary name
     let extra: [Target.Dependency]
 }
-let servicesDirectory = Context.packageDirectory + "/Services"
-let services: [ServiceSpec] = ((try? FileManager.default.contentsOfDirectory(atPath: servicesDirectory)) ?? [])
-    .filter { FileManager.default.fileExists(atPath: "\(servicesDirectory)/\($0)/App") }
-    .sorted()
-    .map { folder in
-        let executable = folder.enumerated().map { index, c in
-            c.isUppercase ? (index == 0 ? "" : "-") + c.lowercased() : String(c)
-        }.joined()
-        return ServiceSpec(folder: folder, executable: executable, extra: serviceExtras[folder] ?? [])
-    }
+let services: [ServiceSpec] = serviceFolders.keys.sorted().map { folder in
+    let executable = folder.enumerated().map { index, c in
+        c.isUppercase ? (index == 0 ? "" : "-") + c.lowercased() : String(c)
+    }.joined()
+    return ServiceSpec(folder: folder, executable: executable, extra: serviceFolders[folder] ?? [])
+}
 
 let platform: [Target.Dependency] = ["ServiceCatalog", "Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
 

@@ -14,7 +14,7 @@ struct CatalogConsistencyTests {
         entry.name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 
-    @Test("every catalog entry has its Services/<Name>/{App,Server} folder, and every service folder an entry")
+    @Test("every catalog entry has its Services/<Name>/{App,Server} folder and its line in Package.swift, and every service folder an entry")
     func folders() throws {
         let services = Self.root.appendingPathComponent("Services")
         let withApp = try FileManager.default.contentsOfDirectory(atPath: services.path)
@@ -23,6 +23,15 @@ struct CatalogConsistencyTests {
         for entry in ServiceEntry.all {
             #expect(FileManager.default.fileExists(atPath: services.appendingPathComponent("\(Self.folder(of: entry))/Server/main.swift").path), "\(entry)")
         }
+        // Package.swift's `serviceFolders`: its keys are the lines `    "<Folder>": [` inside it.
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let list = try #require(manifest.components(separatedBy: "let serviceFolders: [String: [Target.Dependency]] = [").dropFirst().first)
+        let body = try #require(list.components(separatedBy: "\n]\n").first)
+        let listed = body.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("    \""), let end = line.dropFirst(5).firstIndex(of: "\"") else { return nil }
+            return String(line[line.index(line.startIndex, offsetBy: 5)..<end])
+        }
+        #expect(Set(listed) == Set(ServiceEntry.all.map(Self.folder)), "Package.swift's serviceFolders")
     }
 
     @Test("names, ports and database names are unique")
