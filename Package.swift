@@ -196,7 +196,8 @@ var targets: [Target] = [
     .testTarget(
         name: "AuthTests",
         dependencies: [
-            "SuiteTesting", "AuthApp", "ServiceKit", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting,
+            "SuiteTesting", "AuthApp", "ServiceKit", "ServiceCatalog", "Messaging", "AccessTokens", "TestSupport", "Database", "Events", "Kafka", "Common",
+            hummingbird, hummingbirdTesting,
             jwt, postgres, nioCore,
             httpClient, nioHTTP1,
             .product(name: "CryptoExtras", package: "swift-crypto"),

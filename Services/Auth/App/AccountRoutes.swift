@@ -81,14 +81,14 @@ struct AccountRoutes: Sendable {
             routes.on("deviceToken", method: method) { request, context -> HTTPResponse.Status in
                 let body = try await request.decodeBody(as: DeviceTokenBody.self, context: context)
                 guard let token = try Validation.deviceToken(body.deviceToken) else { throw APIError.badRequest("deviceToken is required") }
-                try await store.saveDeviceToken(token, for: context.identity)
+                try await registerDeviceToken(token, for: context.identity)
                 return .ok
             }
         }
         for method in [HTTPRequest.Method.post, .get] {
             routes.on("logout", method: method) { _, context -> HTTPResponse.Status in
                 try await store.revokeRefreshTokens(for: context.identity)
-                try await store.removeDeviceTokens(for: context.identity)
+                try await removeDeviceTokens(of: context.identity)
                 return .ok
             }
         }
@@ -116,7 +116,7 @@ struct AccountRoutes: Sendable {
             try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
             return user
         }
-        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
         return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }
 
@@ -129,7 +129,7 @@ struct AccountRoutes: Sendable {
         let user = try await store.find(email: email)
         let matches = try await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
-        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
         return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }
 
@@ -167,7 +167,7 @@ struct AccountRoutes: Sendable {
             }
         }
         guard let user else { throw APIError.unknownAccount }
-        if let deviceToken { try await store.saveDeviceToken(deviceToken, for: user.id) }
+        if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
         return .authResult(user, token: try await tokens.issuePair(for: user.id))
     }
 

@@ -74,5 +74,14 @@ enum AuthMigrations {
             -- The version of the payment ledger's balance this row holds; older events are ignored.
             ALTER TABLE coin_balances ADD COLUMN version bigint NOT NULL DEFAULT 0;
             """),
+        Migration(
+            104, "a device token belongs to one user",
+            """
+            -- A device (its push token) is signed in to one account at a time: keep each token's
+            -- most recent owner, then hold it to that.
+            DELETE FROM device_tokens d USING device_tokens newer
+             WHERE d.token = newer.token AND (d.updated_at, d.user_id) < (newer.updated_at, newer.user_id);
+            CREATE UNIQUE INDEX device_tokens_token ON device_tokens (token);
+            """),
     ]
 }

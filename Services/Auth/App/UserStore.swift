@@ -125,16 +125,34 @@ struct UserStore: Sendable {
         return 0
     }
 
-    func saveDeviceToken(_ token: String, for id: UserID) async throws {
-        _ = try await postgres.query(
+    /// Gives `token` to the user (in the caller's transaction): the previous owner, if another
+    /// user, loses it. Returns whether the user did not have it yet, and the user it was taken from.
+    func claimDeviceToken(_ token: String, for id: UserID, on connection: PostgresConnection) async throws -> (added: Bool, previousOwner: UserID?) {
+        var previous: UUID?
+        // Locks the token's row, so two claims of one token run one after the other.
+        for try await owner in try await connection.query("SELECT user_id FROM device_tokens WHERE token = \(token) FOR UPDATE", logger: logger)
+            .decode(UUID.self)
+        {
+            previous = owner
+        }
+        _ = try await connection.query(
             """
             INSERT INTO device_tokens (user_id, token) VALUES (\(id.uuid), \(token))
-            ON CONFLICT (user_id, token) DO UPDATE SET updated_at = now()
+            ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id, updated_at = now()
             """, logger: logger)
+        guard let previous else { return (true, nil) }
+        return previous == id.uuid ? (false, nil) : (true, UserID(previous))
     }
 
-    func removeDeviceTokens(for id: UserID) async throws {
-        _ = try await postgres.query("DELETE FROM device_tokens WHERE user_id = \(id.uuid)", logger: logger)
+    /// Removes every device token of the user (in the caller's transaction); returns them.
+    func removeDeviceTokens(for id: UserID, on connection: PostgresConnection) async throws -> [String] {
+        var removed: [String] = []
+        for try await token in try await connection.query("DELETE FROM device_tokens WHERE user_id = \(id.uuid) RETURNING token", logger: logger)
+            .decode(String.self)
+        {
+            removed.append(token)
+        }
+        return removed.sorted()
     }
 
     // MARK: refresh tokens (stored as SHA-256 hashes)

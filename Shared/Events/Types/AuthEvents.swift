@@ -52,6 +52,45 @@ public enum AuthEvents {
 }
 
 extension AuthEvents {
+    /// A device token (an APNs hex token or an FCM registration token) now belongs to the user:
+    /// sent on the client's `PUT`/`POST /v1/users/deviceToken`, join or login with a token the
+    /// user did not have. A token belongs to one user at a time; when another account signs in on
+    /// the device, the previous owner gets `DeviceTokensRemoved` for it. Events of two users sit
+    /// in different partitions, so a consumer keeps, per token, the owner with the latest `addedAt`.
+    public struct DeviceTokenAdded: EventPayload {
+        public static let eventType = "auth.user.device-token-added"
+        public static let topic = Topic.authUser
+        public var userId: UserID
+        public var token: String
+        public var addedAt: Date
+        public var subject: String { userId.description }
+
+        public init(userId: UserID, token: String, addedAt: Date) {
+            self.userId = userId
+            self.token = token
+            self.addedAt = Timestamp.truncated(addedAt)
+        }
+    }
+
+    /// Device tokens no longer belong to the user: all of them on logout, one when another
+    /// account signed in on that device. Nothing may be pushed to them for this user any more.
+    public struct DeviceTokensRemoved: EventPayload {
+        public static let eventType = "auth.user.device-tokens-removed"
+        public static let topic = Topic.authUser
+        public var userId: UserID
+        public var tokens: [String]
+        public var removedAt: Date
+        public var subject: String { userId.description }
+
+        public init(userId: UserID, tokens: [String], removedAt: Date) {
+            self.userId = userId
+            self.tokens = tokens
+            self.removedAt = Timestamp.truncated(removedAt)
+        }
+    }
+}
+
+extension AuthEvents {
     /// A friendship between two users changed; published once per side (keyed by `userId`) so
     /// each user's events stay in order.
     public struct FriendshipChanged: EventPayload {
