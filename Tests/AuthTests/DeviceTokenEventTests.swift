@@ -89,3 +89,33 @@ struct DeviceTokenEventTests {
         }
     }
 }
+
+extension DeviceTokenEventTests {
+    @Test("a client registering token after token keeps only the 10 latest: the table stays bounded, the dropped ones are announced")
+    func perUserCap() async throws {
+        try await Stack.run { s in
+            let user = try await Self.join(s, "manydevices", deviceToken: nil)
+            for i in 0..<14 {
+                let body = #"{"deviceToken":"tok-\#(String(format: "%02d", i))"}"#
+                #expect(try await s.request(.put, "/v1/users/deviceToken", token: user.token.accessToken, json: body).status == .ok)
+            }
+            let auth = try #require(s.databases[ServiceEntry.auth.name])
+            var kept: [String] = []
+            for try await token in try await auth.query("SELECT token FROM device_tokens ORDER BY token").decode(String.self) { kept.append(token) }
+            #expect(kept == (4..<14).map { String(format: "tok-%02d", $0) })
+
+            let consumer = try TestKafka.groupConsumer(s.cluster, group: "test-\(UUID())", topics: [Topic.authUser.name])
+            let removed = try await withTimeout(.seconds(30), "removal events") { () -> [String] in
+                var removed: [String] = []
+                for try await message in consumer.messages where message.keyString == user.user_id {
+                    guard message.cloudEventType == AuthEvents.DeviceTokensRemoved.eventType, let value = message.value else { continue }
+                    removed += try EventCoding.decode(AuthEvents.DeviceTokensRemoved.self, from: value).data.tokens
+                    if removed.count >= 4 { break }
+                }
+                return removed
+            }
+            await consumer.close()
+            #expect(removed == ["tok-00", "tok-01", "tok-02", "tok-03"])
+        }
+    }
+}

@@ -144,6 +144,20 @@ struct UserStore: Sendable {
         return previous == id.uuid ? (false, nil) : (true, UserID(previous))
     }
 
+    /// Keeps the user's `limit` most recently registered tokens (in the caller's transaction);
+    /// returns the ones dropped, so a client cannot grow the table (and push's fan-out) without bound.
+    func trimDeviceTokens(for id: UserID, keeping limit: Int, on connection: PostgresConnection) async throws -> [String] {
+        var dropped: [String] = []
+        let rows = try await connection.query(
+            """
+            DELETE FROM device_tokens WHERE user_id = \(id.uuid) AND token IN (
+                SELECT token FROM device_tokens WHERE user_id = \(id.uuid) ORDER BY updated_at DESC, token OFFSET \(limit))
+            RETURNING token
+            """, logger: logger)
+        for try await token in rows.decode(String.self) { dropped.append(token) }
+        return dropped.sorted()
+    }
+
     /// Removes every device token of the user (in the caller's transaction); returns them.
     func removeDeviceTokens(for id: UserID, on connection: PostgresConnection) async throws -> [String] {
         var removed: [String] = []

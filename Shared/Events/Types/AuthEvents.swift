@@ -73,7 +73,7 @@ extension AuthEvents {
     }
 
     /// Device tokens no longer belong to the user: all of them on logout, one when another
-    /// account signed in on that device. Nothing may be pushed to them for this user any more.
+    /// account signed in on that device, the least recently registered past auth's per-user cap. Nothing may be pushed to them for this user any more.
     public struct DeviceTokensRemoved: EventPayload {
         public static let eventType = "auth.user.device-tokens-removed"
         public static let topic = Topic.authUser
