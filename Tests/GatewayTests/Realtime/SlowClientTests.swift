@@ -77,6 +77,7 @@ struct SlowClientTests {
             let (p50Base, p95Base, p50Loaded, p95Loaded) = (
                 percentile(baseline, 0.5), percentile(baseline, 0.95), percentile(loaded, 0.5), percentile(loaded, 0.95)
             )
+            print("slow clients: readers' latency p50 \(p50Base) → \(p50Loaded) s, p95 \(p95Base) → \(p95Loaded) s")
             #expect(
                 p50Loaded <= 2 * p50Base + 0.25 && p95Loaded <= 2 * p95Base + 0.5,
                 "p50 \(p50Base) → \(p50Loaded) s, p95 \(p95Base) → \(p95Loaded) s")
