@@ -43,7 +43,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "ChatFanout": ["Messaging", metrics, lifecycle],
     "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
-    "Presence": [],
+    "Presence": [metrics],
     "Workspace": ["ClientContract", "Uploads"],
 ]
 
@@ -152,8 +152,8 @@ var targets: [Target] = [
         dependencies: [
             "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport", "Database",
             "Events", "Kafka", "Common",
-            hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration,
-            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
+            .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
         ],
         path: "Tests/SuiteTesting",
         swiftSettings: swiftSettings
@@ -216,6 +216,14 @@ var targets: [Target] = [
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
         ],
         exclude: ["Realtime/clients"],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "PresenceTests",
+        dependencies: [
+            "SuiteTesting", "PresenceApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Messaging", "Common",
+            hummingbird, hummingbirdTesting, postgres, nioCore, logging, configuration,
+        ],
         swiftSettings: swiftSettings
     ),
     .testTarget(

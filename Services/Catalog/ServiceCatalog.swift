@@ -132,7 +132,9 @@ extension ServiceEntry {
     /// Stateless and horizontally scalable (`docker-compose up --scale chat-fanout=N`).
     public static let chatFanout = ServiceEntry(name: "chat-fanout", port: 8084)
 
-    public static let presence = ServiceEntry(name: "presence", port: 8085)
+    public static let presence = ServiceEntry(
+        name: "presence", port: 8085, database: .init("presence"), routes: [.any("/v1/workspaces/*/presence")]
+    )
 
     public static let payment = ServiceEntry(name: "payment", port: 8086, database: .init("payment"), routes: [.any("/v1/store/**")])
 

@@ -40,7 +40,7 @@ extension PostgresConnection {
     }
 
     /// Releases a session advisory lock, unless the connection is gone (which released it).
-    func releaseAdvisoryLock(_ id: Int64, logger: Logger) async {
+    public func releaseAdvisoryLock(_ id: Int64, logger: Logger) async {
         guard !isClosed else { return }
         _ = try? await abandoningOnClose { try await self.query("SELECT pg_advisory_unlock(\(id))", logger: logger) }
     }

@@ -31,10 +31,14 @@ extension Topic {
     public static let chatMessage = Topic(name: "chat.message.v1", partitions: 12, key: "channel id or DM room id")
     /// Read cursors; produced by `chat`.
     public static let chatRead = Topic(name: "chat.read.v1", partitions: 6, key: "user id")
-    /// Client sessions opening and closing at gateways; compacted (latest state per session).
-    public static let gatewaySession = Topic(name: "gateway.session.v1", partitions: 6, cleanupPolicy: .compact, key: "session id")
-    /// Which gateway has local subscribers for which channel; compacted, read whole by `chat-fanout`.
-    public static let gatewayInterest = Topic(name: "gateway.interest.v1", partitions: 6, cleanupPolicy: .compact, key: "gateway id + channel id")
+    /// Client sessions opening and closing at gateways, and each gateway process's liveness;
+    /// compacted (latest state per session and per gateway).
+    public static let gatewaySession = Topic(
+        name: "gateway.session.v1", partitions: 6, cleanupPolicy: .compact, key: "session id, or gateway/<gateway id> for liveness")
+    /// Which gateway has local subscribers for which conversation or workspace; compacted, read
+    /// whole by `chat-fanout`.
+    public static let gatewayInterest = Topic(
+        name: "gateway.interest.v1", partitions: 6, cleanupPolicy: .compact, key: "gateway id + conversation or workspace id")
     /// One record per (message, interested gateway); each gateway reads only its own.
     public static let gatewayDelivery = Topic(name: "gateway.delivery.v1", partitions: 12, key: "gateway id")
     /// Typing indicators from native gateway sessions; read by `chat-fanout` like messages.

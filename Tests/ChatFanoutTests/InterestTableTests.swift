@@ -12,13 +12,15 @@ struct InterestTableTests {
         #expect(!table.apply(gatewayId: "g1", conversationId: c1, interested: true))
         #expect(table.apply(gatewayId: "g2", conversationId: c1, interested: true))
         #expect(table.apply(gatewayId: "g1", conversationId: c2, interested: true))
-        #expect(table.gateways(for: [c1, c2, UUID(), nil]) == [["g1", "g2"], ["g1"], [], []])
+        #expect(table.gateways(for: [[c1], [c2], [UUID()], nil]) == [["g1", "g2"], ["g1"], [], []])
+        // A presence change names several workspaces: every gateway interested in any of them, once.
+        #expect(table.gateways(for: [[c1, c2, UUID()]]) == [["g1", "g2"]])
         #expect(table.entryCount == 3)
 
         #expect(table.apply(gatewayId: "g1", conversationId: c1, interested: false))
         #expect(!table.apply(gatewayId: "g1", conversationId: c1, interested: false))
         #expect(!table.apply(gatewayId: "g3", conversationId: c2, interested: false))
-        #expect(table.gateways(for: [c1, c2]) == [["g2"], ["g1"]])
+        #expect(table.gateways(for: [[c1], [c2]]) == [["g2"], ["g1"]])
         #expect(table.entryCount == 2)
     }
 

@@ -8,14 +8,14 @@ import Testing
 
 /// A native-protocol client for tests, on hummingbird-websocket's WebSocket client: records every
 /// frame it receives, sends what it is given, and can drop the connection abruptly.
-final class NativeTestClient: Sendable {
+public final class NativeTestClient: Sendable {
     private let received = Locked<[String]>([])
     private let closeFrame = Locked<(code: WebSocketErrorCode?, reason: String)?>(nil)
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<Void, Never>
 
     /// - Parameter heartbeats: send heartbeats at the interval hello announces (as real clients do).
-    init(port: Int, heartbeats: Bool = true) {
+    public init(port: Int, heartbeats: Bool = true) {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         outgoing = continuation
         let received = self.received
@@ -50,7 +50,7 @@ final class NativeTestClient: Sendable {
         }
     }
 
-    func send(_ json: String) { outgoing.yield(json) }
+    public func send(_ json: String) { outgoing.yield(json) }
 
     private static func helloInterval(_ text: String) -> Int? {
         guard let frame = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], frame["op"] as? String == "hello" else { return nil }
@@ -61,36 +61,36 @@ final class NativeTestClient: Sendable {
         ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any])?["s"] as? Int
     }
 
-    func identify(_ token: String) { send(#"{"op":"identify","d":{"token":"\#(token)"}}"#) }
+    public func identify(_ token: String) { send(#"{"op":"identify","d":{"token":"\#(token)"}}"#) }
 
-    func resume(_ token: String, session: String, seq: Int) {
+    public func resume(_ token: String, session: String, seq: Int) {
         send(#"{"op":"resume","d":{"token":"\#(token)","session_id":"\#(session)","seq":\#(seq)}}"#)
     }
 
     /// Drops the connection without a close handshake (the task is cancelled).
-    func kill() async {
+    public func kill() async {
         outgoing.finish()
         task.cancel()
         await task.value
     }
 
     /// The frames received so far, parsed.
-    var frames: [[String: Any]] {
+    public var frames: [[String: Any]] {
         received.value.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
-    func dispatches(_ type: String) -> [(seq: Int, data: [String: Any])] {
+    public func dispatches(_ type: String) -> [(seq: Int, data: [String: Any])] {
         frames.filter { $0["op"] as? String == "dispatch" && $0["t"] as? String == type }
             .compactMap { frame in (frame["s"] as? Int).flatMap { seq in (frame["d"] as? [String: Any]).map { (seq, $0) } } }
     }
 
     /// Every dispatch's sequence number, in arrival order.
-    var sequence: [Int] { frames.filter { $0["op"] as? String == "dispatch" }.compactMap { $0["s"] as? Int } }
+    public var sequence: [Int] { frames.filter { $0["op"] as? String == "dispatch" }.compactMap { $0["s"] as? Int } }
 
-    var lastSeq: Int { sequence.last ?? 0 }
+    public var lastSeq: Int { sequence.last ?? 0 }
 
     @discardableResult
-    func waitFor(_ what: String = "frame", timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([[String: Any]]) -> Bool) async throws
+    public func waitFor(_ what: String = "frame", timeout: Duration = .seconds(20), _ predicate: @escaping @Sendable ([[String: Any]]) -> Bool) async throws
         -> [[String: Any]]
     {
         let deadline = ContinuousClock.now + timeout
@@ -103,13 +103,13 @@ final class NativeTestClient: Sendable {
         throw TimedOut()
     }
 
-    func waitForOp(_ op: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
+    public func waitForOp(_ op: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
         let frames = try await waitFor("op \(op)", timeout: timeout) { $0.contains { $0["op"] as? String == op } }
         return frames.last { $0["op"] as? String == op }?["d"] as? [String: Any] ?? [:]
     }
 
     /// The close code and reason the server sent, once the connection ended.
-    func closed(timeout: Duration = .seconds(20)) async throws -> (code: WebSocketErrorCode?, reason: String) {
+    public func closed(timeout: Duration = .seconds(20)) async throws -> (code: WebSocketErrorCode?, reason: String) {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let frame = closeFrame.value { return frame }
@@ -118,5 +118,15 @@ final class NativeTestClient: Sendable {
         throw TimedOut()
     }
 
-    struct TimedOut: Error {}
+    public struct TimedOut: Error {}
+
+    /// A client that identified as `user` on the gateway at `port`, and its ready payload.
+    public static func connect(_ port: Int, _ user: User, heartbeats: Bool = true) async throws -> (NativeTestClient, [String: Any]) {
+        let client = NativeTestClient(port: port, heartbeats: heartbeats)
+        let hello = try await client.waitForOp("hello")
+        #expect(hello["heartbeat_interval"] as? Int != nil)
+        client.identify(user.token)
+        try await client.waitFor("ready") { $0.contains { $0["t"] as? String == "ready" } }
+        return (client, try #require(client.dispatches("ready").first).data)
+    }
 }

@@ -43,7 +43,8 @@ final class FanoutConsumer: Service, Sendable {
 
     /// The group consumer's configuration for this replica.
     static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
-        var config = KafkaConsumerConfiguration(client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name]))
+        var config = KafkaConsumerConfiguration(
+            client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         config.maxBatchSize = batchSize
@@ -83,15 +84,20 @@ final class FanoutConsumer: Service, Sendable {
         guard !records.isEmpty else { return }
         messages.increment(by: records.count)
 
-        let conversations = records.map { record in record.keyString.flatMap { UUID(uuidString: $0) } }
-        let interested = table.gateways(for: conversations)
+        // Messages and typing are routed by their conversation (the key); a presence change by
+        // the workspaces it names (interest in a workspace: a gateway has sessions in it).
+        let routes = records.map { record -> [UUID]? in
+            guard record.topic == Topic.presence.name else { return record.keyString.flatMap { UUID(uuidString: $0) }.map { [$0] } }
+            return record.value.flatMap { try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: $0).data.workspaceIds.map(\.uuid) }
+        }
+        let interested = table.gateways(for: routes)
         var outgoing: [KafkaProducerMessage] = []
         var uninterested = 0
         for (index, record) in records.enumerated() {
-            guard let value = record.value, conversations[index] != nil else {
+            guard let value = record.value, routes[index] != nil else {
                 skippedUnreadable.increment()
                 logger.warning(
-                    "skipping a chat record without a conversation key or value",
+                    "skipping a record without a conversation key, a readable presence change or a value",
                     metadata: [
                         LogKey.kafkaTopic: "\(record.topic)", LogKey.kafkaPartition: "\(record.partition)", LogKey.kafkaOffset: "\(record.offset)",
                     ])

@@ -31,9 +31,12 @@ final class InterestTable: Sendable {
         return changed
     }
 
-    /// The gateways interested in each conversation, looked up under one lock (a poll's batch).
-    func gateways(for conversationIds: [UUID?]) -> [Set<String>] {
-        state.withLock { s in conversationIds.map { id in id.flatMap { s.gatewaysByConversation[$0] } ?? [] } }
+    /// The gateways interested in any of each record's ids (a conversation, or the workspaces
+    /// of a presence change), looked up under one lock (a poll's batch).
+    func gateways(for ids: [[UUID]?]) -> [Set<String>] {
+        state.withLock { s in
+            ids.map { ids in (ids ?? []).reduce(into: Set<String>()) { all, id in all.formUnion(s.gatewaysByConversation[id] ?? []) } }
+        }
     }
 
     /// (gateway, conversation) pairs currently interested.

@@ -72,6 +72,13 @@ final class DeliveryConsumer: Service, Sendable {
                     return
                 }
                 native.deliverTyping(event.data)
+            case PresenceEvents.StatusChanged.eventType:
+                let event = try EventCoding.decode(PresenceEvents.StatusChanged.self, from: value)
+                guard recent.withLock({ $0.insert(event.id) }) else {
+                    duplicates.increment()
+                    return
+                }
+                native.deliverPresence(event.data)
             default:
                 return
             }

@@ -51,6 +51,9 @@ public enum GatewayService {
         "gateway.realtime.join-burst": 1_000,
         // A write to a WebSocket that does not finish within this drops the connection.
         "gateway.realtime.write-timeout-ms": 10_000,
+        // `gateway.alive` on gateway.session.v1: presence declares a gateway dead after
+        // missing three of these (docs/presence.md).
+        "gateway.liveness-interval-ms": 5_000,
         // Native protocol (docs/native-gateway.md).
         "gateway.native.heartbeat-interval-ms": 41_250,
         "gateway.native.resume-window-seconds": 300,
@@ -89,7 +92,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let native = try NativeSettings(settings)
     let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger)
     let (socketIOTransport, nativeTransport) = try realtime(
-        socketIO, native, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
+        socketIO, native, livenessInterval: gateway.livenessInterval, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
     )
     return platform.makeApplication(
         responder: router.buildResponder(),
@@ -107,7 +110,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
 /// Socket.IO's polling routes go on `router`.
 private func realtime(
-    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, platform: inout ServicePlatform<NoDatabase>, verifier: AccessTokenVerifier,
+    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessInterval: Duration, platform: inout ServicePlatform<NoDatabase>,
+    verifier: AccessTokenVerifier,
     access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
     let gatewayId = socketIO.gatewayId
@@ -125,6 +129,7 @@ private func realtime(
     )
     // Shutdown runs in reverse: the heartbeats checkpoint native sessions while the publisher still runs.
     platform.addService(publisher)
+    platform.addService(GatewayLiveness(gatewayId: gatewayId, interval: livenessInterval, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
     platform.addGatedService { checkpoints }

@@ -20,6 +20,8 @@ struct GatewaySettings: Sendable {
     /// Limit of every other body (JSON, forms): no client sends more than a message's text.
     var maxPlainBodyBytes: Int
     var upstreamTimeoutSeconds: Int
+    /// How often the gateway announces itself (`gateway.alive`) for presence.
+    var livenessInterval: Duration
 
     init(_ settings: ServiceSettings) throws {
         let keys = try settings.string("sesac.keys", isSecret: true).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -44,6 +46,9 @@ struct GatewaySettings: Sendable {
         maxBodyBytes = try settings.int("gateway.max-body-bytes")
         maxPlainBodyBytes = try settings.int("gateway.max-plain-body-bytes")
         upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
+        let liveness = try settings.int("gateway.liveness-interval-ms")
+        guard (100...60_000).contains(liveness) else { throw StartupError("gateway.liveness-interval-ms must be 100…60000, not \(liveness)") }
+        livenessInterval = .milliseconds(liveness)
     }
 }
 

@@ -16,14 +16,20 @@ public enum GatewayEvents {
         public var userId: UserID?
         public var clientProtocol: ClientProtocol
         public var openedAt: Date
+        /// The gateway process that holds the session (`GatewayAlive.instanceId`): a session of
+        /// an earlier instance of the same gateway id died with it. Absent from older gateways.
+        public var gatewayInstance: String?
         public var subject: String { sessionId }
 
-        public init(sessionId: String, gatewayId: String, userId: UserID?, clientProtocol: ClientProtocol, openedAt: Date) {
+        public init(
+            sessionId: String, gatewayId: String, userId: UserID?, clientProtocol: ClientProtocol, openedAt: Date, gatewayInstance: String? = nil
+        ) {
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId
             self.clientProtocol = clientProtocol
             self.openedAt = Timestamp.truncated(openedAt)
+            self.gatewayInstance = gatewayInstance
         }
     }
 
@@ -41,6 +47,56 @@ public enum GatewayEvents {
             self.gatewayId = gatewayId
             self.userId = userId
             self.closedAt = Timestamp.truncated(closedAt)
+        }
+    }
+}
+
+extension GatewayEvents {
+    /// A gateway process is up (`gateway.session.v1`, keyed by `gateway/<gateway id>`),
+    /// published every `intervalMilliseconds`: presence expires the sessions of a gateway whose
+    /// announcements stop (a crash publishes no `SessionClosed`), and those of an earlier
+    /// instance of the same gateway id as soon as a new instance announces itself.
+    public struct GatewayAlive: EventPayload {
+        public static let eventType = "gateway.alive"
+        public static let topic = Topic.gatewaySession
+        public var gatewayId: String
+        /// This process's run of the gateway (unique per start).
+        public var instanceId: String
+        public var startedAt: Date
+        public var at: Date
+        public var intervalMilliseconds: Int
+        public var subject: String { Self.key(gatewayId) }
+
+        public init(gatewayId: String, instanceId: String, startedAt: Date, at: Date, intervalMilliseconds: Int) {
+            self.gatewayId = gatewayId
+            self.instanceId = instanceId
+            self.startedAt = Timestamp.truncated(startedAt)
+            self.at = Timestamp.truncated(at)
+            self.intervalMilliseconds = intervalMilliseconds
+        }
+
+        /// The Kafka key of a gateway's announcements (a slash never occurs in a session id).
+        public static func key(_ gatewayId: String) -> String { "gateway/\(gatewayId)" }
+        /// The gateway id of an announcement key (its tombstone carries no value).
+        public static func gatewayId(ofKey key: String) -> String? {
+            key.hasPrefix("gateway/") ? String(key.dropFirst("gateway/".count)) : nil
+        }
+    }
+
+    /// A gateway instance stopped gracefully, after closing or checkpointing its sessions
+    /// (published once, then its key is deleted).
+    public struct GatewayStopped: EventPayload {
+        public static let eventType = "gateway.stopped"
+        public static let topic = Topic.gatewaySession
+        public var gatewayId: String
+        public var instanceId: String
+        public var at: Date
+        public var subject: String { GatewayAlive.key(gatewayId) }
+
+        public init(gatewayId: String, instanceId: String, at: Date) {
+            self.gatewayId = gatewayId
+            self.instanceId = instanceId
+            self.at = Timestamp.truncated(at)
         }
     }
 }

@@ -21,12 +21,19 @@ extension GatewayEvents {
         public var conversations: [ConversationCursor]
         public var marks: [DispatchMark]
         public var checkpointedAt: Date
+        /// Whether a client is connected to the session at `gatewayId` (a resume: true) or not
+        /// (its connection ended, or the gateway shut down: false). Absent from older gateways.
+        public var attached: Bool?
+        /// The gateway process holding an attached session (see `SessionOpened.gatewayInstance`).
+        public var gatewayInstance: String?
         public var subject: String { sessionId }
 
         public init(
             sessionId: String, gatewayId: String, userId: UserID, openedAt: Date, seq: Int, baseSeq: Int,
-            conversations: [ConversationCursor], marks: [DispatchMark], checkpointedAt: Date
+            conversations: [ConversationCursor], marks: [DispatchMark], checkpointedAt: Date, attached: Bool? = nil, gatewayInstance: String? = nil
         ) {
+            self.attached = attached
+            self.gatewayInstance = gatewayInstance
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId

@@ -19,12 +19,7 @@ struct NativeProtocolTests {
 
     /// Identifies `user` and waits for ready.
     static func connect(_ port: Int, _ user: User, heartbeats: Bool = true) async throws -> (NativeTestClient, [String: Any]) {
-        let client = NativeTestClient(port: port, heartbeats: heartbeats)
-        let hello = try await client.waitForOp("hello")
-        #expect(hello["heartbeat_interval"] as? Int != nil)
-        client.identify(user.token)
-        try await client.waitFor("ready") { $0.contains { $0["t"] as? String == "ready" } }
-        return (client, try #require(client.dispatches("ready").first).data)
+        try await NativeTestClient.connect(port, user, heartbeats: heartbeats)
     }
 
     /// Posts probes until `clients` each received one: the fan-out learned the gateway's interest.

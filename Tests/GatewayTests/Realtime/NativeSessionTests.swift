@@ -32,12 +32,12 @@ struct NativeSessionTests {
         let a = UUID()
         #expect(session.dispatch(message(a, at: 10)))
         #expect(session.dispatch(message(a, at: 10)))
-        #expect(session.checkpoint(gatewayId: "gw").seq == 2)  // ready + a
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 2)  // ready + a
         let typing = NativeSession.Pending(
             type: "typing", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: "{}"))
         #expect(session.dispatch(typing))
         #expect(session.dispatch(typing))
-        #expect(session.checkpoint(gatewayId: "gw").seq == 4)
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 4)
     }
 
     @Test("a message replayed by a resume is not dispatched again when its live delivery arrives late")
@@ -52,11 +52,11 @@ struct NativeSessionTests {
         let replayed = ChatInternal.ReplayedMessage(
             kind: .channel, conversationId: conversation, messageId: a, createdAtMilliseconds: 10, json: #"{"chat_id":"\#(a)"}"#)
         #expect(session.finishResume(replayed: [replayed], removed: []))
-        #expect(session.checkpoint(gatewayId: "gw").seq == 2)
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 2)
         #expect(session.dispatch(message(a, at: 10)))  // the late live copy
-        #expect(session.checkpoint(gatewayId: "gw").seq == 2)
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 2)
         #expect(session.dispatch(message(b, at: 11)))
-        let checkpoint = session.checkpoint(gatewayId: "gw")
+        let checkpoint = session.checkpoint(gatewayId: "gw", attachedAt: nil)
         #expect(checkpoint.seq == 3)
         #expect(checkpoint.marks.map(\.messageId.uuid) == [a, b])
     }

@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import NIOCore
 
@@ -30,6 +31,10 @@ enum NativeFrames {
 
     static func error(code: Int, message: String) -> String {
         #"{"op":"error","d":{"code":\#(code),"message":\#(JSONText.quoted(message))}}"#
+    }
+
+    static func presence(user: String, status: String, lastSeen: Date) -> String {
+        #"{"user_id":"\#(user)","status":"\#(status)","lastSeen":"\#(Timestamp.format(lastSeen))"}"#
     }
 
     static func typing(conversation: UUID, user: String, kind: String) -> String {

@@ -22,6 +22,15 @@ final class NativeGateway: Sendable {
     /// Conversation → the sessions following it (by session id).
     private let followers = Mutex<[UUID: [String: NativeSession]]>([:])
     private let connections = Mutex<[ObjectIdentifier: NativeConnection]>([:])
+    /// Workspace → the sessions following at least one of its conversations: who gets the
+    /// `presence.update` of its members. Interest in a workspace is announced like interest in a
+    /// conversation (its id on `gateway.interest.v1`), so chat-fanout routes presence here.
+    private let workspaceFollowers = Mutex(WorkspaceFollowers())
+
+    private struct WorkspaceFollowers {
+        var sessions: [UUID: [String: NativeSession]] = [:]
+        var bySession: [String: Set<UUID>] = [:]
+    }
 
     init(
         settings: NativeSettings, gatewayId: String, verifier: AccessTokenVerifier, access: ConversationAccess, events: GatewayEventPublisher,
@@ -52,7 +61,7 @@ final class NativeGateway: Sendable {
         connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
         connection.close(code: NativeClose.unknownError, reason: "closed")
         if let session, session.detach(connection) {
-            events.publish(session.checkpoint(gatewayId: gatewayId))
+            events.publish(session.checkpoint(gatewayId: gatewayId, attachedAt: nil))
         }
     }
 
@@ -126,7 +135,10 @@ final class NativeGateway: Sendable {
             + snapshot.members
         guard session.attachReady(connection, json: ready) else { return refuse(connection, NativeClose.unknownError, "try again", nil) }
         events.publish(
-            GatewayEvents.SessionOpened(sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt))
+            GatewayEvents.SessionOpened(
+                sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt,
+                gatewayInstance: events.instanceId
+            ))
         return session
     }
 
@@ -158,9 +170,10 @@ final class NativeGateway: Sendable {
             if !session.finishResume(replayed: replayed.messages, removed: replayed.removed) {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
+            syncWorkspaces(session)
             // Claims the session: the gateway that held it before sees this checkpoint and, when
             // its own copy expires, neither closes nor deletes a session that lives on here.
-            events.publish(session.checkpoint(gatewayId: gatewayId))
+            events.publish(session.checkpoint(gatewayId: gatewayId, attachedAt: events.instanceId))
         } catch {
             logger.warning("native resume: chat's replay failed", metadata: ["error": "\(error)"])
             return refuse(connection, NativeClose.unknownError, "try again", session)
@@ -206,6 +219,29 @@ final class NativeGateway: Sendable {
                 if wasEmpty { interest.hold(conversation) }
             }
         }
+        syncWorkspaces(session)
+    }
+
+    /// Makes the session a follower of exactly the workspaces of its conversations (none once
+    /// it ended), holding and releasing the gateway's interest in each.
+    private func syncWorkspaces(_ session: NativeSession) {
+        let workspaces = session.workspaceIds
+        workspaceFollowers.withLock { w in
+            let before = w.bySession[session.id] ?? []
+            guard before != workspaces else { return }
+            for added in workspaces.subtracting(before) {
+                if w.sessions[added] == nil { interest.hold(added) }
+                w.sessions[added, default: [:]][session.id] = session
+            }
+            for removed in before.subtracting(workspaces) {
+                w.sessions[removed]?[session.id] = nil
+                if w.sessions[removed]?.isEmpty == true {
+                    w.sessions[removed] = nil
+                    interest.release(removed)
+                }
+            }
+            w.bySession[session.id] = workspaces.isEmpty ? nil : workspaces
+        }
     }
 
     private func subscribe(_ session: NativeSession, to conversation: UUID, connection: NativeConnection) async {
@@ -247,6 +283,24 @@ final class NativeGateway: Sendable {
         }
     }
 
+    /// A member's status changed: to the sessions that share one of the member's workspaces
+    /// (other than the member's own). The frame names no workspace: a session sees the status
+    /// of people it shares a workspace with, never where else they are.
+    func deliverPresence(_ change: PresenceEvents.StatusChanged) {
+        let recipients = workspaceFollowers.withLock { w in
+            change.workspaceIds.reduce(into: [String: NativeSession]()) { all, workspace in
+                all.merge(w.sessions[workspace.uuid] ?? [:]) { first, _ in first }
+            }
+        }
+        guard !recipients.isEmpty, let anyWorkspace = change.workspaceIds.first else { return }
+        let json = NativeFrames.presence(user: change.userId.description, status: change.status.rawValue, lastSeen: change.lastSeen)
+        let event = NativeSession.Pending(
+            type: "presence.update", conversationId: anyWorkspace.uuid, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json))
+        for session in recipients.values where session.userId != change.userId && !session.dispatch(event) {
+            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
+        }
+    }
+
     // MARK: membership changes
 
     /// Someone may no longer read conversations (they left a channel or a workspace, or it was
@@ -278,6 +332,7 @@ final class NativeGateway: Sendable {
                 }
             }
         }
+        syncWorkspaces(session)
     }
 
     private func followers(of conversation: UUID) -> [NativeSession] {
@@ -318,7 +373,7 @@ final class NativeGateway: Sendable {
     func shutdown() {
         for session in sessions.withLock({ Array($0.values) }) {
             guard let connection = session.connection, session.detach(connection) else { continue }
-            events.publish(session.checkpoint(gatewayId: gatewayId))
+            events.publish(session.checkpoint(gatewayId: gatewayId, attachedAt: nil))
             connection.close(code: NativeClose.goingAway, reason: "gateway shutting down: resume")
         }
         for connection in connections.withLock({ Array($0.values) }) {

@@ -105,6 +105,11 @@ final class NativeSession: Sendable {
 
     var conversationIds: [UUID] { state.withLock { Array($0.conversations.keys) } }
 
+    /// The workspaces of the conversations the session follows (none once it ended).
+    var workspaceIds: Set<UUID> {
+        state.withLock { state in state.ended ? [] : Set(state.conversations.values.compactMap(\.workspaceId)) }
+    }
+
     func kind(of conversation: UUID) -> ChatEvents.Conversation.Kind? {
         state.withLock { $0.conversations[conversation]?.kind }
     }
@@ -269,7 +274,8 @@ final class NativeSession: Sendable {
 
     // MARK: checkpoints
 
-    func checkpoint(gatewayId: String) -> GatewayEvents.SessionCheckpoint {
+    /// - Parameter instance: the gateway process, when the session is attached there.
+    func checkpoint(gatewayId: String, attachedAt instance: String?) -> GatewayEvents.SessionCheckpoint {
         state.withLock { state in
             GatewayEvents.SessionCheckpoint(
                 sessionId: id, gatewayId: gatewayId, userId: userId, openedAt: openedAt, seq: state.seq, baseSeq: state.baseSeq,
@@ -284,7 +290,7 @@ final class NativeSession: Sendable {
                         seq: $0.seq, conversationId: $0.conversationId, createdAt: Date(milliseconds: $0.createdAtMilliseconds),
                         messageId: MessageID($0.messageId))
                 },
-                checkpointedAt: Date()
+                checkpointedAt: Date(), attached: instance != nil, gatewayInstance: instance
             )
         }
     }

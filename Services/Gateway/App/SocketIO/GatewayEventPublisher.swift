@@ -11,6 +11,8 @@ import ServiceLifecycle
 final class GatewayEventPublisher: Service, Sendable {
     private let producer: KafkaProducer
     private let source: String
+    /// This process's run of the gateway, named in its sessions and liveness announcements.
+    let instanceId: String
     private let logger: Logger
     private let stream: AsyncStream<KafkaProducerMessage>
     private let continuation: AsyncStream<KafkaProducerMessage>.Continuation
@@ -18,6 +20,7 @@ final class GatewayEventPublisher: Service, Sendable {
     init(producer: KafkaProducer, gatewayId: String, logger: Logger) {
         self.producer = producer
         self.source = "chatsuite/gateway/\(gatewayId)"
+        self.instanceId = UUIDv7.generate().lowercased
         self.logger = logger
         (stream, continuation) = AsyncStream.makeStream(of: KafkaProducerMessage.self)
     }

@@ -60,7 +60,8 @@ final class SocketIOServer: Sendable {
         sessions.withLock { $0[session.id] = session }
         events.publish(
             GatewayEvents.SessionOpened(
-                sessionId: session.id, gatewayId: settings.gatewayId, userId: userId.flatMap(UserID.init), clientProtocol: .socketIO, openedAt: Date()
+                sessionId: session.id, gatewayId: settings.gatewayId, userId: userId.flatMap(UserID.init), clientProtocol: .socketIO, openedAt: Date(),
+                gatewayInstance: events.instanceId
             ))
         let upgrades = transport == .polling ? #"["websocket"]"# : "[]"
         var open = #"{"sid":"\#(session.id)","upgrades":\#(upgrades),"pingInterval":\#(settings.pingIntervalMilliseconds),"#

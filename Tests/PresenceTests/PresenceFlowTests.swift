@@ -1,0 +1,225 @@
+import Common
+import Events
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Kafka
+import Logging
+import ServiceCatalog
+import SuiteTesting
+import Testing
+import TestSupport
+
+import ChatFanoutApp
+@testable import PresenceApp
+
+/// Presence on the whole path: native sessions at real gateways (one in-process, one the built
+/// executable, killed with SIGKILL), `gateway.session.v1`, the presence service with its
+/// database, `presence.v1`, and the REST answer through the gateway.
+@Suite("Presence", .serialized)
+struct PresenceFlowTests {
+    /// Fast timings for the test: gateways announce themselves every 0.5 s, presence declares
+    /// one dead after 3 s of silence and compares every 0.2 s.
+    static let gatewayTimeoutSeconds = 3.0
+    static let presence = StackService(
+        .presence, defaults: PresenceService.defaults,
+        environment: ["PRESENCE_GATEWAY_TIMEOUT_MS": "\(Int(gatewayTimeoutSeconds * 1_000))", "PRESENCE_TICK_MS": "200"]
+    ) { try await PresenceApp.buildApplication(settings: $0, logger: $1) }
+    /// Routes presence changes to the gateways (and messages, for the interest probes).
+    static let fanout = StackService(.chatFanout, defaults: ChatFanoutService.defaults) { try await ChatFanoutApp.buildApplication(settings: $0, logger: $1) }
+
+    struct Seen: Sendable {
+        let user: String
+        let status: PresenceEvents.Status
+        let lastSeen: Date
+        let workspaces: [String]
+    }
+
+    /// Every `presence.v1` event from the start of the topic, as it arrives.
+    final class Collector: Sendable {
+        let seen = Locked<[Seen]>([])
+        private let task: Task<Void, Never>
+
+        init(_ s: Stack) throws {
+            let consumer = try TestKafka.groupConsumer(s.cluster, group: "test-\(UUID())", topics: [Topic.presence.name])
+            let seen = self.seen
+            task = Task {
+                do {
+                    for try await message in consumer.messages {
+                        guard let value = message.value, let event = try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: value) else { continue }
+                        #expect(message.keyString == event.data.userId.description)
+                        seen.withLock {
+                            $0.append(
+                                Seen(
+                                    user: event.data.userId.description, status: event.data.status, lastSeen: event.data.lastSeen,
+                                    workspaces: event.data.workspaceIds.map(\.description)))
+                        }
+                    }
+                } catch {}
+                await consumer.close()
+            }
+        }
+
+        func of(_ user: User) -> [Seen] { seen.value.filter { $0.user == user.id } }
+        func stop() async {
+            task.cancel()
+            await task.value
+        }
+    }
+
+    /// The REST answer for `user` in `workspace`, asked by `asker`.
+    static func status(_ s: Stack, _ workspace: String, of user: User, asker: User) async throws -> (status: String, lastSeen: Date?)? {
+        let response = try await s.get("/v1/workspaces/\(workspace)/presence", asker)
+        guard response.status == .ok, let entries = jsonArray(response) else { return nil }
+        guard let entry = entries.first(where: { $0["user_id"] as? String == user.id }) else { return nil }
+        return (entry["status"] as? String ?? "", (entry["lastSeen"] as? String).flatMap(Timestamp.parse))
+    }
+
+    @Test(
+        "members only; offline before any session; a user with three sessions is online until the last one closes, with one event each way; native sessions sharing a workspace get presence.update, others nothing"
+    )
+    func statusFollowsSessions() async throws {
+        let run = UUID().uuidString.prefix(8).lowercased()
+        try await Stack.run(
+            services: [.auth, .workspace, .chat, Self.presence, Self.fanout],
+            gateway: ["GATEWAY_ID": "gw-p-\(run)", "GATEWAY_LIVENESS_INTERVAL_MS": "500"]
+        ) { s in
+            let collector = try Collector(s)
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let outsider = try await s.user("밖")
+            let (wid, channel) = try await s.sharedChannel(a, b)
+            _ = try await s.createWorkspace(outsider)
+            let path = "/v1/workspaces/\(wid)/presence"
+            try await eventually("presence knows both members", timeout: .seconds(30)) {
+                jsonArray(try await s.get(path, a))?.count == 2
+            }
+            let before = try #require(jsonArray(try await s.get(path, b)))
+            #expect(
+                before.allSatisfy { Set($0.keys) == ["user_id", "status", "lastSeen"] && $0["status"] as? String == "offline" && $0["lastSeen"] is NSNull })
+            #expect(outcome(try await s.get(path, outsider)) == "400 E13")
+            #expect(outcome(try await s.get("/v1/workspaces/\(UUID().uuidString.lowercased())/presence", a)) == "400 E13")
+            #expect(outcome(try await s.get("/v1/workspaces/not-an-id/presence", a)) == "400 E13")
+            #expect(outcome(try await s.get(path, nil)) == "401 E02")
+
+            let port = try #require(s.client.port)
+            // b and the outsider watch natively; b's interest (its channel, its workspace) reached
+            // the fan-out once a probe message arrives.
+            let (watcher, _) = try await NativeTestClient.connect(port, b)
+            let (stranger, _) = try await NativeTestClient.connect(port, outsider)
+            var probes = 0
+            try await eventually("the fan-out knows b's gateway", timeout: .seconds(60)) {
+                probes += 1
+                _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(channel)/chats", a, json: #"{"content":"probe \#(probes)"}"#)
+                try await Task.sleep(for: .milliseconds(300))
+                return !watcher.dispatches("channel.message").isEmpty
+            }
+            var devices: [NativeTestClient] = []
+            for _ in 0..<3 { devices.append(try await NativeTestClient.connect(port, a).0) }
+            try await eventually("a is online", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "online" }
+            let cameOnline = try #require(try await Self.status(s, wid, of: a, asker: b)?.lastSeen)
+            #expect(abs(cameOnline.timeIntervalSinceNow) < 30)
+            // Two of three devices go: still online, and no event.
+            await devices[0].kill()
+            await devices[1].kill()
+            try await Task.sleep(for: .seconds(2))  // ten of presence's ticks
+            #expect(try await Self.status(s, wid, of: a, asker: b)?.status == "online")
+            await devices[2].kill()
+            try await eventually("a is offline", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
+            try await eventually("both events arrived", timeout: .seconds(20)) { collector.of(a).count >= 2 }
+            try await Task.sleep(for: .seconds(1))
+            let events = collector.of(a)
+            #expect(events.map(\.status) == [.online, .offline], "\(events.map(\.status))")
+            #expect(events.allSatisfy { $0.workspaces == [wid] })
+            // b's session was online all along: its own change reaches nobody but the topic.
+            #expect(collector.of(b).map(\.status) == [.online])
+            try await watcher.waitFor("two presence updates") { frames in
+                frames.filter { $0["t"] as? String == "presence.update" }.count >= 2
+            }
+            let updates = watcher.dispatches("presence.update").map(\.data)
+            #expect(updates.map { $0["user_id"] as? String } == [a.id, a.id])
+            #expect(updates.map { $0["status"] as? String } == ["online", "offline"])
+            #expect(updates.allSatisfy { Set($0.keys) == ["user_id", "status", "lastSeen"] && ($0["lastSeen"] as? String).flatMap(Timestamp.parse) != nil })
+            // The outsider shares no workspace with a or b: no presence of theirs, ever.
+            #expect(stranger.dispatches("presence.update").isEmpty, "\(stranger.dispatches("presence.update"))")
+            await watcher.kill()
+            await stranger.kill()
+            await collector.stop()
+        }
+    }
+
+    @Test(
+        "a gateway killed with SIGKILL: its users go offline once its announcements stop (after the 3 s timeout, not before), and a table rebuilt from the topic agrees"
+    )
+    func crashedGatewayExpires() async throws {
+        let run = UUID().uuidString.prefix(8).lowercased()
+        try await Stack.run(
+            services: [.auth, .workspace, .chat, Self.presence], gateway: ["GATEWAY_ID": "gw-q-\(run)", "GATEWAY_LIVENESS_INTERVAL_MS": "500"]
+        ) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, _) = try await s.sharedChannel(a, b)
+            try await eventually("presence knows both members", timeout: .seconds(30)) {
+                jsonArray(try await s.get("/v1/workspaces/\(wid)/presence", a))?.count == 2
+            }
+            let port = freePortRange(count: 1)
+            let gateway = try TestProcess(
+                executable: "gateway",
+                environment: s.gatewayEnvironment.merging(["HTTP_PORT": "\(port)", "GATEWAY_ID": "gw-k-\(run)", "GATEWAY_LIVENESS_INTERVAL_MS": "500"]) { $1 }
+            )
+            defer {
+                gateway.signal(SIGKILL)
+                _ = gateway.reap()
+            }
+            try await eventually("the gateway process listens", timeout: .seconds(60)) { isListening(port) }
+            let (device, _) = try await NativeTestClient.connect(port, b)
+            // `a` stays on the in-process gateway, which keeps announcing itself.
+            let (other, _) = try await NativeTestClient.connect(try #require(s.client.port), a)
+            try await eventually("both online", timeout: .seconds(20)) {
+                let bOnline = try await Self.status(s, wid, of: b, asker: a)?.status == "online"
+                let aOnline = try await Self.status(s, wid, of: a, asker: b)?.status == "online"
+                return bOnline && aOnline
+            }
+
+            // A replica that starts now rebuilds the same state from the topic.
+            let reader = try SessionReader(
+                client: KafkaClientConfiguration(bootstrapServers: s.cluster.bootstrapServers, clientId: "test-sessions-\(run)"), fetchWaitMilliseconds: 5,
+                gatewayTimeout: Self.gatewayTimeoutSeconds, logger: TestKafka.logger)
+            let reading = Task { try await reader.run() }
+            try await eventually("the new reader caught up", timeout: .seconds(30)) { reader.isCaughtUp }
+            let online = reader.read { $0.onlineUsers(now: Date()) }.map(\.description)
+            #expect(Set(online).isSuperset(of: [a.id, b.id]), "\(online)")
+            reading.cancel()
+            _ = await reading.result
+
+            let killedAt = Date()
+            let clock = ContinuousClock.now
+            gateway.signal(SIGKILL)
+            try await eventually("b is offline", timeout: .seconds(30)) { try await Self.status(s, wid, of: b, asker: a)?.status == "offline" }
+            let took = ContinuousClock.now - clock
+            print("presence: offline \(took) after the gateway's SIGKILL (timeout \(Self.gatewayTimeoutSeconds) s, announcements every 0.5 s)")
+            // The announcement before the kill was at most 0.5 s old: expiry comes 2.5–3 s after
+            // it, then a tick (0.2 s) and the outbox relay; the REST poll adds its own delay.
+            #expect(took >= .seconds(2) && took < .seconds(10), "offline \(took) after the kill")
+            let lastSeen = try #require(try await Self.status(s, wid, of: b, asker: a)?.lastSeen)
+            #expect(lastSeen <= killedAt && killedAt.timeIntervalSince(lastSeen) < 2, "lastSeen \(lastSeen) is the gateway's last announcement")
+            #expect(try await Self.status(s, wid, of: a, asker: b)?.status == "online")
+            await device.kill()
+            await other.kill()
+        }
+    }
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+func isListening(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr = in_addr(s_addr: inet_addr("127.0.0.1"))
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+}
