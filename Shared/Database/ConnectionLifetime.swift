@@ -39,6 +39,18 @@ extension PostgresConnection {
         }
     }
 
+    /// Tries to take a session advisory lock on this connection (held until released or the
+    /// connection closes): how one replica of many becomes the leader.
+    public func tryAdvisoryLock(_ id: Int64, logger: Logger) async throws -> Bool {
+        try await abandoningOnClose {
+            var acquired = false
+            for try await value in try await self.query("SELECT pg_try_advisory_lock(\(id))", logger: logger).decode(Bool.self) {
+                acquired = value
+            }
+            return acquired
+        }
+    }
+
     /// Releases a session advisory lock, unless the connection is gone (which released it).
     public func releaseAdvisoryLock(_ id: Int64, logger: Logger) async {
         guard !isClosed else { return }

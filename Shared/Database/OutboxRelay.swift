@@ -87,14 +87,7 @@ public final class OutboxRelay: Service, Sendable {
     private func leadOrStandBy() async throws {
         try await postgres.withConnection { connection in
             let logger = self.logger
-            let acquired = try await connection.abandoningOnClose {
-                var acquired = false
-                for try await value in try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaderLockId))", logger: logger).decode(Bool.self) {
-                    acquired = value
-                }
-                return acquired
-            }
-            guard acquired else { return }  // another replica leads; stand by
+            guard try await connection.tryAdvisoryLock(Self.leaderLockId, logger: logger) else { return }  // another replica leads; stand by
             leading.store(true, ordering: .relaxed)
             // A fresh wake stream per leadership term: a cancelled term finishes its stream.
             let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

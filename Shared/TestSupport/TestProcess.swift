@@ -121,14 +121,24 @@ public func freePortRange(count: Int) -> Int {
 }
 
 private func isPortFree(_ port: Int) -> Bool {
+    withLoopbackSocket(port) { fd, address, length in bind(fd, address, length) == 0 }
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port` (a process started, listening).
+public func isListening(_ port: Int) -> Bool {
+    withLoopbackSocket(port) { fd, address, length in connect(fd, address, length) == 0 }
+}
+
+/// Runs `body` with a new TCP socket and the address 127.0.0.1:`port`; closes the socket after.
+private func withLoopbackSocket(_ port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = in_port_t(UInt16(port).bigEndian)
-    addr.sin_addr = in_addr(s_addr: inet_addr("127.0.0.1"))
-    return withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr = in_addr(s_addr: inet_addr("127.0.0.1"))
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
 }

@@ -54,6 +54,16 @@ final class DeliveryConsumer: Service, Sendable {
         }
     }
 
+    /// An ephemeral event (typing, presence), or nil when its id was delivered already.
+    private func firstDelivery<P: EventPayload>(of type: P.Type, _ value: [UInt8]) throws -> P? {
+        let event = try EventCoding.decode(P.self, from: value)
+        guard recent.withLock({ $0.insert(event.id) }) else {
+            duplicates.increment()
+            return nil
+        }
+        return event.data
+    }
+
     func process(_ message: KafkaConsumerMessage) {
         guard let value = message.value else { return }
         let type = message.cloudEventType
@@ -66,19 +76,9 @@ final class DeliveryConsumer: Service, Sendable {
                 let event = try EventCoding.decode(ChatEvents.DirectMessageCreated.self, from: value).data
                 emit(event, messageId: event.messageId.uuid, createdAt: event.createdAt, to: .dm(event.roomId.uuid))
             case GatewayEvents.TypingStarted.eventType:
-                let event = try EventCoding.decode(GatewayEvents.TypingStarted.self, from: value)
-                guard recent.withLock({ $0.insert(event.id) }) else {
-                    duplicates.increment()
-                    return
-                }
-                native.deliverTyping(event.data)
+                if let typing = try firstDelivery(of: GatewayEvents.TypingStarted.self, value) { native.deliverTyping(typing) }
             case PresenceEvents.StatusChanged.eventType:
-                let event = try EventCoding.decode(PresenceEvents.StatusChanged.self, from: value)
-                guard recent.withLock({ $0.insert(event.id) }) else {
-                    duplicates.increment()
-                    return
-                }
-                native.deliverPresence(event.data)
+                if let change = try firstDelivery(of: PresenceEvents.StatusChanged.self, value) { native.deliverPresence(change) }
             default:
                 return
             }

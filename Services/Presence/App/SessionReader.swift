@@ -46,25 +46,19 @@ final class SessionReader: Service, Sendable {
             if GatewayEvents.GatewayAlive.gatewayId(ofKey: key) == nil { table.withLock { $0.removed(sessionId: key, at: Date()) } }
             return
         }
+        /// Decodes the record as `P` and applies it to the table.
+        func apply<P: EventPayload>(_: P.Type, _ change: (inout SessionTable, P) -> Void) throws {
+            let event = try EventCoding.decode(P.self, from: value).data
+            table.withLock { change(&$0, event) }
+        }
         do {
             switch message.cloudEventType {
-            case GatewayEvents.SessionOpened.eventType:
-                let event = try EventCoding.decode(GatewayEvents.SessionOpened.self, from: value).data
-                table.withLock { $0.opened(event) }
-            case GatewayEvents.SessionCheckpoint.eventType:
-                let event = try EventCoding.decode(GatewayEvents.SessionCheckpoint.self, from: value).data
-                table.withLock { $0.checkpointed(event) }
-            case GatewayEvents.SessionClosed.eventType:
-                let event = try EventCoding.decode(GatewayEvents.SessionClosed.self, from: value).data
-                table.withLock { $0.closed(event) }
-            case GatewayEvents.GatewayAlive.eventType:
-                let event = try EventCoding.decode(GatewayEvents.GatewayAlive.self, from: value).data
-                table.withLock { $0.alive(event) }
-            case GatewayEvents.GatewayStopped.eventType:
-                let event = try EventCoding.decode(GatewayEvents.GatewayStopped.self, from: value).data
-                table.withLock { $0.stopped(event) }
-            default:
-                return  // a type presence has no use for
+            case GatewayEvents.SessionOpened.eventType: try apply(GatewayEvents.SessionOpened.self) { $0.opened($1) }
+            case GatewayEvents.SessionCheckpoint.eventType: try apply(GatewayEvents.SessionCheckpoint.self) { $0.checkpointed($1) }
+            case GatewayEvents.SessionClosed.eventType: try apply(GatewayEvents.SessionClosed.self) { $0.closed($1) }
+            case GatewayEvents.GatewayAlive.eventType: try apply(GatewayEvents.GatewayAlive.self) { $0.alive($1) }
+            case GatewayEvents.GatewayStopped.eventType: try apply(GatewayEvents.GatewayStopped.self) { $0.stopped($1) }
+            default: return  // a type presence has no use for
             }
         } catch {
             logger.error(

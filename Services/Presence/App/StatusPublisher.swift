@@ -70,14 +70,7 @@ final class StatusPublisher: Service, Sendable {
     private func leadOrStandBy() async throws {
         try await postgres.withConnection { connection in
             let logger = self.logger
-            let acquired = try await connection.abandoningOnClose {
-                var acquired = false
-                for try await value in try await connection.query("SELECT pg_try_advisory_lock(\(Self.leaderLockId))", logger: logger).decode(Bool.self) {
-                    acquired = value
-                }
-                return acquired
-            }
-            guard acquired else { return }  // another replica leads; stand by
+            guard try await connection.tryAdvisoryLock(Self.leaderLockId, logger: logger) else { return }  // another replica leads; stand by
             self.leading.store(true, ordering: .relaxed)
             defer { self.leading.store(false, ordering: .relaxed) }
             logger.info("presence publisher is the leader")
