@@ -44,6 +44,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
     "Presence": [metrics],
+    "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat],
     "Workspace": ["ClientContract", "Uploads"],
 ]
 
@@ -223,6 +224,14 @@ var targets: [Target] = [
         dependencies: [
             "SuiteTesting", "PresenceApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Messaging", "Common",
             hummingbird, hummingbirdTesting, postgres, nioCore, logging, configuration,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "PushTests",
+        dependencies: [
+            "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", hummingbird, hummingbirdTesting,
+            postgres, nioCore, jwt, .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
         ],
         swiftSettings: swiftSettings
     ),

@@ -139,7 +139,13 @@ extension ServiceEntry {
     public static let payment = ServiceEntry(name: "payment", port: 8086, database: .init("payment"), routes: [.any("/v1/store/**")])
 
     /// Every executable, the edge first (start order of `chatsuite dev`).
-    public static let all: [ServiceEntry] = [.gateway, .auth, .workspace, .chat, .chatFanout, .presence, .payment]
+    /// Notifications to phones for messages their users are not online to see.
+    public static let push = ServiceEntry(
+        name: "push", port: 8087, database: .init("push"),
+        routes: [.any("/v1/workspaces/*/channels/*/notifications"), .any("/v1/workspaces/*/dms/*/notifications")]
+    )
+
+    public static let all: [ServiceEntry] = [.gateway, .auth, .workspace, .chat, .chatFanout, .presence, .payment, .push]
 
     /// The services the gateway forwards client requests to.
     public static var upstreams: [ServiceEntry] { all.filter { !$0.routes.isEmpty } }

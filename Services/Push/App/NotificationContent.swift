@@ -1,0 +1,45 @@
+import Events
+import Foundation
+
+/// What a notification says, in the seed apps' style: the title names the place
+/// (`workspace · #channel`, or `workspace · DM`), the body the sender and the text (files
+/// summarised), the badge the recipient's unread total, and `data` the ids a client needs to open
+/// the conversation. Provider-neutral; each provider client maps it to its own request.
+struct NotificationContent: Codable, Sendable, Equatable {
+    var title: String
+    var body: String
+    var badge: Int
+    /// String values only (FCM's `data` map takes strings): `type` (`channel` | `dm`),
+    /// `workspace_id`, `channel_id` + `chat_id` or `room_id` + `dm_id`.
+    var data: [String: String]
+
+    /// Longest body text, in characters (providers truncate around 4 KB; lock screens far sooner).
+    static let maxBodyCharacters = 180
+
+    static func channel(_ m: ChatEvents.ChannelMessageCreated, workspace: String?, badge: Int) -> Self {
+        Self(
+            title: place(workspace, "#\(m.channelName)"), body: body(m.sender.nickname, m.content, files: m.files.count), badge: badge,
+            data: [
+                "type": "channel", "workspace_id": m.workspaceId.description, "channel_id": m.channelId.description, "chat_id": m.messageId.description,
+            ])
+    }
+
+    static func dm(_ m: ChatEvents.DirectMessageCreated, workspace: String?, badge: Int) -> Self {
+        Self(
+            title: place(workspace, "DM"), body: body(m.sender.nickname, m.content, files: m.files.count), badge: badge,
+            data: ["type": "dm", "workspace_id": m.workspaceId.description, "room_id": m.roomId.description, "dm_id": m.messageId.description])
+    }
+
+    private static func place(_ workspace: String?, _ conversation: String) -> String {
+        guard let workspace, !workspace.isEmpty else { return conversation }
+        return "\(workspace) · \(conversation)"
+    }
+
+    private static func body(_ sender: String, _ content: String?, files: Int) -> String {
+        var text = (content ?? "").trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: " ")
+        if text.count > maxBodyCharacters { text = String(text.prefix(maxBodyCharacters - 1)) + "…" }
+        let attachment = files == 0 ? nil : (files == 1 ? "📎 파일 1개" : "📎 파일 \(files)개")
+        let shown = [text.isEmpty ? nil : text, attachment].compactMap { $0 }.joined(separator: " ")
+        return "\(sender): \(shown)"
+    }
+}

@@ -1,0 +1,68 @@
+import AsyncHTTPClient
+import Configuration
+import Database
+import Events
+import Hummingbird
+import Logging
+import OutboundHTTP
+import ServiceCatalog
+import ServiceKit
+
+/// `push`: notifications to the phones of readers who are not online. Learns device tokens from
+/// `auth.user.v1`, membership from `workspace.v1`, presence from `presence.v1` and read cursors
+/// from `chat.read.v1`; plans one notification per (message, device) from `chat.message.v1` and
+/// sends them through FCM HTTP v1. Rules: docs/push.md.
+public enum PushService {
+    public static let name = ServiceEntry.push.name
+    /// Defaults below environment variables and command-line flags (docs/configuration.md).
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": ConfigValue(.int(ServiceEntry.push.port), isSecret: false),
+        "push.fcm-url": "https://fcm.googleapis.com",
+        // The Firebase service-account JSON key; empty: FCM is off (nothing is planned for FCM tokens).
+        "push.fcm-credentials-file": "",
+        "push.max-attempts": 8,
+        "push.concurrency": 32,
+        "push.request-timeout-ms": 10_000,
+    ]
+    /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
+    public static let migrations: [Migration] = PushMigrations.all
+}
+
+/// Builds the `push` application: read models, the planner, the delivery worker, the settings routes.
+public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
+    let push = try PushSettings(settings)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: PushService.migrations, logger: logger)
+    let httpClient = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5))))
+    platform.addService(HTTPClientService(client: httpClient))
+    var senders: [PushProvider: any PushSender] = [:]
+    if let account = push.fcmAccount {
+        senders[.fcm] = try await FCMClient(client: httpClient, baseURL: push.fcmURL, account: account, timeout: push.requestTimeout, logger: logger)
+        logger.info("FCM is on", metadata: ["push.fcm": "\(account)"])
+    } else {
+        logger.warning("FCM is off: push.fcm-credentials-file (PUSH_FCM_CREDENTIALS_FILE) is not set")
+    }
+
+    var tokens = EventRouter()
+    PushProjections.registerDeviceTokens(into: &tokens)
+    platform.addInboxConsumer(group: "push.device-tokens", topics: [.authUser], router: tokens)
+    var membership = EventRouter()
+    PushProjections.registerMembership(into: &membership)
+    platform.addInboxConsumer(group: "push.membership", topics: [.workspace], router: membership)
+    var presence = EventRouter()
+    PushProjections.registerPresence(into: &presence)
+    platform.addInboxConsumer(group: "push.presence", topics: [.presence], router: presence)
+    var reads = EventRouter()
+    PushProjections.registerReadCursors(into: &reads)
+    platform.addInboxConsumer(group: "push.read-cursors", topics: [.chatRead], router: reads)
+    var messages = EventRouter()
+    NotificationPlanner(providers: Set(senders.keys)).register(into: &messages)
+    platform.addInboxConsumer(group: "push.messages", topics: [.chatMessage], router: messages)
+
+    let worker = DeliveryWorker(postgres: platform.postgres, senders: senders, settings: push, logger: logger)
+    platform.addGatedService { worker }  // after the migrations
+
+    let router = platform.makeRouter()
+    NotificationSettingsRoutes(postgres: platform.postgres, logger: logger).add(to: router)
+    return platform.makeApplication(responder: router.buildResponder())
+}

@@ -1,0 +1,139 @@
+import Common
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import PostgresNIO
+import PresenceApp
+import PushApp
+import ServiceCatalog
+import SuiteTesting
+import Testing
+import TestSupport
+
+/// Push on the whole path: device tokens from sign-up and `PUT /v1/users/deviceToken`
+/// (`auth.user.v1`), membership (`workspace.v1`), presence (a native session, `presence.v1`),
+/// messages over REST (`chat.message.v1`), read cursors (`chat.read.v1`), and a fake FCM (OAuth2
+/// JWT bearer grant + HTTP v1 send) over a real socket.
+@Suite("Push notifications", .serialized)
+struct PushFlowTests {
+    static func push(_ fcm: FakeFCM) throws -> StackService {
+        StackService(
+            .push, defaults: PushService.defaults,
+            environment: ["PUSH_FCM_URL": fcm.baseURL, "PUSH_FCM_CREDENTIALS_FILE": try fcm.credentialsFile()]
+        ) { try await PushApp.buildApplication(settings: $0, logger: $1) }
+    }
+
+    static let presence = StackService(.presence, defaults: PresenceService.defaults) {
+        try await PresenceApp.buildApplication(settings: $0, logger: $1)
+    }
+
+    /// One integer from push's database.
+    static func count(_ db: PostgresClient, _ query: PostgresQuery) async throws -> Int {
+        for try await n in try await db.query(query).decode(Int64.self) { return Int(n) }
+        return 0
+    }
+
+    @Test(
+        "offline readers get one notification per device (title, body, badge, ids); online, muted and unmentioned readers none; a dead token is dropped; a 503 is retried once; read cursors reset the badge; DMs too; settings are validated"
+    )
+    func notifications() async throws {
+        let fcm = try await FakeFCM(unregistered: ["fcm-f-dead"], flaky: ["fcm-g-flaky"])
+        try await fcm.start()
+        defer { Task { try? await fcm.stop() } }
+        try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, try Self.push(fcm)]) { s in
+            let db = try #require(s.databases[ServiceEntry.push.name])
+            let a = try await s.user("에이")
+            let names = ["b", "c", "d", "eve", "f", "g", "h"]
+            var users: [String: User] = [:]
+            for name in names { users[name] = try await s.user(name) }
+            let (b, c, d, e, f, g, h) = (users["b"]!, users["c"]!, users["d"]!, users["eve"]!, users["f"]!, users["g"]!, users["h"]!)
+            let outsider = try await s.user("밖")
+            let tokens: [(User, String)] = [
+                (b, "fcm-b1"), (b, "fcm-b2"), (c, "fcm-c"), (d, "fcm-d"), (e, "fcm-e"), (f, "fcm-f-dead"), (g, "fcm-g-flaky"),
+                (h, String(repeating: "ab", count: 32)),  // an APNs token: APNs is off, so skipped
+            ]
+            for (user, token) in tokens {
+                #expect(try await s.send(.put, "/v1/users/deviceToken", user, json: #"{"deviceToken":"\#(token)"}"#).status == .ok)
+            }
+            let wname = "알림-\(UUID().uuidString.prefix(4))"
+            let wid = id(try await s.createWorkspace(a, name: wname), "workspace_id")
+            for user in users.values { try await s.invite(user, to: wid, by: a) }
+            let channelJSON = try #require(jsonArray(try await s.get("/v1/workspaces/\(wid)/channels", a))?.first)
+            let (channel, channelName) = (id(channelJSON, "channel_id"), channelJSON["name"] as? String ?? "")
+            let settings = "/v1/workspaces/\(wid)/channels/\(channel)/notifications"
+
+            // Settings: validated, members only.
+            try await eventually("push knows the channel's members", timeout: .seconds(30)) {
+                try await Self.count(db, "SELECT count(*) FROM channel_members WHERE channel_id = \(UUID(uuidString: channel)!)") == 8
+            }
+            #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"loud"}"#)) == "400 E11")
+            #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"#)) == "400 E11")
+            #expect(outcome(try await s.send(.put, settings, outsider, json: #"{"mode":"none"}"#)) == "400 E13")
+            #expect(outcome(try await s.get("/v1/workspaces/\(wid)/channels/not-a-channel/notifications", d)) == "400 E13")
+            #expect(jsonObject(try await s.get(settings, d))?["mode"] as? String == "all")
+            #expect(jsonObject(try await s.send(.put, settings, d, json: #"{"mode":"none"}"#))?["mode"] as? String == "none")
+            #expect(jsonObject(try await s.send(.put, settings, e, json: #"{"mode":"mentions"}"#))?["mode"] as? String == "mentions")
+            #expect(jsonObject(try await s.get(settings, d))?["mode"] as? String == "none")
+
+            // c is online (a native session); push learns it from presence.v1.
+            let (session, _) = try await NativeTestClient.connect(try #require(s.client.port), c)
+            try await eventually("push sees c online and every token", timeout: .seconds(30)) {
+                let online = try await Self.count(db, "SELECT count(*) FROM presence WHERE online AND user_id = \(UUID(uuidString: c.id)!)")
+                let known = try await Self.count(db, "SELECT count(*) FROM device_tokens")
+                return online == 1 && known == tokens.count
+            }
+
+            let post = "/v1/workspaces/\(wid)/channels/\(channel)/chats"
+            let m1 = id(jsonObject(try await s.send(.post, post, a, json: #"{"content":"안녕하세요\n모두"}"#)), "chat_id")
+            let m2 = id(jsonObject(try await s.send(.post, post, a, json: #"{"content":"@eve 봐주세요"}"#)), "chat_id")
+            #expect(!m1.isEmpty && !m2.isEmpty)
+            try await eventually("the notifications arrive", timeout: .seconds(30)) {
+                fcm.sent(to: "fcm-b1").count == 2 && fcm.sent(to: "fcm-b2").count == 2 && fcm.sent(to: "fcm-g-flaky").count == 2
+                    && fcm.sent(to: "fcm-e").count == 1
+            }
+            try await Task.sleep(for: .seconds(2))  // anything more would arrive meanwhile
+
+            let b1 = fcm.sent(to: "fcm-b1").sorted { $0.badge < $1.badge }
+            #expect(b1.map { $0.data["chat_id"] ?? "" } == [m1, m2])
+            #expect(b1.map(\.badge) == [1, 2])
+            #expect(b1.map(\.collapseKey) == [m1, m2])
+            #expect(b1.first?.title == "\(wname) · #\(channelName)")
+            #expect(b1.first?.body == "에이: 안녕하세요 모두")
+            #expect(b1.first?.data == ["type": "channel", "workspace_id": wid, "channel_id": channel, "chat_id": m1])
+            #expect(fcm.sent(to: "fcm-e").map { $0.data["chat_id"] ?? "" } == [m2], "mentions only")
+            #expect(fcm.sent(to: "fcm-c").isEmpty, "online")
+            #expect(fcm.sent(to: "fcm-d").isEmpty, "muted")
+            #expect(fcm.sent(to: "fcm-f-dead").isEmpty)
+            #expect(fcm.accepted.value.allSatisfy { $0.token != String(repeating: "ab", count: 32) })
+            // Each (message, device) once.
+            let pairs = fcm.accepted.value.map { "\($0.data["chat_id"] ?? "")/\($0.token)" }
+            #expect(Set(pairs).count == pairs.count, "\(pairs)")
+            #expect(fcm.refused.value.filter { $0 == "fcm-g-flaky" }.count == 1, "one 503, then accepted")
+            // The dead token is gone, and nothing more goes to it.
+            #expect(try await Self.count(db, "SELECT count(*) FROM device_tokens WHERE token = 'fcm-f-dead'") == 0)
+            #expect(fcm.refused.value.filter { $0 == "fcm-f-dead" }.count <= 2)
+            #expect(fcm.grants.value >= 1)
+
+            // b reads the channel: the badge starts again from the next message.
+            #expect(try await s.send(.put, "/v1/workspaces/\(wid)/channels/\(channel)/read", b, json: "{}").status == .ok)
+            try await eventually("push saw the read cursor", timeout: .seconds(20)) {
+                try await Self.count(db, "SELECT count(*) FROM unread_counts WHERE user_id = \(UUID(uuidString: b.id)!)") == 0
+            }
+            let m3 = id(jsonObject(try await s.send(.post, post, a, json: #"{"content":"셋"}"#)), "chat_id")
+            try await eventually("the third notification", timeout: .seconds(20)) { fcm.sent(to: "fcm-b1").count == 3 }
+            #expect(fcm.sent(to: "fcm-b1").last.map { ($0.data["chat_id"] ?? "", $0.badge) } ?? ("", 0) == (m3, 1))
+
+            // A DM to b: a notification with the room's ids.
+            let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
+            let dm = jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", a, json: #"{"content":"비밀"}"#))
+            try await eventually("the DM notification", timeout: .seconds(20)) { fcm.sent(to: "fcm-b2").count == 4 }
+            let dmSent = try #require(fcm.sent(to: "fcm-b2").last)
+            #expect(dmSent.title == "\(wname) · DM" && dmSent.body == "에이: 비밀")
+            #expect(dmSent.data == ["type": "dm", "workspace_id": wid, "room_id": room, "dm_id": id(dm, "dm_id")])
+            // DM settings: workspace members only.
+            #expect(outcome(try await s.send(.put, "/v1/workspaces/\(wid)/dms/\(room)/notifications", outsider, json: #"{"mode":"none"}"#)) == "400 E13")
+            #expect(try await s.send(.put, "/v1/workspaces/\(wid)/dms/\(room)/notifications", b, json: #"{"mode":"none"}"#).status == .ok)
+            await session.kill()
+        }
+    }
+}
