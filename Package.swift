@@ -237,7 +237,7 @@ var targets: [Target] = [
     ),
     .testTarget(
         name: "IntegrationTests",
-        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", "AccessTokens", httpClient, nioHTTP1, nioCore],
+        dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", "ServiceCatalog", "AccessTokens", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings
     ),
 ]

@@ -78,6 +78,8 @@ public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
 
     /// The gateway's port; the others' ports are offsets from it in `chatsuite dev`.
     public static let gatewayPort = 8080
+    /// How many consecutive ports from the gateway's the suite takes (`chatsuite dev --port` and up).
+    public static var portSpan: Int { (all.map(\.port).max() ?? gatewayPort) - gatewayPort + 1 }
 
     /// Settings key of the base URL the gateway forwards to (`chat.url`); only for routed services.
     public var urlSetting: String { "\(name).url" }

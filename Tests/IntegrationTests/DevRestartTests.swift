@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Common
 import Foundation
+import ServiceCatalog
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -14,12 +15,13 @@ struct DevRestartTests {
     func crashedServiceComesBack() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-restart-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: 8)
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
         let chatPort = basePort + 3  // gateway, auth, workspace, chat, …
         let launcher = try TestProcess(
             executable: "chatsuite",
             arguments: [
-                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(basePort + 7), "--log-level", "warning",
+                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(basePort + ServiceEntry.portSpan), "--log-level",
+                "warning",
             ], environment: ["DATABASE_URL": ""])
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Common
 import Foundation
+import ServiceCatalog
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -8,12 +9,12 @@ import TestSupport
 
 @Suite("chatsuite dev: the whole suite on the embedded defaults", .serialized)
 struct DevStackTests {
-    @Test("from an empty data folder all seven executables report ready, and SIGINT leaves no process behind")
+    @Test("from an empty data folder every executable of the catalog reports ready, and SIGINT leaves no process behind")
     func devStackStartsAndStopsCleanly() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: 8)
-        let pgPort = basePort + 7
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
+        let pgPort = basePort + ServiceEntry.portSpan  // after every service
         var env: [String: String] = [:]
         env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
         let launcher = try TestProcess(
@@ -28,7 +29,7 @@ struct DevStackTests {
         #expect(output.contains("gateway: http://127.0.0.1:\(basePort)"))
         #expect(output.contains("SesacKey: dev-key"))
 
-        for offset in 0..<7 {
+        for offset in 0..<ServiceEntry.portSpan {
             let response = try await HTTPClient.shared.execute(
                 HTTPClientRequest(url: "http://127.0.0.1:\(basePort + offset)/health/ready"), timeout: .seconds(5))
             #expect(response.status == .ok, "service on port \(basePort + offset) is ready")
@@ -37,7 +38,7 @@ struct DevStackTests {
         // The pids the launcher started.
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
-        #expect(pids.count == 7)
+        #expect(pids.count == ServiceEntry.all.count)
         let postmasterPid = try String(contentsOf: dataDir.appendingPathComponent("postgres/postmaster.pid"), encoding: .utf8)
             .split(separator: "\n").first.flatMap { Int32($0) }
 
@@ -58,8 +59,8 @@ struct DevStackTests {
     func servicesFollowAKilledLauncher() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-kill-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: 8)
-        let pgPort = basePort + 7
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
+        let pgPort = basePort + ServiceEntry.portSpan  // after every service
         let launcher = try TestProcess(
             executable: "chatsuite",
             arguments: [
@@ -68,7 +69,7 @@ struct DevStackTests {
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
-        #expect(pids.count == 7)
+        #expect(pids.count == ServiceEntry.all.count)
         launcher.signal(SIGKILL)
         _ = try await launcher.waitForExit(timeout: .seconds(10))
         for pid in pids {

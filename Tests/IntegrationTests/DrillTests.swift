@@ -12,7 +12,7 @@ struct DrillTests {
     func shortDrill() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-drill-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        // The suite's 7 ports, its PostgreSQL at +40 and the fake PortOne at +30.
+        // The suite's ports (ServiceEntry.portSpan), its PostgreSQL at +40 and the fake PortOne at +30.
         let basePort = freePortRange(count: 41)
         let drill = try TestProcess(
             executable: "chatsuite",
