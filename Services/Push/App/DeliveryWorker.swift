@@ -96,18 +96,42 @@ final class DeliveryWorker: Service, Sendable {
     func round() async throws -> Int {
         let due = try await lease()
         guard !due.isEmpty else { return 0 }
-        await withTaskGroup(of: Void.self) { group in
+        let outcomes = await withTaskGroup(of: (Due, SendOutcome).self) { group in
             for notification in due {
                 group.addTask {
                     guard let sender = self.senders[notification.provider] else {
-                        return await self.record(notification, .failed("provider \(notification.provider.rawValue) is not configured"))
+                        return (notification, .failed("provider \(notification.provider.rawValue) is not configured"))
                     }
-                    let outcome = await sender.send(token: notification.token, content: notification.content, collapseId: notification.messageId.lowercased)
-                    await self.record(notification, outcome)
+                    return (notification, await sender.send(token: notification.token, content: notification.content, collapseId: notification.messageId.lowercased))
                 }
             }
+            return await group.reduce(into: [(Due, SendOutcome)]()) { $0.append($1) }
         }
+        // The common case, sent, in one statement; the others one by one.
+        let sent = outcomes.filter { $0.1 == .sent }.map(\.0)
+        await recordSent(sent)
+        for (notification, outcome) in outcomes where outcome != .sent { await record(notification, outcome) }
         return due.count
+    }
+
+    private func recordSent(_ sent: [Due]) async {
+        guard !sent.isEmpty else { return }
+        let now = Date()
+        for n in sent {
+            latency.recordSeconds(now.timeIntervalSince(n.messageAt))
+            Counter(label: "push_notifications_sent_total", dimensions: [("provider", n.provider.rawValue)]).increment()
+        }
+        do {
+            _ = try await postgres.query(
+                """
+                UPDATE notifications n SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL
+                FROM unnest(\(sent.map(\.messageId))::uuid[], \(sent.map(\.token))::text[]) AS s(m, t)
+                WHERE n.message_id = s.m AND n.token = s.t
+                """, logger: logger)
+        } catch {
+            // The lease runs out and they are attempted again (the window for a second delivery).
+            logger.warning("push outcomes not recorded", metadata: [LogKey.error: "\(describe(error))", LogKey.count: "\(sent.count)"])
+        }
     }
 
     private func lease() async throws -> [Due] {
@@ -135,13 +159,7 @@ final class DeliveryWorker: Service, Sendable {
         do {
             switch outcome {
             case .sent:
-                latency.recordSeconds(Date().timeIntervalSince(n.messageAt))
-                Counter(label: "push_notifications_sent_total", dimensions: [("provider", provider)]).increment()
-                _ = try await postgres.query(
-                    """
-                    UPDATE notifications SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL
-                    WHERE message_id = \(n.messageId) AND token = \(n.token)
-                    """, logger: logger)
+                await recordSent([n])
             case .unregistered:
                 Counter(label: "push_notifications_failed_total", dimensions: [("provider", provider), ("reason", "unregistered")]).increment()
                 try await postgres.withTransaction(logger: logger) { c in
