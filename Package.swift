@@ -44,7 +44,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
     "Presence": [metrics],
-    "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat],
+    "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat, .product(name: "NIOSSL", package: "swift-nio-ssl")],
     "Workspace": ["ClientContract", "Uploads"],
 ]
 
@@ -232,6 +232,9 @@ var targets: [Target] = [
         dependencies: [
             "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", hummingbird, hummingbirdTesting,
             postgres, nioCore, jwt, .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            crypto, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
         ],
         swiftSettings: swiftSettings
     ),
@@ -271,6 +274,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        // APNs speaks HTTP/2 over TLS: push trusts an extra CA (tests' fake APNs) and the tests serve h2.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: targets
 )

@@ -16,10 +16,19 @@ import TestSupport
 /// JWT bearer grant + HTTP v1 send) over a real socket.
 @Suite("Push notifications", .serialized)
 struct PushFlowTests {
-    static func push(_ fcm: FakeFCM) throws -> StackService {
-        StackService(
+    static func push(_ fcm: FakeFCM, _ apns: FakeAPNs) throws -> StackService {
+        func file(_ text: String) throws -> String {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("push-\(UUID().uuidString)").path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        return StackService(
             .push, defaults: PushService.defaults,
-            environment: ["PUSH_FCM_URL": fcm.baseURL, "PUSH_FCM_CREDENTIALS_FILE": try fcm.credentialsFile()]
+            environment: [
+                "PUSH_FCM_URL": fcm.baseURL, "PUSH_FCM_CREDENTIALS_FILE": try fcm.credentialsFile(),
+                "PUSH_APNS_URL": apns.url, "PUSH_APNS_KEY_FILE": try file(apns.keyPEM), "PUSH_APNS_KEY_ID": apns.keyId, "PUSH_APNS_TEAM_ID": apns.teamId,
+                "PUSH_APNS_TOPIC": apns.topic, "PUSH_APNS_CA_FILE": try file(apns.caPEM),
+            ]
         ) { try await PushApp.buildApplication(settings: $0, logger: $1) }
     }
 
@@ -34,23 +43,30 @@ struct PushFlowTests {
     }
 
     @Test(
-        "offline readers get one notification per device (title, body, badge, ids); online, muted and unmentioned readers none; a dead token is dropped; a 503 is retried once; read cursors reset the badge; DMs too; settings are validated"
+        "offline readers get one notification per device over FCM or APNs (title, body, badge, ids); online, muted and unmentioned readers none; dead tokens are dropped; a 503 is retried once; read cursors reset the badge; DMs too; settings are validated"
     )
     func notifications() async throws {
         let fcm = try await FakeFCM(unregistered: ["fcm-f-dead"], flaky: ["fcm-g-flaky"])
         try await fcm.start()
-        defer { Task { try? await fcm.stop() } }
-        try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, try Self.push(fcm)]) { s in
+        let (apnsLive, apnsDead) = (String(repeating: "ab", count: 32), String(repeating: "cd", count: 32))
+        let apns = try await FakeAPNs(unregistered: [apnsDead])
+        defer {
+            Task {
+                try? await fcm.stop()
+                await apns.stop()
+            }
+        }
+        try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, try Self.push(fcm, apns)]) { s in
             let db = try #require(s.databases[ServiceEntry.push.name])
             let a = try await s.user("에이")
-            let names = ["b", "c", "d", "eve", "f", "g", "h"]
+            let names = ["b", "c", "d", "eve", "f", "g", "h", "i"]
             var users: [String: User] = [:]
             for name in names { users[name] = try await s.user(name) }
-            let (b, c, d, e, f, g, h) = (users["b"]!, users["c"]!, users["d"]!, users["eve"]!, users["f"]!, users["g"]!, users["h"]!)
+            let (b, c, d, e, f, g, h, i) = (users["b"]!, users["c"]!, users["d"]!, users["eve"]!, users["f"]!, users["g"]!, users["h"]!, users["i"]!)
             let outsider = try await s.user("밖")
             let tokens: [(User, String)] = [
                 (b, "fcm-b1"), (b, "fcm-b2"), (c, "fcm-c"), (d, "fcm-d"), (e, "fcm-e"), (f, "fcm-f-dead"), (g, "fcm-g-flaky"),
-                (h, String(repeating: "ab", count: 32)),  // an APNs token: APNs is off, so skipped
+                (h, apnsLive), (i, apnsDead),  // APNs device tokens (64 hex digits)
             ]
             for (user, token) in tokens {
                 #expect(try await s.send(.put, "/v1/users/deviceToken", user, json: #"{"deviceToken":"\#(token)"}"#).status == .ok)
@@ -64,7 +80,7 @@ struct PushFlowTests {
 
             // Settings: validated, members only.
             try await eventually("push knows the channel's members", timeout: .seconds(30)) {
-                try await Self.count(db, "SELECT count(*) FROM channel_members WHERE channel_id = \(UUID(uuidString: channel)!)") == 8
+                try await Self.count(db, "SELECT count(*) FROM channel_members WHERE channel_id = \(UUID(uuidString: channel)!)") == 9
             }
             #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"loud"}"#)) == "400 E11")
             #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"#)) == "400 E11")
@@ -89,7 +105,7 @@ struct PushFlowTests {
             #expect(!m1.isEmpty && !m2.isEmpty)
             try await eventually("the notifications arrive", timeout: .seconds(30)) {
                 fcm.sent(to: "fcm-b1").count == 2 && fcm.sent(to: "fcm-b2").count == 2 && fcm.sent(to: "fcm-g-flaky").count == 2
-                    && fcm.sent(to: "fcm-e").count == 1
+                    && fcm.sent(to: "fcm-e").count == 1 && apns.sent(to: apnsLive).count == 2
             }
             try await Task.sleep(for: .seconds(2))  // anything more would arrive meanwhile
 
@@ -104,7 +120,14 @@ struct PushFlowTests {
             #expect(fcm.sent(to: "fcm-c").isEmpty, "online")
             #expect(fcm.sent(to: "fcm-d").isEmpty, "muted")
             #expect(fcm.sent(to: "fcm-f-dead").isEmpty)
-            #expect(fcm.accepted.value.allSatisfy { $0.token != String(repeating: "ab", count: 32) })
+            // APNs: the same notification, by the token's shape; the dead one answered 410 and is gone.
+            let h1 = apns.sent(to: apnsLive).sorted { $0.badge < $1.badge }
+            #expect(h1.map { $0.data["chat_id"] ?? "" } == [m1, m2] && h1.map(\.badge) == [1, 2] && h1.map(\.collapseId) == [m1, m2])
+            #expect(h1.first?.title == "\(wname) · #\(channelName)" && h1.first?.body == "에이: 안녕하세요 모두")
+            #expect(h1.first?.data == ["type": "channel", "workspace_id": wid, "channel_id": channel, "chat_id": m1])
+            #expect(apns.sent(to: apnsDead).isEmpty && apns.refused.value.allSatisfy { $0 == "410 Unregistered" }, "\(apns.refused.value)")
+            #expect(try await Self.count(db, "SELECT count(*) FROM device_tokens WHERE token = \(apnsDead)") == 0)
+            #expect(fcm.accepted.value.allSatisfy { $0.token != apnsLive && $0.token != apnsDead })
             // Each (message, device) once.
             let pairs = fcm.accepted.value.map { "\($0.data["chat_id"] ?? "")/\($0.token)" }
             #expect(Set(pairs).count == pairs.count, "\(pairs)")

@@ -102,7 +102,9 @@ final class DeliveryWorker: Service, Sendable {
                     guard let sender = self.senders[notification.provider] else {
                         return (notification, .failed("provider \(notification.provider.rawValue) is not configured"))
                     }
-                    return (notification, await sender.send(token: notification.token, content: notification.content, collapseId: notification.messageId.lowercased))
+                    return (
+                        notification, await sender.send(token: notification.token, content: notification.content, collapseId: notification.messageId.lowercased)
+                    )
                 }
             }
             return await group.reduce(into: [(Due, SendOutcome)]()) { $0.append($1) }

@@ -4,6 +4,7 @@ import Database
 import Events
 import Hummingbird
 import Logging
+import NIOSSL
 import OutboundHTTP
 import ServiceCatalog
 import ServiceKit
@@ -20,6 +21,14 @@ public enum PushService {
         "push.fcm-url": "https://fcm.googleapis.com",
         // The Firebase service-account JSON key; empty: FCM is off (nothing is planned for FCM tokens).
         "push.fcm-credentials-file": "",
+        // APNs: on when the .p8 key file is set (then the key id, team id and topic are required).
+        "push.apns-url": "https://api.push.apple.com",
+        "push.apns-key-file": "",
+        "push.apns-key-id": "",
+        "push.apns-team-id": "",
+        "push.apns-topic": "",
+        // An extra trusted CA (PEM) for a private or test APNs endpoint; empty: the system's roots.
+        "push.apns-ca-file": "",
         "push.max-attempts": 8,
         "push.concurrency": 32,
         "push.request-timeout-ms": 10_000,
@@ -41,6 +50,19 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         logger.info("FCM is on", metadata: ["push.fcm": "\(account)"])
     } else {
         logger.warning("FCM is off: push.fcm-credentials-file (PUSH_FCM_CREDENTIALS_FILE) is not set")
+    }
+    if let apns = push.apns {
+        // HTTP/2 (negotiated by ALPN) over TLS, on a client of its own (its own trust roots).
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let ca = apns.caPEM { tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMBytes(Array(ca.utf8)))] }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5)))
+        configuration.httpVersion = .automatic
+        let apnsClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        platform.addService(HTTPClientService(client: apnsClient))
+        senders[.apns] = try await APNsClient(client: apnsClient, settings: apns, timeout: push.requestTimeout)
+        logger.info("APNs is on", metadata: ["push.apns": "\(apns)"])
+    } else {
+        logger.warning("APNs is off: push.apns-key-file (PUSH_APNS_KEY_FILE) is not set")
     }
 
     var tokens = EventRouter()

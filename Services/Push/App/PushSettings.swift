@@ -7,6 +7,8 @@ struct PushSettings: Sendable {
     var fcmURL: String
     /// The Firebase service account (from `push.fcm-credentials-file`); nil: FCM is off.
     var fcmAccount: FCMServiceAccount?
+    /// APNs (token-based); nil: APNs is off.
+    var apns: APNsSettings?
     /// Attempts per notification before it is dead-lettered.
     var maxAttempts: Int
     /// Provider requests in flight at once.
@@ -22,6 +24,7 @@ struct PushSettings: Sendable {
         }
         let credentials = try settings.string("push.fcm-credentials-file")
         fcmAccount = credentials.isEmpty ? nil : try FCMServiceAccount(file: credentials)
+        apns = try Self.apns(settings)
         maxAttempts = try settings.int("push.max-attempts")
         guard (1...100).contains(maxAttempts) else { throw StartupError("push.max-attempts must be 1…100, not \(maxAttempts)") }
         concurrency = try settings.int("push.concurrency")
@@ -29,6 +32,32 @@ struct PushSettings: Sendable {
         let timeout = try settings.int("push.request-timeout-ms")
         guard timeout >= 100 else { throw StartupError("push.request-timeout-ms must be at least 100, not \(timeout)") }
         requestTimeout = .milliseconds(timeout)
+    }
+}
+
+extension PushSettings {
+    static func apns(_ settings: ServiceSettings) throws -> APNsSettings? {
+        let keyFile = try settings.string("push.apns-key-file")
+        guard !keyFile.isEmpty else { return nil }
+        guard let key = try? String(contentsOfFile: keyFile, encoding: .utf8) else { throw StartupError("push.apns-key-file: cannot read \(keyFile)") }
+        var url = try settings.string("push.apns-url")
+        while url.hasSuffix("/") { url.removeLast() }
+        guard let parsed = URL(string: url), parsed.scheme == "https" || parsed.scheme == "http", parsed.host != nil else {
+            throw StartupError("push.apns-url must be an http(s) URL (got '\(url)')")
+        }
+        let keyId = try settings.string("push.apns-key-id")
+        let teamId = try settings.string("push.apns-team-id")
+        let topic = try settings.string("push.apns-topic")
+        guard !keyId.isEmpty, !teamId.isEmpty, !topic.isEmpty else {
+            throw StartupError("with push.apns-key-file set, push.apns-key-id, push.apns-team-id and push.apns-topic are required")
+        }
+        let caFile = try settings.string("push.apns-ca-file")
+        var ca: String?
+        if !caFile.isEmpty {
+            guard let text = try? String(contentsOfFile: caFile, encoding: .utf8) else { throw StartupError("push.apns-ca-file: cannot read \(caFile)") }
+            ca = text
+        }
+        return APNsSettings(url: url, keyPEM: key, keyId: keyId, teamId: teamId, topic: topic, caPEM: ca)
     }
 }
 
