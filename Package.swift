@@ -230,7 +230,8 @@ var targets: [Target] = [
     .testTarget(
         name: "PushTests",
         dependencies: [
-            "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", hummingbird, hummingbirdTesting,
+            "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", "Database", "Kafka", httpTypes,
+            hummingbird, hummingbirdTesting,
             postgres, nioCore, jwt, .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
             crypto, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "X509", package: "swift-certificates"),

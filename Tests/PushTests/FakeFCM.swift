@@ -28,13 +28,16 @@ final class FakeFCM: Sendable {
     let publicKeyPEM: String
     let unregistered: Set<String>
     let flaky: Set<String>
+    /// How long each send takes to answer (a slow provider keeps sends in flight).
+    let delay: Duration
     let accepted = Locked<[Sent]>([])
     let refused = Locked<[String]>([])  // tokens answered with an error
     let grants = Locked(0)
     private let failedOnce = Locked<Set<String>>([])
     private let server = Locked<RunningService?>(nil)
 
-    init(unregistered: Set<String> = [], flaky: Set<String> = []) async throws {
+    init(unregistered: Set<String> = [], flaky: Set<String> = [], delay: Duration = .zero) async throws {
+        self.delay = delay
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         privateKeyPEM = key.pemRepresentation
         publicKeyPEM = key.publicKey.pemRepresentation
@@ -73,6 +76,7 @@ final class FakeFCM: Sendable {
                 return Response(status: .unauthorized)
             }
             let body = try await request.body.collect(upTo: 1 << 20)
+            if self.delay > .zero { try await Task.sleep(for: self.delay) }
             guard let message = try? JSONDecoder().decode(Envelope.self, from: Data(buffer: body)).message else { return Response(status: .badRequest) }
             if self.unregistered.contains(message.token) {
                 self.refused.withLock { $0.append(message.token) }

@@ -13,15 +13,15 @@ import ServiceLifecycle
 /// provider says it is dead; another attempt after the provider's `Retry-After` or an
 /// exponential back-off on 429/5xx/network errors; dead-lettered (`failed`) after
 /// `push.max-attempts` or on a permanent refusal. A replica that dies mid-send leaves its rows
-/// leased for `leaseDuration`; they are sent again after it (the one window where a device can
+/// leased for `push.lease-seconds`; they are sent again after it (the one window where a device can
 /// get a notification twice; the per-message collapse id makes the second replace the first).
 /// Woken by `NOTIFY` when the planner commits; polls every second otherwise (retries come due).
 final class DeliveryWorker: Service, Sendable {
-    static let leaseDuration = 60
     private let postgres: PostgresClient
     private let senders: [PushProvider: any PushSender]
     private let maxAttempts: Int
     private let batchSize: Int
+    private let leaseSeconds: Int
     private let logger: Logger
     private let latency = Timer(label: "push_commit_to_provider_seconds", preferredDisplayUnit: .seconds)
     private let retried = Counter(label: "push_notifications_retried_total")
@@ -31,6 +31,7 @@ final class DeliveryWorker: Service, Sendable {
         self.senders = senders
         maxAttempts = settings.maxAttempts
         batchSize = settings.concurrency
+        leaseSeconds = settings.leaseSeconds
         self.logger = logger
     }
 
@@ -140,7 +141,7 @@ final class DeliveryWorker: Service, Sendable {
         let rows = try await postgres.query(
             """
             UPDATE notifications n SET attempts = n.attempts + 1,
-                next_attempt_at = clock_timestamp() + make_interval(secs => \(Self.leaseDuration))
+                next_attempt_at = clock_timestamp() + make_interval(secs => \(leaseSeconds))
             FROM (SELECT message_id, token FROM notifications WHERE status = 'pending' AND next_attempt_at <= clock_timestamp()
                   ORDER BY next_attempt_at LIMIT \(batchSize) FOR UPDATE SKIP LOCKED) due
             WHERE n.message_id = due.message_id AND n.token = due.token

@@ -32,6 +32,8 @@ public enum PushService {
         "push.max-attempts": 8,
         "push.concurrency": 32,
         "push.request-timeout-ms": 10_000,
+        // A leased notification whose replica died is sent again after this (longer than a request).
+        "push.lease-seconds": 60,
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = PushMigrations.all

@@ -15,6 +15,8 @@ struct PushSettings: Sendable {
     var concurrency: Int
     /// Longest one provider request may take.
     var requestTimeout: Duration
+    /// How long a leased notification is another replica's before it may be sent again.
+    var leaseSeconds: Int
 
     init(_ settings: ServiceSettings) throws {
         fcmURL = try settings.string("push.fcm-url")
@@ -32,6 +34,11 @@ struct PushSettings: Sendable {
         let timeout = try settings.int("push.request-timeout-ms")
         guard timeout >= 100 else { throw StartupError("push.request-timeout-ms must be at least 100, not \(timeout)") }
         requestTimeout = .milliseconds(timeout)
+        leaseSeconds = try settings.int("push.lease-seconds")
+        guard leaseSeconds * 1_000 > timeout else {
+            throw StartupError(
+                "push.lease-seconds (\(leaseSeconds)) must outlast push.request-timeout-ms (\(timeout)): a send still running would be sent again")
+        }
     }
 }
 
