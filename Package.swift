@@ -224,6 +224,7 @@ var targets: [Target] = [
         dependencies: [
             "SuiteTesting", "PresenceApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Messaging", "Common",
             hummingbird, hummingbirdTesting, postgres, nioCore, logging, configuration,
+            .product(name: "NIOWebSocket", package: "swift-nio"),
         ],
         swiftSettings: swiftSettings
     ),

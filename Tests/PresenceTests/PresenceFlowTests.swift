@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Kafka
 import Logging
+import NIOWebSocket
 import ServiceCatalog
 import SuiteTesting
 import Testing
@@ -206,6 +207,35 @@ struct PresenceFlowTests {
             #expect(try await Self.status(s, wid, of: a, asker: b)?.status == "online")
             await device.kill()
             await other.kill()
+        }
+    }
+
+    @Test("identify names its device in gateway.session.opened (for presence and analytics); a device name over 128 bytes is closed with 4002")
+    func deviceNames() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let a = try await s.user("기기")
+            let port = try #require(s.client.port)
+            let long = NativeTestClient(port: port)
+            _ = try await long.waitForOp("hello")
+            long.send(#"{"op":"identify","d":{"token":"\#(a.token)","device":"\#(String(repeating: "x", count: 129))"}}"#)
+            #expect(try await long.closed().code == .unknown(4002))
+            let named = NativeTestClient(port: port)
+            _ = try await named.waitForOp("hello")
+            named.send(#"{"op":"identify","d":{"token":"\#(a.token)","device":"iPhone 15 프로"}}"#)
+            try await named.waitFor("ready") { $0.contains { $0["t"] as? String == "ready" } }
+            let consumer = try TestKafka.groupConsumer(s.cluster, group: "test-\(UUID())", topics: [Topic.gatewaySession.name])
+            let device = try await withTimeout(.seconds(30), "the session's opened event") { () -> String? in
+                for try await message in consumer.messages {
+                    guard let value = message.value, let event = try? EventCoding.decode(GatewayEvents.SessionOpened.self, from: value),
+                        event.data.userId?.description == a.id
+                    else { continue }
+                    return event.data.device
+                }
+                return nil
+            }
+            await consumer.close()
+            #expect(device == "iPhone 15 프로")
+            await named.kill()
         }
     }
 }

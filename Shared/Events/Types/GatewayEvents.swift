@@ -19,11 +19,15 @@ public enum GatewayEvents {
         /// The gateway process that holds the session (`GatewayAlive.instanceId`): a session of
         /// an earlier instance of the same gateway id died with it. Absent from older gateways.
         public var gatewayInstance: String?
+        /// The client's name for its device, when it gave one (native `identify`'s `device`).
+        public var device: String?
         public var subject: String { sessionId }
 
         public init(
-            sessionId: String, gatewayId: String, userId: UserID?, clientProtocol: ClientProtocol, openedAt: Date, gatewayInstance: String? = nil
+            sessionId: String, gatewayId: String, userId: UserID?, clientProtocol: ClientProtocol, openedAt: Date, gatewayInstance: String? = nil,
+            device: String? = nil
         ) {
+            self.device = device
             self.sessionId = sessionId
             self.gatewayId = gatewayId
             self.userId = userId

@@ -49,6 +49,8 @@ enum NativeFrames {
             var session_id: String?
             var seq: Int?
             var conversation_id: String?
+            /// identify: the client's name for its device (optional; presence and analytics see it).
+            var device: String?
         }
         var op: String
         var d: Data?

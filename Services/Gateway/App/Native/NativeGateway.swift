@@ -116,6 +116,8 @@ final class NativeGateway: Sendable {
     }
 
     private func identify(_ frame: NativeFrames.Inbound, on connection: NativeConnection) async -> NativeSession? {
+        let device = frame.string(\.device)
+        guard (device?.utf8.count ?? 0) <= 128 else { return refuse(connection, NativeClose.decodeError, "device is longer than 128 bytes", nil) }
         guard let user = await user(of: frame) else { return refuse(connection, NativeClose.authenticationFailed, "authentication failed", nil) }
         let snapshot: ReadySnapshot
         do {
@@ -137,7 +139,7 @@ final class NativeGateway: Sendable {
         events.publish(
             GatewayEvents.SessionOpened(
                 sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt,
-                gatewayInstance: events.instanceId
+                gatewayInstance: events.instanceId, device: device
             ))
         return session
     }
