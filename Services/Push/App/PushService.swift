@@ -67,21 +67,20 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         logger.warning("APNs is off: push.apns-key-file (PUSH_APNS_KEY_FILE) is not set")
     }
 
-    var tokens = EventRouter()
-    PushProjections.registerDeviceTokens(into: &tokens)
-    platform.addInboxConsumer(group: "push.device-tokens", topics: [.authUser], router: tokens)
-    var membership = EventRouter()
-    PushProjections.registerMembership(into: &membership)
-    platform.addInboxConsumer(group: "push.membership", topics: [.workspace], router: membership)
-    var presence = EventRouter()
-    PushProjections.registerPresence(into: &presence)
-    platform.addInboxConsumer(group: "push.presence", topics: [.presence], router: presence)
-    var reads = EventRouter()
-    PushProjections.registerReadCursors(into: &reads)
-    platform.addInboxConsumer(group: "push.read-cursors", topics: [.chatRead], router: reads)
-    var messages = EventRouter()
-    NotificationPlanner(providers: Set(senders.keys)).register(into: &messages)
-    platform.addInboxConsumer(group: "push.messages", topics: [.chatMessage], router: messages)
+    // One inbox consumer group per source: each read model and the planner move at their own pace.
+    let planner = NotificationPlanner(providers: Set(senders.keys))
+    let consumers: [(group: String, topic: Topic, register: (inout EventRouter) -> Void)] = [
+        ("push.device-tokens", .authUser, PushProjections.registerDeviceTokens),
+        ("push.membership", .workspace, PushProjections.registerMembership),
+        ("push.presence", .presence, PushProjections.registerPresence),
+        ("push.read-cursors", .chatRead, PushProjections.registerReadCursors),
+        ("push.messages", .chatMessage, planner.register),
+    ]
+    for consumer in consumers {
+        var router = EventRouter()
+        consumer.register(&router)
+        platform.addInboxConsumer(group: consumer.group, topics: [consumer.topic], router: router)
+    }
 
     let worker = DeliveryWorker(postgres: platform.postgres, senders: senders, settings: push, logger: logger)
     platform.addGatedService { worker }  // after the migrations
