@@ -4,8 +4,9 @@
 /// its route table) and each service's own defaults read it; a test checks docker-compose.yml,
 /// deploy/postgres/init-databases.sh and docs/configuration.md against it.
 ///
-/// Adding a service: one entry here, `all` below, and the folder `Services/<Name>/{App,Server}`
-/// (docs/adding-a-service.md). Package.swift finds the folder by itself.
+/// Adding a service: one entry here, `all` below, the folder `Services/<Name>/{App,Server}` and
+/// its name in Package.swift's `serviceFolders`; `ServiceCatalogTests` names what the deployment
+/// files then lack (docs/adding-a-service.md).
 public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
     /// Executable, product, compose service, log label and settings prefix (`chat-fanout`).
     public let name: String
