@@ -87,7 +87,8 @@ struct PushFlowTests {
             #expect(outcome(try await s.send(.put, settings, outsider, json: #"{"mode":"none"}"#)) == "400 E13")
             #expect(outcome(try await s.get("/v1/workspaces/\(wid)/channels/not-a-channel/notifications", d)) == "400 E13")
             #expect(jsonObject(try await s.get(settings, d))?["mode"] as? String == "all")
-            #expect(jsonObject(try await s.send(.put, settings, d, json: #"{"mode":"none"}"#))?["mode"] as? String == "none")
+            let muted = jsonObject(try await s.send(.put, settings, d, json: #"{"mode":"none"}"#))
+            #expect(muted?["mode"] as? String == "none" && muted?["channel_id"] as? String == channel, "\(String(describing: muted))")
             #expect(jsonObject(try await s.send(.put, settings, e, json: #"{"mode":"mentions"}"#))?["mode"] as? String == "mentions")
             #expect(jsonObject(try await s.get(settings, d))?["mode"] as? String == "none")
 

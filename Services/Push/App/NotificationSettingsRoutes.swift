@@ -21,8 +21,8 @@ struct NotificationSettingsRoutes {
     struct Body: Decodable { var mode: String? }
 
     struct Answer: ResponseEncodable, Sendable {
-        var channel_id: UUID?
-        var room_id: UUID?
+        var channel_id: String?
+        var room_id: String?
         var mode: Mode
     }
 
@@ -39,7 +39,7 @@ struct NotificationSettingsRoutes {
                     INSERT INTO notification_settings (user_id, conversation_id, mode) VALUES (\(context.identity.uuid), \(conversation), \(mode.rawValue))
                     ON CONFLICT (user_id, conversation_id) DO UPDATE SET mode = EXCLUDED.mode
                     """, logger: logger)
-                return Answer(channel_id: isChannel ? conversation : nil, room_id: isChannel ? nil : conversation, mode: mode)
+                return Answer(channel_id: isChannel ? conversation.lowercased : nil, room_id: isChannel ? nil : conversation.lowercased, mode: mode)
             }
             workspace.get("\(kind)/:conversation/notifications") { _, context -> Answer in
                 let conversation = try await authorized(context, channel: isChannel)
@@ -47,7 +47,7 @@ struct NotificationSettingsRoutes {
                     "SELECT mode FROM notification_settings WHERE user_id = \(context.identity.uuid) AND conversation_id = \(conversation)", logger: logger)
                 var mode = Mode.all
                 for try await value in rows.decode(String.self) { mode = Mode(rawValue: value) ?? .all }
-                return Answer(channel_id: isChannel ? conversation : nil, room_id: isChannel ? nil : conversation, mode: mode)
+                return Answer(channel_id: isChannel ? conversation.lowercased : nil, room_id: isChannel ? nil : conversation.lowercased, mode: mode)
             }
         }
     }
