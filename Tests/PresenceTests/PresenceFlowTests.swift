@@ -6,7 +6,10 @@ import HummingbirdTesting
 import Kafka
 import Logging
 import NIOWebSocket
+import Database
 import ServiceCatalog
+import ServiceKit
+import PostgresNIO
 import SuiteTesting
 import Testing
 import TestSupport
@@ -236,6 +239,57 @@ struct PresenceFlowTests {
             await consumer.close()
             #expect(device == "iPhone 15 프로")
             await named.kill()
+        }
+    }
+
+    @Test(
+        "two presence replicas on one database: one publishes; its connection terminated, the leadership moves and each change is still published once"
+    )
+    func replicasPublishOnce() async throws {
+        let database = try await TestDatabase.create(prefix: "pres")
+        defer { Task { try? await database.drop() } }
+        var replica = Self.presence
+        replica.environment["DATABASE_URL"] = database.configuration.url
+        let first = replica
+        let run = UUID().uuidString.prefix(8).lowercased()
+        try await Stack.run(services: [.auth, .workspace, .chat, first], gateway: ["GATEWAY_ID": "gw-r-\(run)", "GATEWAY_LIVENESS_INTERVAL_MS": "500"]) { s in
+            var environment = first.environment
+            environment.merge(["HTTP_PORT": "0", "KAFKA_BROKERS": s.cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]) { $1 }
+            let settings = ServiceSettings(serviceName: "presence", defaults: PresenceService.defaults, environment: environment, arguments: ["presence"])
+            let second = try await RunningService.start { try await PresenceApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
+            let collector = try Collector(s)
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, _) = try await s.sharedChannel(a, b)
+            try await eventually("presence knows both members", timeout: .seconds(30)) {
+                jsonArray(try await s.get("/v1/workspaces/\(wid)/presence", a))?.count == 2
+            }
+            let port = try #require(s.client.port)
+            let (one, _) = try await NativeTestClient.connect(port, a)
+            try await eventually("a is online", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "online" }
+
+            // The leader's connection goes (as when its database connection or process dies).
+            let terminated = try await database.withClient { db -> Int in
+                var count = 0
+                let rows = try await db.query(
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_locks
+                    WHERE locktype = 'advisory' AND granted AND classid = \(Int64(StatusPublisher.leaderLockId >> 32))
+                      AND objid = \(Int64(StatusPublisher.leaderLockId & 0xffff_ffff))
+                    """)
+                for try await _ in rows.decode(Bool.self) { count += 1 }
+                return count
+            }
+            #expect(terminated == 1, "exactly one replica held the leadership")
+            await one.kill()
+            try await eventually("a is offline", timeout: .seconds(30)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
+            let (two, _) = try await NativeTestClient.connect(port, a)
+            try await eventually("a is online again", timeout: .seconds(30)) { try await Self.status(s, wid, of: a, asker: b)?.status == "online" }
+            try await Task.sleep(for: .seconds(2))
+            #expect(collector.of(a).map(\.status) == [.online, .offline, .online], "\(collector.of(a).map(\.status))")
+            await two.kill()
+            await collector.stop()
+            try await second.stop()
         }
     }
 }
