@@ -213,14 +213,16 @@ struct PresenceFlowTests {
         }
     }
 
-    @Test("identify names its device in gateway.session.opened (for presence and analytics); a device name over 128 bytes is closed with 4002")
+    @Test(
+        "identify names its device in gateway.session.opened (for presence and analytics); a device name over 128 bytes (43 Hangul syllables) is closed with 4002"
+    )
     func deviceNames() async throws {
         try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let a = try await s.user("기기")
             let port = try #require(s.client.port)
             let long = NativeTestClient(port: port)
             _ = try await long.waitForOp("hello")
-            long.send(#"{"op":"identify","d":{"token":"\#(a.token)","device":"\#(String(repeating: "x", count: 129))"}}"#)
+            long.send(#"{"op":"identify","d":{"token":"\#(a.token)","device":"\#(String(repeating: "가", count: 43))"}}"#)
             #expect(try await long.closed().code == .unknown(4002))
             let named = NativeTestClient(port: port)
             _ = try await named.waitForOp("hello")

@@ -59,14 +59,16 @@ struct PushFlowTests {
         try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, try Self.push(fcm, apns)]) { s in
             let db = try #require(s.databases[ServiceEntry.push.name])
             let a = try await s.user("에이")
-            let names = ["b", "c", "d", "eve", "f", "g", "h", "i"]
+            let names = ["b", "c", "d", "eve", "f", "g", "h", "i", "k", "l"]
             var users: [String: User] = [:]
             for name in names { users[name] = try await s.user(name) }
             let (b, c, d, e, f, g, h, i) = (users["b"]!, users["c"]!, users["d"]!, users["eve"]!, users["f"]!, users["g"]!, users["h"]!, users["i"]!)
+            let (k, l) = (users["k"]!, users["l"]!)  // k logs out, l leaves the workspace before the third message
             let outsider = try await s.user("밖")
             let tokens: [(User, String)] = [
                 (b, "fcm-b1"), (b, "fcm-b2"), (c, "fcm-c"), (d, "fcm-d"), (e, "fcm-e"), (f, "fcm-f-dead"), (g, "fcm-g-flaky"),
                 (h, apnsLive), (i, apnsDead),  // APNs device tokens (64 hex digits)
+                (k, "fcm-k"), (l, "fcm-l"),
             ]
             for (user, token) in tokens {
                 #expect(try await s.send(.put, "/v1/users/deviceToken", user, json: #"{"deviceToken":"\#(token)"}"#).status == .ok)
@@ -80,10 +82,13 @@ struct PushFlowTests {
 
             // Settings: validated, members only.
             try await eventually("push knows the channel's members", timeout: .seconds(30)) {
-                try await Self.count(db, "SELECT count(*) FROM channel_members WHERE channel_id = \(UUID(uuidString: channel)!)") == 9
+                try await Self.count(db, "SELECT count(*) FROM channel_members WHERE channel_id = \(UUID(uuidString: channel)!)") == 11
             }
             #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"loud"}"#)) == "400 E11")
             #expect(outcome(try await s.send(.put, settings, d, json: #"{"mode":"#)) == "400 E11")
+            // Over the settings body's 4 KiB (bytes: 1 400 Hangul syllables are 4 200 bytes).
+            let padded = #"{"mode":"all","note":"\#(String(repeating: "가", count: 1_400))"}"#
+            #expect(outcome(try await s.send(.put, settings, d, json: padded)) == "400 E11")  // decodeBody's answer for an oversized body
             #expect(outcome(try await s.send(.put, settings, outsider, json: #"{"mode":"none"}"#)) == "400 E13")
             #expect(outcome(try await s.get("/v1/workspaces/\(wid)/channels/not-a-channel/notifications", d)) == "400 E13")
             #expect(jsonObject(try await s.get(settings, d))?["mode"] as? String == "all")
@@ -106,7 +111,8 @@ struct PushFlowTests {
             #expect(!m1.isEmpty && !m2.isEmpty)
             try await eventually("the notifications arrive", timeout: .seconds(30)) {
                 fcm.sent(to: "fcm-b1").count == 2 && fcm.sent(to: "fcm-b2").count == 2 && fcm.sent(to: "fcm-g-flaky").count == 2
-                    && fcm.sent(to: "fcm-e").count == 1 && apns.sent(to: apnsLive).count == 2
+                    && fcm.sent(to: "fcm-e").count == 1 && apns.sent(to: apnsLive).count == 2 && fcm.sent(to: "fcm-k").count == 2
+                    && fcm.sent(to: "fcm-l").count == 2
             }
             try await Task.sleep(for: .seconds(2))  // anything more would arrive meanwhile
 
@@ -138,6 +144,16 @@ struct PushFlowTests {
             #expect(fcm.refused.value.filter { $0 == "fcm-f-dead" }.count <= 2)
             #expect(fcm.grants.value >= 1)
 
+            // k logs out (auth's device-tokens-removed) and l leaves the workspace (member-left):
+            // push forgets k's token and l's membership, and the next message reaches neither.
+            #expect(try await s.request(.post, "/v1/users/logout", token: k.token).status == .ok)
+            #expect(try await s.get("/v1/workspaces/\(wid)/exit", l).status == .ok)
+            try await eventually("push saw the logout and the exit", timeout: .seconds(20)) {
+                let token = try await Self.count(db, "SELECT count(*) FROM device_tokens WHERE token = 'fcm-k'")
+                let member = try await Self.count(db, "SELECT count(*) FROM channel_members WHERE user_id = \(UUID(uuidString: l.id)!)")
+                return token == 0 && member == 0
+            }
+
             // b reads the channel: the badge starts again from the next message.
             #expect(try await s.send(.put, "/v1/workspaces/\(wid)/channels/\(channel)/read", b, json: "{}").status == .ok)
             try await eventually("push saw the read cursor", timeout: .seconds(20)) {
@@ -146,6 +162,7 @@ struct PushFlowTests {
             let m3 = id(jsonObject(try await s.send(.post, post, a, json: #"{"content":"셋"}"#)), "chat_id")
             try await eventually("the third notification", timeout: .seconds(20)) { fcm.sent(to: "fcm-b1").count == 3 }
             #expect(fcm.sent(to: "fcm-b1").last.map { ($0.data["chat_id"] ?? "", $0.badge) } ?? ("", 0) == (m3, 1))
+            #expect(fcm.sent(to: "fcm-k").count == 2 && fcm.sent(to: "fcm-l").count == 2, "no third message after logout or exit")
 
             // A DM to b: a notification with the room's ids.
             let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")

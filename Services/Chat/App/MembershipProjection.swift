@@ -37,22 +37,16 @@ enum MembershipProjection {
                 DELETE FROM read_cursors WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
                 """, logger: context.logger)
             _ = try await context.connection.query("DELETE FROM dm_rooms WHERE workspace_id = \(workspace)", logger: context.logger)
-            _ = try await context.connection.query("DELETE FROM workspace_members WHERE workspace_id = \(workspace)", logger: context.logger)
+            try await WorkspaceMembersProjection.deleted(event.data, context)
         }
         router.on(WorkspaceEvents.MemberJoined.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query(
-                """
-                INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(e.workspaceId.uuid), \(e.userId.uuid)) ON CONFLICT DO NOTHING
-                """, logger: context.logger)
+            try await WorkspaceMembersProjection.joined(e, context)
             try await addMember(e.userId, to: e.channelIds, context)
         }
         router.on(WorkspaceEvents.MemberLeft.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query(
-                """
-                DELETE FROM workspace_members WHERE workspace_id = \(e.workspaceId.uuid) AND user_id = \(e.userId.uuid)
-                """, logger: context.logger)
+            try await WorkspaceMembersProjection.left(e, context)
             _ = try await context.connection.query(
                 """
                 DELETE FROM channel_members m USING channels c

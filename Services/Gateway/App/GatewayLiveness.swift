@@ -7,18 +7,17 @@ import ServiceLifecycle
 /// crashed without closing them; on a graceful stop, `GatewayStopped` and the key's tombstone.
 struct GatewayLiveness: Service {
     let gatewayId: String
-    let interval: Duration
+    let intervalMilliseconds: Int
     let events: GatewayEventPublisher
 
     func run() async throws {
         let startedAt = Date()
-        let milliseconds = Int(interval.components.seconds * 1_000 + interval.components.attoseconds / 1_000_000_000_000_000)
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 events.publish(
                     GatewayEvents.GatewayAlive(
-                        gatewayId: gatewayId, instanceId: events.instanceId, startedAt: startedAt, at: Date(), intervalMilliseconds: milliseconds))
-                try await Task.sleep(for: interval)
+                        gatewayId: gatewayId, instanceId: events.instanceId, startedAt: startedAt, at: Date(), intervalMilliseconds: intervalMilliseconds))
+                try await Task.sleep(for: .milliseconds(intervalMilliseconds))
             }
         }
         events.publishFinal(GatewayEvents.GatewayStopped(gatewayId: gatewayId, instanceId: events.instanceId, at: Date()))

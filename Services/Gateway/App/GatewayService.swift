@@ -92,7 +92,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let native = try NativeSettings(settings)
     let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger)
     let (socketIOTransport, nativeTransport) = try realtime(
-        socketIO, native, livenessInterval: gateway.livenessInterval, platform: &platform, verifier: verifier, access: access, router: router, logger: logger
+        socketIO, native, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, platform: &platform, verifier: verifier, access: access,
+        router: router, logger: logger
     )
     return platform.makeApplication(
         responder: router.buildResponder(),
@@ -110,7 +111,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
 /// Socket.IO's polling routes go on `router`.
 private func realtime(
-    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessInterval: Duration, platform: inout ServicePlatform<NoDatabase>,
+    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessIntervalMilliseconds: Int, platform: inout ServicePlatform<NoDatabase>,
     verifier: AccessTokenVerifier,
     access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
@@ -129,7 +130,7 @@ private func realtime(
     )
     // Shutdown runs in reverse: the heartbeats checkpoint native sessions while the publisher still runs.
     platform.addService(publisher)
-    platform.addService(GatewayLiveness(gatewayId: gatewayId, interval: livenessInterval, events: publisher))
+    platform.addService(GatewayLiveness(gatewayId: gatewayId, intervalMilliseconds: livenessIntervalMilliseconds, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
     platform.addGatedService { checkpoints }

@@ -21,7 +21,7 @@ struct GatewaySettings: Sendable {
     var maxPlainBodyBytes: Int
     var upstreamTimeoutSeconds: Int
     /// How often the gateway announces itself (`gateway.alive`) for presence.
-    var livenessInterval: Duration
+    var livenessIntervalMilliseconds: Int
 
     init(_ settings: ServiceSettings) throws {
         let keys = try settings.string("sesac.keys", isSecret: true).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -46,9 +46,10 @@ struct GatewaySettings: Sendable {
         maxBodyBytes = try settings.int("gateway.max-body-bytes")
         maxPlainBodyBytes = try settings.int("gateway.max-plain-body-bytes")
         upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
-        let liveness = try settings.int("gateway.liveness-interval-ms")
-        guard (100...60_000).contains(liveness) else { throw StartupError("gateway.liveness-interval-ms must be 100…60000, not \(liveness)") }
-        livenessInterval = .milliseconds(liveness)
+        livenessIntervalMilliseconds = try settings.int("gateway.liveness-interval-ms")
+        guard (100...60_000).contains(livenessIntervalMilliseconds) else {
+            throw StartupError("gateway.liveness-interval-ms must be 100…60000, not \(livenessIntervalMilliseconds)")
+        }
     }
 }
 

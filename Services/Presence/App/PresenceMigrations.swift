@@ -7,11 +7,7 @@ enum PresenceMigrations {
         Migration(
             100, "workspace members, published status",
             """
-            CREATE TABLE workspace_members (
-                workspace_id uuid NOT NULL,
-                user_id uuid NOT NULL,
-                PRIMARY KEY (workspace_id, user_id)
-            );
+            \(WorkspaceMembersProjection.createTable);
             CREATE INDEX workspace_members_user ON workspace_members (user_id);
             -- Written only by the leading replica, with the presence.v1 event in its outbox.
             CREATE TABLE presence_status (

@@ -35,7 +35,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     guard (10...60_000).contains(tick) else { throw StartupError("presence.tick-ms must be 10…60000, not \(tick)") }
     var platform = try await ServicePlatform.make(settings: settings, migrations: PresenceService.migrations, logger: logger)
     var membership = EventRouter()
-    MembershipProjection.register(into: &membership)
+    WorkspaceMembersProjection.register(into: &membership)
     platform.addInboxConsumer(group: "presence.membership", topics: [.workspace], router: membership)
 
     let reader = try SessionReader(

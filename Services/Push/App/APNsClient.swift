@@ -18,7 +18,7 @@ final class APNsClient: PushSender {
     init(client: HTTPClient, settings: APNsSettings, timeout: Duration) async throws {
         self.client = client
         self.settings = settings
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = TimeAmount(timeout)
         let keys = JWTKeyCollection()
         do {
             await keys.add(ecdsa: try ES256PrivateKey(pem: settings.keyPEM), kid: JWKIdentifier(string: settings.keyId))

@@ -39,7 +39,7 @@ final class FCMClient: PushSender {
         self.client = client
         self.baseURL = baseURL
         self.account = account
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = TimeAmount(timeout)
         let keys = JWTKeyCollection()
         do {
             await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: account.private_key), digestAlgorithm: .sha256)

@@ -19,11 +19,7 @@ enum PushMigrations {
                 id uuid PRIMARY KEY,
                 name text NOT NULL
             );
-            CREATE TABLE workspace_members (
-                workspace_id uuid NOT NULL,
-                user_id uuid NOT NULL,
-                PRIMARY KEY (workspace_id, user_id)
-            );
+            \(WorkspaceMembersProjection.createTable);
             CREATE TABLE channel_members (
                 channel_id uuid NOT NULL,
                 user_id uuid NOT NULL,

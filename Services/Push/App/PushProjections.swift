@@ -41,21 +41,17 @@ enum PushProjections {
         router.on(WorkspaceEvents.WorkspaceDeleted.self) { event, context in
             let e = event.data
             _ = try await context.connection.query("DELETE FROM workspaces WHERE id = \(e.workspaceId.uuid)", logger: context.logger)
-            _ = try await context.connection.query("DELETE FROM workspace_members WHERE workspace_id = \(e.workspaceId.uuid)", logger: context.logger)
+            try await WorkspaceMembersProjection.deleted(e, context)
             try await removeChannels(e.channelIds, context)
         }
         router.on(WorkspaceEvents.MemberJoined.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query(
-                """
-                INSERT INTO workspace_members (workspace_id, user_id) VALUES (\(e.workspaceId.uuid), \(e.userId.uuid)) ON CONFLICT DO NOTHING
-                """, logger: context.logger)
+            try await WorkspaceMembersProjection.joined(e, context)
             try await join(e.userId, e.channelIds, context)
         }
         router.on(WorkspaceEvents.MemberLeft.self) { event, context in
             let e = event.data
-            _ = try await context.connection.query(
-                "DELETE FROM workspace_members WHERE workspace_id = \(e.workspaceId.uuid) AND user_id = \(e.userId.uuid)", logger: context.logger)
+            try await WorkspaceMembersProjection.left(e, context)
             try await leave(e.userId, e.channelIds, context)
         }
         router.on(WorkspaceEvents.ChannelMemberJoined.self) { event, context in
