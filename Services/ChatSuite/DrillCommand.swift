@@ -142,8 +142,7 @@ struct DrillCommand: AsyncParsableCommand {
             try await Task.sleep(for: .seconds(settle))
         }
 
-        sender.cancel()
-        buyer.cancel()
+        traffic.stop()
         refresher.cancel()
         _ = await sender.value
         _ = await buyer.value

@@ -37,6 +37,10 @@ final class DrillTraffic: Sendable {
     /// imp_uid → the user who paid and whether its validation ended (200 or E81).
     private let purchases = Mutex<[(impUID: String, user: Int, settled: Bool)]>([])
     private let paymentOutcomes = Mutex<[DrillOutcome]>([])
+    /// Set by `stop()`: no new send or purchase starts; those in flight finish. Cancelling the
+    /// tasks instead would cut requests the server may already have acted on (a purchase
+    /// credited whose 200 the drill never read) and count them as failures.
+    private let stopped = Atomic<Bool>(false)
     let sockets: [DrillNativeSocket]
 
     private init(client: GatewayClient, portOne: DrillPortOne, users: [User], workspace: String, channels: [String], runId: String, gateway: String) {
@@ -66,6 +70,11 @@ final class DrillTraffic: Sendable {
 
     func token(_ user: Int) -> String { tokens.withLock { $0[user] } }
 
+    /// Ends the traffic gracefully: `sendMessages` and `buyCoins` return once what is in flight
+    /// has an answer (a purchase keeps being retried until it is definite).
+    func stop() { stopped.store(true, ordering: .relaxed) }
+    private var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
     /// Logs in again (access tokens last ten minutes; a full drill runs longer).
     func refreshTokens() async {
         for (i, user) in users.enumerated() {
@@ -79,13 +88,14 @@ final class DrillTraffic: Sendable {
 
     // MARK: REST sends
 
-    /// Sends channel messages at `rate` per second until cancelled.
+    /// Sends channel messages at `rate` per second until stopped; returns when every send in
+    /// flight has its answer.
     func sendMessages(rate: Double) async {
         var n = 0
         let interval = Duration.seconds(1 / rate)
         var next = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
-            while !Task.isCancelled {
+            while !isStopped {
                 let (user, channel, number) = (n % users.count, channels[n % channels.count], n)
                 n += 1
                 group.addTask { await self.send(user: user, channel: channel, number: number) }
@@ -124,11 +134,12 @@ final class DrillTraffic: Sendable {
 
     // MARK: payments
 
-    /// One purchase after another (a new imp_uid each), until cancelled; each validation is
-    /// retried until it is definite — 200, or E81 (already processed: a lost 200).
+    /// One purchase after another (a new imp_uid each), until stopped; each validation is
+    /// retried until it is definite — 200, or E81 (already processed: a lost 200) — also after
+    /// `stop()`, so no purchase the server may have credited is left unaccounted.
     func buyCoins(every interval: Duration) async {
         var n = 0
-        while !Task.isCancelled {
+        while !isStopped {
             let user = n % users.count
             let impUID = "imp_drill_\(runId)_\(n)"
             let merchantUID = "merchant_drill_\(runId)_\(n)"
@@ -138,7 +149,11 @@ final class DrillTraffic: Sendable {
                 $0.append((impUID, user, false)); return $0.count - 1
             }
             var settled = false
-            while !settled, !Task.isCancelled {
+            var attemptsAfterStop = 0
+            // After stop, a minute of retries; a purchase still undecided then stays unsettled
+            // and the coin check reports the difference.
+            while !settled, attemptsAfterStop < 120 {
+                if isStopped { attemptsAfterStop += 1 }
                 let started = ContinuousClock.now
                 let outcome: DrillOutcome
                 do {
@@ -155,7 +170,7 @@ final class DrillTraffic: Sendable {
                 if !settled { try? await Task.sleep(for: .milliseconds(500)) }
             }
             if settled { purchases.withLock { $0[index].settled = true } }
-            try? await Task.sleep(for: interval)
+            if !isStopped { try? await Task.sleep(for: interval) }
         }
     }
 
