@@ -27,6 +27,8 @@ let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let hbWebSocket: Target.Dependency = .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat", package: "swift-nio")
+let openAPIKit: Target.Dependency = .product(name: "OpenAPIKit", package: "OpenAPIKit")
+let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`
 // per folder `Services/<Name>`, with what it needs beyond the platform. The executable is `<Name>`
@@ -36,7 +38,8 @@ let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat
 // unseen until this file changed.)
 let serviceFolders: [String: [Target.Dependency]] = [
     "Auth": [
-        "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", "CCrypt", crypto, httpClient, jwt, metrics, nioCore, nioHTTP1,
+        .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"), "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", crypto, httpClient, jwt,
+        metrics, nioCore, nioHTTP1,
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
@@ -63,7 +66,6 @@ let services: [ServiceSpec] = serviceFolders.keys.sorted().map { folder in
 let platform: [Target.Dependency] = ["ServiceCatalog", "Common", "Kafka", "Events", "Database", "ServiceKit", hummingbird, logging, configuration, postgres]
 
 var targets: [Target] = [
-    .systemLibrary(name: "CCrypt", path: "Shared/CCrypt", providers: [.apt(["libcrypt-dev"])]),
     .systemLibrary(
         name: "CRdKafka",
         path: "Shared/CRdKafka",
@@ -155,6 +157,7 @@ var targets: [Target] = [
             "Events", "Kafka", "Common",
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            openAPIKit, yams,
         ],
         path: "Tests/SuiteTesting",
         swiftSettings: swiftSettings
@@ -229,6 +232,18 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "UploadsTests", dependencies: ["Uploads", "ServiceKit", nioCore, .product(name: "MultipartKit", package: "multipart-kit")],
+        swiftSettings: swiftSettings),
+    .testTarget(
+        name: "APIDocumentTests",
+        dependencies: [
+            "SuiteTesting", "GatewayApp", "PresenceApp", "PushApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Common", hummingbird, hummingbirdTesting,
+            httpTypes,
+            nioCore, openAPIKit, yams,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "PushTests",
         dependencies: [
             "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", "Database", "Kafka", httpTypes,
@@ -247,8 +262,13 @@ var targets: [Target] = [
     ),
 ]
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
+// Files a service serves as they are (the gateway: the OpenAPI document, docs/openapi.yaml links to it).
+let serviceResources: [String: [Resource]] = ["Gateway": [.copy("Resources/openapi.yaml")]]
 for s in services {
-    targets.append(.target(name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", swiftSettings: swiftSettings))
+    targets.append(
+        .target(
+            name: "\(s.folder)App", dependencies: platform + s.extra, path: "Services/\(s.folder)/App", resources: serviceResources[s.folder],
+            swiftSettings: swiftSettings))
     targets.append(
         .executableTarget(
             name: "\(s.folder)Server", dependencies: [.target(name: "\(s.folder)App"), "ServiceKit", configuration], path: "Services/\(s.folder)/Server",
@@ -263,6 +283,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -281,6 +302,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // The tests read docs/openapi.yaml and check every answer against it (no external loading).
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: targets
 )

@@ -3,7 +3,7 @@
 # Swift 6.3 itself is expected on PATH (see README).
 set -euo pipefail
 
-packages=(librdkafka-dev libcrypt-dev pkg-config postgresql postgresql-contrib python3-venv python3-yaml)
+packages=(librdkafka-dev pkg-config postgresql postgresql-contrib python3-venv python3-yaml)
 [ "${WITH_COMPOSE:-0}" = 1 ] && packages+=(docker-compose)
 
 missing=()
@@ -40,4 +40,6 @@ make_venv() {
 }
 mkdir -p .devdata
 make_venv .devdata/pyenv "python-socketio[client]>=5.11,<6" "websocket-client>=1.6,<2" "requests>=2.31,<3"
+# schemathesis for scripts/fuzz-api.sh (property-based fuzzing of docs/openapi.yaml).
+make_venv .devdata/pyenv-fuzz "schemathesis>=4.3,<5"
 make_venv .devdata/pyenv-eio3 "python-socketio==4.6.1" "python-engineio==3.14.2" "websocket-client>=0.57,<2" "requests>=2.25,<3" "six>=1.15"

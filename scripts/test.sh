@@ -46,5 +46,9 @@ else
   run_tests --skip "$alone"
   run_tests --filter SlowClientTests
   run_tests --filter DrillTests
+  # Property-based fuzzing of docs/openapi.yaml against a fresh `chatsuite dev` (schemathesis).
+  fstart=$(date +%s)
+  scripts/fuzz-api.sh
+  echo "fuzzing: $(( $(date +%s) - fstart )) s"
 fi
 echo "tests: $(( $(date +%s) - tstart )) s"

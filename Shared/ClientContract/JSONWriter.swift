@@ -66,6 +66,13 @@ public struct JSONWriter {
         buffer.writeInteger(UInt8(ascii: "\""))
     }
 
+    /// `value` as a JSON string literal, escaped as `string(_:)` escapes.
+    public static func quoted(_ value: String) -> String {
+        var writer = JSONWriter(capacity: value.utf8.count + 8)
+        writer.string(value)
+        return String(buffer: writer.buffer)
+    }
+
     public mutating func int(_ value: Int) {
         separate()
         buffer.writeString(String(value))

@@ -114,18 +114,21 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         extraChecks.append((name, check))
     }
 
-    /// A router with the suite's middleware (error mapping, metrics, the forwarded identity) and
-    /// the health routes.
-    public func makeRouter() -> Router<SuiteRequestContext> {
-        makeRouter(context: SuiteRequestContext.self).add(middleware: ForwardedIdentityMiddleware())
+    /// A service's router: the suite's middleware (error mapping, metrics, the forwarded
+    /// identity), the health routes and `GET /routes` (what the service registered:
+    /// `ServiceRouter`). Services are reached only through the gateway, which forwards `/v1/...`.
+    public func makeRouter() -> ServiceRouter<SuiteRequestContext> {
+        let router = makeRouter(context: SuiteRequestContext.self)
+        router.addRouteListing()
+        return router.add(middleware: ForwardedIdentityMiddleware())
     }
 
-    public func makeRouter<Context: RequestContext>(context: Context.Type) -> Router<Context> {
+    public func makeRouter<Context: RequestContext>(context: Context.Type) -> ServiceRouter<Context> {
         let router = Router(context: Context.self)
         router.middlewares.add(MetricsMiddleware())
         router.middlewares.add(ErrorMiddleware())
         health.addRoutes(to: router)
-        return router
+        return ServiceRouter(router)
     }
 
     public var health: HealthChecks {

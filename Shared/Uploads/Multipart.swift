@@ -57,6 +57,8 @@ extension Request {
             collector.headers = []
             collector.body = ByteBuffer()
         }
+        var guardrail = try MultipartHeaderGuard(boundary: boundary)
+        try guardrail.check(buffer)
         do {
             try parser.execute(buffer)
         } catch {

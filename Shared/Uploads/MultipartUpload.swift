@@ -119,10 +119,12 @@ extension Request {
         let upload = StreamingUpload(directory: directory, limits: limits)
         do {
             let parser = MultipartParser(boundary: boundary)
+            var guardrail = try MultipartHeaderGuard(boundary: boundary)
             parser.onHeader = { name, value in upload.events.append(.header(name, value)) }
             parser.onBody = { chunk in upload.events.append(.body(chunk)) }
             parser.onPartComplete = { upload.events.append(.end) }
             for try await chunk in body {
+                try guardrail.check(chunk)
                 do { try parser.execute(chunk) } catch { throw APIError.badRequest("malformed multipart body: \(error)") }
                 try await upload.drain()
             }

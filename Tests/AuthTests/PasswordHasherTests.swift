@@ -4,7 +4,7 @@ import ServiceKit
 import SuiteTesting
 import Testing
 
-@Suite("Password hashing (bcrypt via libxcrypt)")
+@Suite("Password hashing (bcrypt via HummingbirdBcrypt)")
 struct PasswordHasherTests {
     @Test func hashesAreBcryptAtTheConfiguredCostAndSalted() async throws {
         let hasher = PasswordHasher(cost: 10)
@@ -46,9 +46,23 @@ struct PasswordHasherTests {
         #expect(hasher.admission.current == 0, "every admission is released")
     }
 
-    @Test func constantTimeComparison() {
-        #expect(constantTimeEquals([1, 2, 3], [1, 2, 3]))
-        #expect(!constantTimeEquals([1, 2, 3], [1, 2, 4]))
-        #expect(!constantTimeEquals([1, 2], [1, 2, 3]))
+    /// Hashes made by libxcrypt (the suite's hasher before HummingbirdBcrypt, and Python's
+    /// `crypt` on Debian 12) verify unchanged: accounts created earlier keep logging in.
+    @Test("hashes made by libxcrypt verify: ASCII, Korean, and over bcrypt's 72 bytes")
+    func libxcryptHashesStillVerify() async throws {
+        let hasher = PasswordHasher(cost: 10)
+        let vectors = [
+            ("correct horse 1", "$2b$10$4/7HGfs1DuHsDuvRpKdZ/e15HptRC9UQycaK3Jmz3zuF6F3.xqcya"),
+            ("새싹이비밀번호-한글", "$2b$10$Lsb/gHCHCtbhEGBMq1s01ene0vr3x2XgIsUxVlvc9O.vvYZYrtbNm"),
+            (String(repeating: "x", count: 80), "$2b$10$uisthq5vTzM5pQQ5Jb6XXe8pZ3gD.TBJKx7l5M1McG0Ncs.ZD7TDa"),
+        ]
+        for (password, hash) in vectors {
+            #expect(try await hasher.verify(password, hash: hash), "\(password)")
+            #expect(!(try await hasher.verify(password + "!", hash: hash)) || password.utf8.count > 72, "\(password)")
+        }
+        // What this hasher makes, libxcrypt-compatible in form: $2b$, the cost, 22 + 31 characters.
+        let made = try await hasher.hash("새싹이비밀번호-한글")
+        #expect(made.hasPrefix("$2b$10$") && made.count == 60)
+        #expect(!(try await hasher.verify("correct horse 1", hash: "$2b$10$4/7HGfs1DuHsDuvRpKdZ/e15HptRC9UQycaK3Jmz3zuF6F3.xqcyb")))
     }
 }

@@ -67,7 +67,10 @@ public struct StackService: Sendable {
 /// gateway → service → PostgreSQL / Kafka → other services). What each service gets comes from
 /// its catalog entry, as under `chatsuite dev`.
 public struct Stack: Sendable {
+    /// The gateway, as clients reach it; every answer is checked against docs/openapi.yaml.
     public let client: any TestClientProtocol
+    /// Each started service directly (its own port: health, metrics, `/routes`), by catalog name.
+    public let services: [String: any TestClientProtocol]
     public let keys: (privateKey: String, publicKey: String)
     public let cluster: EmbeddedKafkaCluster
     /// A running client for each started service's database, by catalog name.
@@ -160,7 +163,8 @@ public struct Stack: Sendable {
                         // i.e. its consumers caught up (read models current).
                         try await waitUntilReady(backends + [client])
                         let stack = Stack(
-                            client: client, keys: keys, cluster: cluster, databases: databases, filesDirectories: files, gatewayEnvironment: env
+                            client: ContractCheckedClient(client), services: Dictionary(uniqueKeysWithValues: zip(started.map(\.entry.name), backends)),
+                            keys: keys, cluster: cluster, databases: databases, filesDirectories: files, gatewayEnvironment: env
                         )
                         try await body(stack)
                     } catch {

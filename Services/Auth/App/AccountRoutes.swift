@@ -25,7 +25,7 @@ struct AccountRoutes: Sendable {
 
     static let source = "auth"
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         router.addRoutes(publicRoutes, atPath: "v1/users")
         router.group("v1/users", context: AuthenticatedContext.self).addRoutes(accountRoutes)
         // Refresh carries an expired token on purpose: it is verified here, not at the edge.

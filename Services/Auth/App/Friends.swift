@@ -43,7 +43,7 @@ struct FriendRoutes: Sendable {
         var bannedBy: UUID?
     }
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         router.group("v1/friends", context: AuthenticatedContext.self).addRoutes(routes)
     }
 

@@ -104,6 +104,8 @@ struct KakaoSignIn: Sendable {
     }
 
     func verify(_ oauthToken: String) async throws -> SocialIdentity {
+        // A token is visible ASCII; anything else cannot go into a header (and is no token).
+        guard oauthToken.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw APIError.badRequest("Kakao token with non-token bytes") }
         var request = HTTPClientRequest(url: baseURL + "/v2/user/me")
         request.headers.add(name: "Authorization", value: "Bearer \(oauthToken)")
         let response: HTTPClientResponse

@@ -19,7 +19,7 @@ struct ChatAPI: Sendable {
 
     static let source = "chat"
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         // What the gateway asks, for any user: no forwarded identity.
         router.addRoutes(internalRoutes, atPath: RouterPath(ChatInternal.prefix))
         // What clients ask, through the gateway: as the signed-in user.

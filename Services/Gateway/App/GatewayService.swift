@@ -85,6 +85,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     )
     let router = platform.makeRouter(context: GatewayRequestContext.self)
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
+    try APIDocument.load().addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
@@ -113,7 +114,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 private func realtime(
     _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessIntervalMilliseconds: Int, platform: inout ServicePlatform<NoDatabase>,
     verifier: AccessTokenVerifier,
-    access: ConversationAccess, router: Router<GatewayRequestContext>, logger: Logger
+    access: ConversationAccess, router: ServiceRouter<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
     let gatewayId = socketIO.gatewayId
     let admission = try RealtimeAdmission(platform.settings)

@@ -115,9 +115,7 @@ actor PortOneClient {
     }
 
     private func send(_ request: HTTPClientRequest, _ what: String) async throws -> (status: UInt, body: ByteBuffer) {
-        let timeout = TimeAmount.nanoseconds(
-            Int64(settings.portOneTimeout.components.seconds) * 1_000_000_000
-                + settings.portOneTimeout.components.attoseconds / 1_000_000_000)
+        let timeout = TimeAmount(settings.portOneTimeout)
         do {
             let response = try await client.execute(request, timeout: timeout)
             let body = try await response.body.collect(upTo: 1 << 20)

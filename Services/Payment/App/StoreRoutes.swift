@@ -27,7 +27,7 @@ struct StoreRoutes: Sendable {
 
     static let source = "payment"
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         router.group("v1/store", context: AuthenticatedContext.self).addRoutes(routes)
     }
 

@@ -27,7 +27,7 @@ struct PresenceRoutes {
         }
     }
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         let routes = router.group("v1/workspaces/:workspace", context: AuthenticatedContext.self)
         routes.get("presence") { _, context -> [MemberPresence] in
             let workspace: WorkspaceID = try context.pathID("workspace")

@@ -26,7 +26,7 @@ struct NotificationSettingsRoutes {
         var mode: Mode
     }
 
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         let workspace = router.group("v1/workspaces/:workspace", context: AuthenticatedContext.self)
         for kind in ["channels", "dms"] {
             let isChannel = kind == "channels"

@@ -29,7 +29,7 @@ struct WorkspaceAPI: Sendable {
 
     /// Every route acts for the signed-in user: all of them are mounted in one group whose
     /// context carries the identity.
-    func add(to router: Router<SuiteRequestContext>) {
+    func add(to router: some RouterMethods<SuiteRequestContext>) {
         let v1 = router.group("v1", context: AuthenticatedContext.self)
         v1.addRoutes(workspaceRoutes, atPath: "workspaces")
         v1.addRoutes(channelRoutes, atPath: "workspaces/:workspace")

@@ -1,3 +1,4 @@
+import ClientContract
 import Foundation
 
 /// The little JSON the Socket.IO server reads from clients (event arguments, CONNECT payloads)
@@ -24,28 +25,6 @@ enum JSONText {
         try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
     }
 
-    /// `value` as a JSON string literal.
-    static func quoted(_ value: String) -> String {
-        var out = "\""
-        out.reserveCapacity(value.utf8.count + 2)
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// `value` as a JSON string literal (the suite's one escaper, `JSONWriter`).
+    static func quoted(_ value: String) -> String { JSONWriter.quoted(value) }
 }

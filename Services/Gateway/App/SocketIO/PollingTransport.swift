@@ -9,7 +9,7 @@ import NIOCore
 struct PollingTransport: Sendable {
     let server: SocketIOServer
 
-    func addRoutes(to router: Router<GatewayRequestContext>) {
+    func addRoutes(to router: some RouterMethods<GatewayRequestContext>) {
         // Matches `/socket.io/` too (the router ignores a trailing slash).
         router.get("/socket.io") { request, context in await handle(request, clientAddress: context.clientAddress) }
         router.post("/socket.io") { request, context in await handle(request, clientAddress: context.clientAddress) }

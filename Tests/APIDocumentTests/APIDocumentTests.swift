@@ -1,0 +1,115 @@
+import Foundation
+@testable import GatewayApp
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOFoundationCompat
+import OpenAPIKit
+import PresenceApp
+import PushApp
+import ServiceCatalog
+import ServiceKit
+import SuiteTesting
+import Testing
+
+/// docs/openapi.yaml against what the suite really serves: the document is valid OpenAPI 3.1, the
+/// routes every service registers (`GET /routes` on its own port) are exactly the documented
+/// operations, the gateway routes each documented path to the service that registers it, and the
+/// gateway serves the document itself.
+@Suite("OpenAPI document")
+struct APIDocumentTests {
+    static let presence = StackService(.presence, defaults: PresenceService.defaults) {
+        try await PresenceApp.buildApplication(settings: $0, logger: $1)
+    }
+    static let push = StackService(.push, defaults: PushService.defaults) {
+        try await PushApp.buildApplication(settings: $0, logger: $1)
+    }
+
+    @Test("the document loads, validates, and names every operation once")
+    func loads() throws {
+        let contract = try APIContract.repository.get()
+        let count = contract.operations.values.map(\.count).reduce(0, +)
+        #expect(count > 80, "\(count) operations")
+        var ids = Set<String>()
+        for (_, item) in contract.document.paths {
+            guard let item = item.pathItemValue else { continue }
+            for endpoint in item.endpoints {
+                let id = try #require(endpoint.operation.operationId, "\(endpoint.method) has no operationId")
+                #expect(ids.insert(id).inserted, "operationId \(id) twice")
+                #expect(endpoint.operation.responses.keys.contains { $0.rawValue == "200" }, "\(id) documents no 200")
+            }
+        }
+    }
+
+    @Test("every route a service registers is documented, every documented route is served by the service the gateway sends it to")
+    func routesMatch() async throws {
+        let contract = try APIContract.repository.get()
+        // The gateway's own operations (not forwarded).
+        let gatewayOwn: Set<String> = ["GET /v1/openapi.yaml"]
+        let documented = Set(contract.operations.flatMap { path, methods in methods.keys.map { "\($0) \(path)" } })
+        try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, .payment, Self.push]) { stack in
+            var registered: [String: String] = [:]  // "GET /v1/..." → service
+            for (name, client) in stack.services {
+                let response = try await client.execute(uri: "/routes", method: .get)
+                #expect(response.status == .ok)
+                let routes = try JSONDecoder().decode([RegisteredRoute].self, from: Data(buffer: response.body))
+                for route in routes where route.path.hasPrefix("/v1/") {
+                    let key = "\(route.method) \(route.path)"
+                    #expect(registered[key] == nil, "\(key) registered by \(registered[key] ?? "") and \(name)")
+                    registered[key] = name
+                }
+            }
+            #expect(registered.count > 80)
+            let undocumented = Set(registered.keys).subtracting(documented).sorted()
+            #expect(undocumented.isEmpty, "registered but not in docs/openapi.yaml: \(undocumented)")
+            let unserved = documented.subtracting(registered.keys).subtracting(gatewayOwn).sorted()
+            #expect(unserved.isEmpty, "in docs/openapi.yaml but no service registers it: \(unserved)")
+
+            // The gateway forwards each documented path to the service that serves it: a request
+            // with sample ids reaches a service route (not the gateway's E97), and the catalog's
+            // route table names that service.
+            for key in registered.keys.sorted() {
+                let parts = key.split(separator: " ", maxSplits: 1)
+                let concrete = String(parts[1]).replacingOccurrences(
+                    of: #"\{[^}]+\}"#, with: "00000000-0000-0000-0000-000000000000", options: .regularExpression)
+                let method = try #require(HTTPRequest.Method(String(parts[0])))
+                let owner = RouteTable.suite.match(method: method, path: concrete)?.upstream
+                #expect(owner == registered[key], "\(key): the gateway's catalog routes it to \(owner ?? "nobody"), \(registered[key] ?? "") serves it")
+            }
+        }
+    }
+
+    @Test("answers off the document are caught: a missing property, a wrong type, an undocumented status or path")
+    func checkerCatches() throws {
+        let contract = try APIContract.repository.get()
+        func problems(_ method: String, _ uri: String, _ status: Int, _ body: String, type: String? = "application/json") -> [String] {
+            contract.violations(method: method, uri: uri, status: status, contentType: type, body: Data(body.utf8))
+        }
+        let member = #"{"user_id":"0190c6f2-0b5e-7000-8000-000000000001","email":"a@example.com","nickname":"새싹"}"#
+        let uri = "/v1/users/0190c6f2-0b5e-7000-8000-000000000001"
+        #expect(problems("GET", uri, 200, member).isEmpty)
+        #expect(problems("GET", uri, 200, #"{"user_id":"0190c6f2-0b5e-7000-8000-000000000001","email":"a@example.com"}"#).count == 1)
+        #expect(problems("GET", uri, 200, #"{"user_id":7,"email":"a@example.com","nickname":"n"}"#).count == 1)
+        #expect(problems("GET", uri, 200, "[" + member + "]").count == 1)
+        #expect(problems("GET", uri, 418, #"{"errorCode":"E11"}"#).count == 1)
+        #expect(problems("GET", uri, 200, member, type: "text/plain").count == 1)
+        #expect(problems("GET", "/v1/no/such/route", 200, "{}").count == 1)
+        #expect(problems("GET", "/v1/no/such/route", 404, #"{"errorCode":"E97"}"#).isEmpty)
+        #expect(problems("GET", uri, 400, #"{"errorCode":"E13"}"#).isEmpty)
+        #expect(problems("GET", uri, 400, #"{"code":"E13"}"#).count == 1)
+        // Literal segments win over parameters: my-channels is not a channel id.
+        #expect(contract.template(for: "/v1/workspaces/abc/my-channels") == "/v1/workspaces/{workspace}/my-channels")
+    }
+
+    @Test("the gateway serves the document at /v1/openapi.yaml without keys")
+    func served() async throws {
+        try await Stack.run(services: []) { stack in
+            let response = try await stack.client.execute(uri: "/v1/openapi.yaml", method: .get)
+            #expect(response.status == .ok)
+            #expect(response.headers[.contentType]?.hasPrefix("application/yaml") == true)
+            let served = String(buffer: response.body)
+            #expect(served == (try String(contentsOf: APIContract.documentURL, encoding: .utf8)))
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import SuiteTesting
+import Testing
+
+/// A multipart body with a non-ASCII byte in a part's header name used to crash the service that
+/// parsed it (MultipartKit traps on it; found by the schemathesis run). Each multipart route of
+/// each service now answers E11, and the service keeps answering.
+@Suite("Hostile multipart bodies")
+struct HostileMultipartTests {
+    static let boundary = "6ad51d58cd4c4e9ac3522deb56e905c6"
+    static let body = ByteBuffer(
+        bytes: Array("--\(boundary)\r\n".utf8) + [0xF3, 0x9D, 0x82, 0xB8] + Array("\"\u{0B}: x\r\n\r\nbody\r\n--\(boundary)--\r\n".utf8))
+
+    @Test("a non-ASCII header name: profile image (auth), workspace create (workspace), message send (chat) answer E11; all stay up")
+    func nonASCIIHeaderName() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let owner = try await s.user()
+            let (workspace, channel) = try await s.sharedChannel(owner, try await s.user())
+            let routes: [(HTTPRequest.Method, String)] = [
+                (.put, "/v1/users/me/image"), (.post, "/v1/workspaces"), (.post, "/v1/workspaces/\(workspace)/channels/\(channel)/chats"),
+            ]
+            for (method, uri) in routes {
+                for _ in 0..<3 {
+                    let response = try await s.client.execute(
+                        uri: uri, method: method, headers: s.headers(token: owner.token, contentType: "multipart/form-data; boundary=\(Self.boundary)"),
+                        body: Self.body)
+                    #expect(response.status == .badRequest && errorCode(response) == "E11", "\(uri): \(outcome(response))")
+                }
+            }
+            // Every service still answers.
+            #expect(try await s.get("/v1/users/me", owner).status == .ok)
+            #expect(try await s.get("/v1/workspaces/\(workspace)", owner).status == .ok)
+            #expect(try await s.get("/v1/workspaces/\(workspace)/channels/\(channel)/chats", owner).status == .ok)
+        }
+    }
+}

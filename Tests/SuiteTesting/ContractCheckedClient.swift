@@ -1,0 +1,34 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import NIOFoundationCompat
+import Testing
+
+/// A test client that holds every answer against docs/openapi.yaml (`APIContract`) and records a
+/// test issue for each difference: a status the operation does not document, a JSON body off its
+/// schema, a path the document lacks. Tests keep asserting what they assert; the document is
+/// checked on the side by every whole-path test.
+public struct ContractCheckedClient: TestClientProtocol {
+    let base: any TestClientProtocol
+
+    public init(_ base: any TestClientProtocol) { self.base = base }
+
+    public var port: Int? { base.port }
+
+    public func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse {
+        let response = try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
+        // The REST surface; Socket.IO polling and health are documented elsewhere.
+        guard uri.hasPrefix("/v1/") else { return response }
+        switch APIContract.repository {
+        case .success(let contract):
+            let problems = contract.violations(
+                method: method.rawValue, uri: uri, status: Int(response.status.code), contentType: response.headers[.contentType],
+                body: Data(buffer: response.body))
+            for problem in problems { Issue.record("answer outside docs/openapi.yaml: \(problem)") }
+        case .failure(let error):
+            Issue.record("docs/openapi.yaml does not load: \(error)")
+        }
+        return response
+    }
+}
