@@ -20,17 +20,20 @@ public struct TextLimit: Sendable, Equatable, CustomStringConvertible {
         self.maxBytes = bytes ?? characters * 4
     }
 
-    /// Whether `text` is within both limits. The byte count comes first: it is constant-time for
-    /// native strings and bounds the work of counting characters.
+    /// Whether `text` is within both limits and holds no NUL character (PostgreSQL text cannot
+    /// store one). The byte count comes first: it is constant-time for native strings and bounds
+    /// the work of counting characters.
     public func allows(_ text: some StringProtocol) -> Bool {
-        text.utf8.count <= maxBytes && text.count <= maxCharacters
+        text.utf8.count <= maxBytes && text.count <= maxCharacters && !text.utf8.contains(0)
     }
 
-    /// `text` unchanged, or E11 (bad request) when it is over either limit.
+    /// `text` unchanged, or E11 (bad request) when it is over either limit or holds a NUL
+    /// character (which PostgreSQL text cannot store).
     @discardableResult
     public func check<S: StringProtocol>(_ text: S) throws -> S {
         guard text.utf8.count <= maxBytes else { throw APIError.badRequest("\(field) is over \(maxBytes) bytes") }
         guard text.count <= maxCharacters else { throw APIError.badRequest("\(field) is over \(maxCharacters) characters") }
+        guard !text.utf8.contains(0) else { throw APIError.badRequest("\(field) holds a NUL character") }
         return text
     }
 

@@ -10,6 +10,11 @@ extension Error {
         return nil
     }
 
+    /// Text PostgreSQL cannot store (22021: a NUL character or invalid UTF-8; 22P05: not
+    /// representable in the database encoding): client input that slipped past validation, so a
+    /// bad request (E11), never a 500.
+    public var isUnstorableText: Bool { sqlState == "22021" || sqlState == "22P05" }
+
     /// A unique-constraint violation (23505): a race the database decided; callers map it to E12.
     public var isUniqueViolation: Bool { sqlState == "23505" }
 

@@ -49,6 +49,8 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return APIError("E99", status: .internalServerError, detail: String(reflecting: error))
         case let error where error.isDatabaseUnavailable:
             return .dependencyUnavailable("database unavailable: \(String(reflecting: error))")
+        case let error where error.isUnstorableText:
+            return .badRequest("text the database cannot store: \(String(reflecting: error))")
         case let error as HTTPError:
             switch error.status {
             case .notFound, .methodNotAllowed: return APIError("E97", status: .notFound, detail: error.body)

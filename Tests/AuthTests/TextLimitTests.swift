@@ -48,4 +48,18 @@ struct AccountTextLimitTests {
             #expect(outcome(try await s.request(.post, "/v1/friends", token: token, json: #"{"name":"\#(longNickname)","code":"0001"}"#)) == "400 E11")
         }
     }
+
+    /// PostgreSQL text cannot hold NUL: a NUL in any client text is E11 (found by the fuzzer on
+    /// the friend-request name, which answered 500).
+    @Test("a NUL character in a nickname, profile edit or friend-request name is E11; the service keeps answering")
+    func nulCharacters() async throws {
+        try await Stack.run { s in
+            let nul = #"a\u0000b"#
+            #expect(outcome(try await s.request(.post, "/v1/users/join", json: Self.joinBody(nickname: nul))) == "400 E11")
+            let user = try await s.user()
+            #expect(outcome(try await s.send(.put, "/v1/users/me", user, json: #"{"nickname":"\#(nul)","phone":"01012345678"}"#)) == "400 E11")
+            #expect(outcome(try await s.send(.post, "/v1/friends", user, json: #"{"name":"\#(nul)","code":"1234"}"#)) == "400 E11")
+            #expect(try await s.get("/v1/users/me", user).status == .ok)
+        }
+    }
 }

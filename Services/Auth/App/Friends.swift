@@ -86,7 +86,19 @@ struct FriendRoutes: Sendable {
     }
 
     private func sendRequest(from me: UserID, name: String, code: String) async throws -> FriendResponse {
-        let id = try await postgres.withTransaction(logger: logger) { connection -> UUID in
+        let id: UUID
+        do {
+            id = try await insertRequest(from: me, name: name, code: code)
+        } catch let error where error.isUniqueViolation {
+            // Both asked each other at the same moment: the pair index let one insert through.
+            throw APIError.duplicate("already requested or friends")
+        }
+        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        return response
+    }
+
+    private func insertRequest(from me: UserID, name: String, code: String) async throws -> UUID {
+        try await postgres.withTransaction(logger: logger) { connection -> UUID in
             var targets: [UUID] = []
             for try await target in try await connection.query(
                 "SELECT id FROM users WHERE lower(nickname) = lower(\(name)) AND user_code = \(code)", logger: logger
@@ -112,8 +124,6 @@ struct FriendRoutes: Sendable {
             try await publish(id, me.uuid, target, .requested, on: connection)
             return id
         }
-        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
-        return response
     }
 
     private func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> FriendResponse {
