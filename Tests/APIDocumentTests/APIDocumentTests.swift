@@ -49,6 +49,8 @@ struct APIDocumentTests {
         let gatewayOwn: Set<String> = ["GET /v1/openapi.yaml"]
         let documented = Set(contract.operations.flatMap { path, methods in methods.keys.map { "\($0) \(path)" } })
         try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, .payment, Self.push]) { stack in
+            // Every service with client routes is here (a new one must be added above).
+            #expect(Set(stack.services.keys) == Set(ServiceEntry.upstreams.map(\.name)))
             var registered: [String: String] = [:]  // "GET /v1/..." → service
             for (name, client) in stack.services {
                 let response = try await client.execute(uri: "/routes", method: .get)
