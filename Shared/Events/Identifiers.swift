@@ -41,6 +41,7 @@ public enum CategoryEntity {}
 public enum CoinRequestEntity {}
 public enum RoomEntity {}
 public enum MessageEntity {}
+public enum FriendshipEntity {}
 
 public typealias UserID = Identifier<UserEntity>
 public typealias WorkspaceID = Identifier<WorkspaceEntity>
@@ -50,3 +51,5 @@ public typealias CategoryID = Identifier<CategoryEntity>
 public typealias CoinRequestID = Identifier<CoinRequestEntity>
 public typealias RoomID = Identifier<RoomEntity>
 public typealias MessageID = Identifier<MessageEntity>
+/// A friendship (Discord-style friends in auth); lower-case on the wire like every id.
+public typealias FriendshipID = Identifier<FriendshipEntity>

@@ -29,6 +29,7 @@ struct FriendsTests {
             let sent = try await s.request(.post, "/v1/friends", token: alice.token.accessToken, json: #"{"name":"BOB","code":"\#(bobTag.code)"}"#)
             #expect(sent.status == .ok && jsonObject(sent)?["state"] as? String == "REQUEST")
             let friendshipId = try #require(jsonObject(sent)?["id"] as? String)
+            #expect(friendshipId == friendshipId.lowercased(), "ids are lower-case on the wire")
             #expect(try await states(s, alice.token.accessToken) == [bob.user_id: "REQUEST"])
             #expect(try await states(s, bob.token.accessToken) == [alice.user_id: "WAIT"])
 

@@ -59,6 +59,8 @@ struct AccountTextLimitTests {
             let user = try await s.user()
             #expect(outcome(try await s.send(.put, "/v1/users/me", user, json: #"{"nickname":"\#(nul)","phone":"01012345678"}"#)) == "400 E11")
             #expect(outcome(try await s.send(.post, "/v1/friends", user, json: #"{"name":"\#(nul)","code":"1234"}"#)) == "400 E11")
+            // A Kakao token with control bytes cannot go into a header: E11, not a 503 from the HTTP client.
+            #expect(outcome(try await s.request(.post, "/v1/users/login/kakao", json: #"{"oauthToken":"a\u0001b","deviceToken":"d"}"#)) == "400 E11")
             #expect(try await s.get("/v1/users/me", user).status == .ok)
         }
     }

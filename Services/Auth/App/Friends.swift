@@ -11,7 +11,7 @@ import ServiceKit
 /// A friend as the viewer sees it. `state`: REQUEST = I asked and wait, WAIT = they asked and wait
 /// for me, ACCEPT = friends, BAN = I banned them (Discord-style client, contract §2.1).
 struct FriendResponse: ResponseEncodable, Sendable {
-    var id: UUID
+    var id: FriendshipID
     var user_id: UserID
     var name: String
     var code: String
@@ -93,7 +93,7 @@ struct FriendRoutes: Sendable {
             // Both asked each other at the same moment: the pair index let one insert through.
             throw APIError.duplicate("already requested or friends")
         }
-        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        guard let response = try await list(for: me).first(where: { $0.id.uuid == id }) else { throw APIError.notFound("friendship") }
         return response
     }
 
@@ -156,9 +156,9 @@ struct FriendRoutes: Sendable {
             return other
         }
         if state == .removed {
-            return FriendResponse(id: id, user_id: UserID(other), name: "", code: "", profileImage: nil, state: "REMOVED")
+            return FriendResponse(id: FriendshipID(id), user_id: UserID(other), name: "", code: "", profileImage: nil, state: "REMOVED")
         }
-        guard let response = try await list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        guard let response = try await list(for: me).first(where: { $0.id.uuid == id }) else { throw APIError.notFound("friendship") }
         return response
     }
 
@@ -173,7 +173,7 @@ struct FriendRoutes: Sendable {
             """, logger: logger)
         for try await (id, user, name, code, image, iAsked, accepted, bannedBy) in rows.decode((UUID, UUID, String, String, String?, Bool, Bool, UUID?).self) {
             let state = bannedBy != nil ? "BAN" : accepted ? "ACCEPT" : iAsked ? "REQUEST" : "WAIT"
-            out.append(FriendResponse(id: id, user_id: UserID(user), name: name, code: code, profileImage: image, state: state))
+            out.append(FriendResponse(id: FriendshipID(id), user_id: UserID(user), name: name, code: code, profileImage: image, state: state))
         }
         return out
     }
@@ -198,7 +198,7 @@ struct FriendRoutes: Sendable {
     /// One event per side, keyed by that side's user id.
     private func publish(_ id: UUID, _ a: UUID, _ b: UUID, _ state: AuthEvents.FriendshipChanged.State, on connection: PostgresConnection) async throws {
         for (user, friend) in [(a, b), (b, a)] {
-            let event = AuthEvents.FriendshipChanged(userId: UserID(user), friendId: UserID(friend), friendshipId: id, state: state)
+            let event = AuthEvents.FriendshipChanged(userId: UserID(user), friendId: UserID(friend), friendshipId: FriendshipID(id), state: state)
             try await Outbox.append(CloudEvent(source: AccountRoutes.source, data: event), on: connection, logger: logger)
         }
     }

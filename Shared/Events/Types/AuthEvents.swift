@@ -101,11 +101,11 @@ extension AuthEvents {
         public static let topic = Topic.authUser
         public var userId: UserID
         public var friendId: UserID
-        public var friendshipId: UUID
+        public var friendshipId: FriendshipID
         public var state: State
         public var subject: String { userId.description }
 
-        public init(userId: UserID, friendId: UserID, friendshipId: UUID, state: State) {
+        public init(userId: UserID, friendId: UserID, friendshipId: FriendshipID, state: State) {
             self.userId = userId
             self.friendId = friendId
             self.friendshipId = friendshipId
