@@ -78,7 +78,7 @@ var targets: [Target] = [
     // Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
     .target(name: "ChatInternalAPI", dependencies: ["Events", httpTypes], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
     .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "Events", httpTypes], swiftSettings: swiftSettings),
-    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle], path: "Shared/Kafka", swiftSettings: swiftSettings),
+    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
@@ -146,7 +146,10 @@ var targets: [Target] = [
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
-        dependencies: ["Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
+        dependencies: [
+            "Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres, metrics,
+            prometheus,
+        ],
         swiftSettings: swiftSettings
     ),
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
@@ -157,7 +160,7 @@ var targets: [Target] = [
             "Events", "Kafka", "Common",
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
-            openAPIKit, yams,
+            openAPIKit, yams, httpClient, nioHTTP1,
         ],
         path: "Tests/SuiteTesting",
         swiftSettings: swiftSettings

@@ -36,7 +36,8 @@ trap stop EXIT
 
 base="http://127.0.0.1:$port"
 for i in $(seq 1 240); do
-  if curl -fsS -o /dev/null "$base/health/ready" 2>/dev/null; then break; fi
+  # Readiness is on the gateway's admin listener (its port + 1000), not the public port.
+  if curl -fsS -o /dev/null "http://127.0.0.1:$((port + 1000))/health/ready" 2>/dev/null; then break; fi
   if ! kill -0 "$dev" 2>/dev/null; then cat "$data/dev.log"; echo "chatsuite dev exited" >&2; exit 1; fi
   [ "$i" = 240 ] && { tail -50 "$data/dev.log"; echo "the suite was not ready after 120 s" >&2; exit 1; }
   sleep 0.5

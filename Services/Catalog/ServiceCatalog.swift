@@ -77,6 +77,13 @@ public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { name }
 
+    /// The edge's health and metrics are on its admin listener at its port + this (the setting
+    /// `admin.port`'s default, `ServiceSettings.adminPortOffset`), not on the public port.
+    public static let adminPortOffset = 1000
+
+    /// Where the service answers `/health/ready` and `/metrics` when it serves HTTP on `httpPort`.
+    public func healthPort(httpPort: Int) -> Int { isEdge ? httpPort + Self.adminPortOffset : httpPort }
+
     /// The gateway's port; the others' ports are offsets from it in `chatsuite dev`.
     public static let gatewayPort = 8080
     /// How many consecutive ports from the gateway's the suite takes (`chatsuite dev --port` and up).

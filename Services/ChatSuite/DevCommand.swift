@@ -133,6 +133,7 @@ struct DevCommand: AsyncParsableCommand {
             services.append(
                 DevService(
                     name: service.name, executable: binDir.appendingPathComponent(service.name), port: devPort(service),
+                    healthPort: service.healthPort(httpPort: devPort(service)),
                     environment: env, color: colors[index % colors.count]
                 ))
         }

@@ -8,6 +8,8 @@ struct DevService: Sendable {
     let name: String
     let executable: URL
     let port: Int
+    /// Where it answers `/health/ready` (the gateway: its admin listener).
+    let healthPort: Int
     let environment: [String: String]
     let color: Int
 
@@ -21,7 +23,7 @@ struct DevService: Sendable {
     func waitUntilReady(timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline, !Task.isCancelled {
-            if await Self.isReady(port: port) { return true }
+            if await Self.isReady(port: healthPort) { return true }
             try? await Task.sleep(for: .milliseconds(200))
         }
         return false

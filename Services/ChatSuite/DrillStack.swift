@@ -26,7 +26,8 @@ final class DrillStack: Sendable {
         try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true)
         gatewayPort = port
         // As the launcher places them: at their catalog offset from the gateway's port.
-        servicePorts = Dictionary(uniqueKeysWithValues: ServiceEntry.all.map { ($0.name, port + $0.port - ServiceEntry.gatewayPort) })
+        // Where each answers `/health/ready` (the gateway on its admin listener).
+        servicePorts = Dictionary(uniqueKeysWithValues: ServiceEntry.all.map { ($0.name, $0.healthPort(httpPort: port + $0.port - ServiceEntry.gatewayPort)) })
         output = dataDir.appendingPathComponent("drill-suite.log")
         FileManager.default.createFile(atPath: output.path, contents: nil)
 

@@ -46,6 +46,10 @@ public final class OutboxRelay: Service, Sendable {
     private let drainPasses = Atomic<Int>(0)
     private let backOffs = Atomic<Int>(0)
     private let drainCounter = Counter(label: "outbox_drain_passes_total")
+    /// Rows not yet published and rows dead-lettered, as the leader last counted them.
+    private let backlogGauge = Gauge(label: "outbox_backlog")
+    private let deadLettersGauge = Gauge(label: "outbox_dead_letters")
+    static let gaugeInterval: Duration = .seconds(5)
 
     public init(postgres: PostgresClient, producer: KafkaProducer, logger: Logger, configuration: Configuration = .init()) {
         self.postgres = postgres
@@ -131,9 +135,14 @@ public final class OutboxRelay: Service, Sendable {
         var wakes = wakes.makeAsyncIterator()
         var backoff = Duration.milliseconds(100)
         var lastCleanup = ContinuousClock.now
+        var lastCount: ContinuousClock.Instant?
         while !Task.isCancelled {
             // Abandoned when the connection closes (a query can hang on a closing connection).
             let outcome = try await connection.abandoningOnClose { try await self.drain(connection) }
+            if lastCount.map({ ContinuousClock.now - $0 >= Self.gaugeInterval }) ?? true {
+                lastCount = ContinuousClock.now
+                try await connection.abandoningOnClose { try await self.recordGauges(connection) }
+            }
             if outcome.failed > 0 {
                 logger.warning(
                     "outbox publish failed; backing off",
@@ -156,6 +165,16 @@ public final class OutboxRelay: Service, Sendable {
                 }
             }
             guard await wakes.next() != nil else { return }
+        }
+    }
+
+    /// `outbox_backlog` and `outbox_dead_letters` (both on partial or small indexes: cheap).
+    private func recordGauges(_ connection: PostgresConnection) async throws {
+        let rows = try await connection.query(
+            "SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL), (SELECT count(*) FROM outbox_dead_letters)", logger: logger)
+        for try await (backlog, deadLetters) in rows.decode((Int64, Int64).self) {
+            backlogGauge.record(backlog)
+            deadLettersGauge.record(deadLetters)
         }
     }
 

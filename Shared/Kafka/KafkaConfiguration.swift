@@ -87,10 +87,21 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// Most messages handed out per poll batch.
     public var maxBatchSize: Int = 500
     public var properties: [String: String] = [:]
+    /// The `consumer` label of this consumer's lag gauge (`kafka_consumer_lag`): a bounded name
+    /// such as the group id or a reader's role; nil means the group id, or the client id for an
+    /// assignment reader.
+    public var metricsName: String?
 
     public init(client: KafkaClientConfiguration, mode: Mode) {
         self.client = client
         self.mode = mode
+    }
+
+    /// The `consumer` label of the lag gauge.
+    var lagLabel: String {
+        if let metricsName { return metricsName }
+        if case .group(let id, _) = mode { return id }
+        return client.clientId
     }
 
     var librdkafkaProperties: [String: String] {

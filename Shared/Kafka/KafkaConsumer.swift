@@ -1,6 +1,7 @@
 import CRdKafka
 import Dispatch
 import Logging
+import Metrics
 import ServiceLifecycle
 import Synchronization
 
@@ -21,12 +22,14 @@ public final class KafkaConsumer: Service, Sendable {
     private let logger: Logger
     private let closed = Atomic<Bool>(false)
     public let configuration: KafkaConsumerConfiguration
+    private let lag: ConsumerLag
 
     public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         self.client = try RdKafkaClient(kind: .consumer, properties: configuration.librdkafkaProperties, logger: logger)
         self.queue = DispatchQueue(label: "kafka-consumer-\(configuration.client.clientId)")
+        self.lag = ConsumerLag(consumer: configuration.lagLabel)
         rd_kafka_poll_set_consumer(client.pointer)
         switch configuration.mode {
         case .group(_, let topics):
@@ -191,6 +194,7 @@ public final class KafkaConsumer: Service, Sendable {
                 }
             }
             self.observeEndOffsets()
+            self.lag.update(client: client, assignment: client.context.assignment.withLock { $0 })
             return batch
         }
     }

@@ -9,6 +9,7 @@ extension KafkaConsumerConfiguration {
         let partitions = (0..<topic.partitions).map { TopicPartitionOffset(topic: topic.name, partition: Int32($0), offset: .beginning) }
         var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
         configuration.client.clientId = "\(client.clientId)-\(role)"
+        configuration.metricsName = role
         configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         // A table is applied as fast as it arrives: 4 MiB of prefetch instead of librdkafka's
         // 64 MiB default (heaptrack: a gateway reading a long session topic held ~90 MiB of it).

@@ -11,9 +11,9 @@ public enum ServiceMain {
         defaults: [AbsoluteConfigKey: ConfigValue],
         build: (ServiceSettings, Logger) async throws -> App
     ) async -> Never {
-        Observability.bootstrap()
         let settings = ServiceSettings(serviceName: service, defaults: defaults)
         do {
+            Observability.bootstrap(logFormat: try settings.logFormat)
             let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)
             try await app.runService()

@@ -123,11 +123,29 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         return router.add(middleware: ForwardedIdentityMiddleware())
     }
 
-    public func makeRouter<Context: RequestContext>(context: Context.Type) -> ServiceRouter<Context> {
+    /// - Parameter routeLabel: the `route` label of the request metrics (default: the router's
+    ///   matched path pattern).
+    public func makeRouter<Context: RequestContext>(
+        context: Context.Type, routeLabel: RequestMetricsMiddleware<Context>.RouteLabel? = nil
+    ) -> ServiceRouter<Context> {
         let router = Router(context: Context.self)
-        router.middlewares.add(MetricsMiddleware())
+        router.middlewares.add(RequestMetricsMiddleware(routeLabel: routeLabel))
         router.middlewares.add(ErrorMiddleware())
         health.addRoutes(to: router)
+        return ServiceRouter(router)
+    }
+
+    /// The router of a service whose own port is public (the gateway): health and metrics are
+    /// not served there but on the admin listener (`admin.host`, `admin.port`), which this adds
+    /// to the platform's services.
+    public mutating func makePublicRouter<Context: RequestContext>(
+        context: Context.Type, routeLabel: RequestMetricsMiddleware<Context>.RouteLabel? = nil
+    ) throws -> ServiceRouter<Context> {
+        let admin = try AdminServer(host: settings.adminHost, port: settings.adminPort, health: health, logger: logger)
+        addService(admin)
+        let router = Router(context: Context.self)
+        router.middlewares.add(RequestMetricsMiddleware(routeLabel: routeLabel))
+        router.middlewares.add(ErrorMiddleware())
         return ServiceRouter(router)
     }
 

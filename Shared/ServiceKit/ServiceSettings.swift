@@ -31,6 +31,7 @@ public struct ServiceSettings: Sendable {
             "http.host": "127.0.0.1",
             "http.port": 8080,
             "log.level": "info",
+            "log.format": "text",
             "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
             "kafka.startup-timeout-seconds": 10,
             "kafka.linger-ms": 0.5,
@@ -63,6 +64,15 @@ public struct ServiceSettings: Sendable {
                 throw StartupError("invalid log.level (LOG_LEVEL, --log-level) '\(text)': use trace, debug, info, notice, warning, error or critical")
             }
             return level
+        }
+    }
+    public var logFormat: Observability.LogFormat {
+        get throws {
+            let text = try string("log.format").lowercased()
+            guard let format = Observability.LogFormat(rawValue: text) else {
+                throw StartupError("invalid log.format (LOG_FORMAT, --log-format) '\(text)': use text or json")
+            }
+            return format
         }
     }
     /// Comma-separated in the environment (`KAFKA_BROKERS=a:9092,b:9092`) or on the command line.
@@ -123,6 +133,24 @@ public struct ServiceSettings: Sendable {
             return .seconds(seconds)
         }
     }
+    /// Where the admin listener (health and metrics, for a service whose own port is public)
+    /// binds: `admin.host` (default `http.host`) and `admin.port` (default `http.port` + 1000;
+    /// with `http.port` 0, an ephemeral port too).
+    public var adminHost: String {
+        get throws {
+            if let host = reader.string(forKey: "admin.host") { return host }
+            return try httpHost
+        }
+    }
+    public var adminPort: Int {
+        get throws {
+            if reader.string(forKey: "admin.port") != nil { return try int("admin.port") }
+            let http = try httpPort
+            return http == 0 ? 0 : http + Self.adminPortOffset
+        }
+    }
+    public static let adminPortOffset = 1000
+
     /// A stable id for this replica (consumer client ids, gateway ids); defaults to host + pid.
     public var instanceId: String {
         reader.string(forKey: "instance.id") ?? "\(serviceName)-\(ProcessInfo.processInfo.hostName)-\(getpid())"

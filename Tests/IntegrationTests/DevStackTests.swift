@@ -29,11 +29,19 @@ struct DevStackTests {
         #expect(output.contains("gateway: http://127.0.0.1:\(basePort)"))
         #expect(output.contains("SesacKey: dev-key"))
 
-        for offset in 0..<ServiceEntry.portSpan {
-            let response = try await HTTPClient.shared.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(basePort + offset)/health/ready"), timeout: .seconds(5))
-            #expect(response.status == .ok, "service on port \(basePort + offset) is ready")
+        for service in ServiceEntry.all {
+            let port = service.healthPort(httpPort: basePort + service.port - ServiceEntry.gatewayPort)
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/health/ready"), timeout: .seconds(5))
+            #expect(response.status == .ok, "\(service) is ready (port \(port))")
         }
+        // The gateway's public port serves neither health nor metrics; its admin listener does.
+        for path in ["/health/ready", "/health/live", "/metrics"] {
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(basePort)\(path)"), timeout: .seconds(5))
+            #expect(response.status == .notFound, "\(path) on the public port: \(response.status)")
+        }
+        let metrics = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(ServiceEntry.gateway.healthPort(httpPort: basePort))/metrics"), timeout: .seconds(5))
+        #expect(metrics.status == .ok)
 
         // The pids the launcher started.
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })

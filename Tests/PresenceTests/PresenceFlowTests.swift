@@ -129,7 +129,14 @@ struct PresenceFlowTests {
             try await Task.sleep(for: .seconds(2))  // ten of presence's ticks
             #expect(try await Self.status(s, wid, of: a, asker: b)?.status == "online")
             await devices[2].kill()
-            try await eventually("a is offline", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
+            do {
+                try await eventually("a is offline", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
+            } catch {
+                // Where it stopped: presence.v1 (published) and b's socket (delivered).
+                Issue.record(
+                    "a's events on presence.v1: \(collector.of(a).map(\.status)); b's presence.update: \(watcher.dispatches("presence.update").map(\.data))")
+                throw error
+            }
             try await eventually("both events arrived", timeout: .seconds(20)) { collector.of(a).count >= 2 }
             try await Task.sleep(for: .seconds(1))
             let events = collector.of(a)

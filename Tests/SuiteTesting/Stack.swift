@@ -4,6 +4,7 @@ import ChatApp
 import Configuration
 import Common
 import Database
+import AsyncHTTPClient
 import Foundation
 import GatewayApp
 import HTTPTypes
@@ -13,6 +14,7 @@ import Kafka
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import NIOHTTP1
 import PaymentApp
 import PostgresNIO
 import ServiceCatalog
@@ -79,6 +81,8 @@ public struct Stack: Sendable {
     public let filesDirectories: [String: String]
     /// The gateway's environment (upstream URLs, JWT key, Kafka): to start more gateways.
     public let gatewayEnvironment: [String: String]
+    /// The gateway's admin listener (`/health/*`, `/metrics`).
+    public let gatewayAdminPort: Int
     public static let appKey = "test-app-key"
 
     /// The workspace service's database (nil when it is not running).
@@ -145,9 +149,15 @@ public struct Stack: Sendable {
         let failure = Locked<(any Error)?>(nil)
 
         @Sendable func runGateway(upstreams: [String: String], backends: [any TestClientProtocol]) async throws {
-            let env = environment(.gateway, database: nil, files: nil, upstreams).merging(gatewayOverrides) { $1 }
+            // Health and metrics are on the gateway's admin listener, not its public port.
+            let adminPort = gatewayOverrides["ADMIN_PORT"].flatMap(Int.init) ?? freePortRange(count: 1)
+            // `gatewayEnvironment` (for more replicas in a test) leaves it out: theirs derive from their ports.
+            let env = environment(.gateway, database: nil, files: nil, upstreams).merging(gatewayOverrides) { $1 }.filter { $0.key != "ADMIN_PORT" }
             let gateway = try await GatewayApp.buildApplication(
-                settings: ServiceSettings(serviceName: ServiceEntry.gateway.name, defaults: GatewayService.defaults, environment: env, arguments: ["gateway"]),
+                settings: ServiceSettings(
+                    serviceName: ServiceEntry.gateway.name, defaults: GatewayService.defaults,
+                    environment: env.merging(["ADMIN_PORT": String(adminPort)]) { $1 },
+                    arguments: ["gateway"]),
                 logger: logger
             )
             try await withClients(started.compactMap { backend in backend.database.map { (backend.entry.name, $0) } }[...], [:]) { databases in
@@ -161,10 +171,12 @@ public struct Stack: Sendable {
                     do {
                         // As `chatsuite dev` does: the body starts once every service is ready,
                         // i.e. its consumers caught up (read models current).
-                        try await waitUntilReady(backends + [client])
+                        try await waitUntilReady(backends)
+                        try await waitUntilReady(adminPort: adminPort)
                         let stack = Stack(
                             client: ContractCheckedClient(client), services: Dictionary(uniqueKeysWithValues: zip(started.map(\.entry.name), backends)),
-                            keys: keys, cluster: cluster, databases: databases, filesDirectories: files, gatewayEnvironment: env
+                            keys: keys, cluster: cluster, databases: databases, filesDirectories: files, gatewayEnvironment: env,
+                            gatewayAdminPort: adminPort
                         )
                         try await body(stack)
                     } catch {
@@ -204,6 +216,17 @@ public struct Stack: Sendable {
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
+        }
+    }
+
+    /// Polls `/health/ready` on an admin listener (the gateway's) until it answers 200.
+    public static func waitUntilReady(adminPort: Int, timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/health/ready"), timeout: .seconds(5))
+            if response?.status == .ok { return }
+            guard ContinuousClock.now < deadline else { throw TimeoutError(what: "gateway admin port \(adminPort) ready: \(response?.status.code ?? 0)") }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 

@@ -17,6 +17,9 @@ struct APIDocument: Sendable {
         return APIDocument(bytes: ByteBuffer(bytes: try Data(contentsOf: url)))
     }
 
+    /// Its path templates, for the request metrics' route label.
+    var pathTemplates: PathTemplates { PathTemplates(openAPIYAML: Substring(String(buffer: bytes))) }
+
     func addRoute(to v1: some RouterMethods<GatewayRequestContext>) {
         let bytes = self.bytes
         v1.get("openapi.yaml") { _, _ in

@@ -77,15 +77,22 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     platform.addService(HTTPClientService(client: httpClient))
+    let routes = RouteTable.suite
     let edge = Edge(
-        settings: gateway, routes: .suite, verifier: verifier,
+        settings: gateway, routes: routes, verifier: verifier,
         proxy: ReverseProxy(client: httpClient, timeout: .seconds(Int64(gateway.upstreamTimeoutSeconds))),
         userLimiter: RateLimiter(rate: gateway.userRatePerSecond, burst: gateway.userBurst),
         addressLimiter: RateLimiter(rate: gateway.addressRatePerSecond, burst: gateway.addressBurst)
     )
-    let router = platform.makeRouter(context: GatewayRequestContext.self)
+    // Health and metrics on the admin listener only (`admin.port`), not on the public port; the
+    // proxy's requests are labelled by the API document's path template, not the catch-all `/v1/**`.
+    let document = try APIDocument.load()
+    let templates = document.pathTemplates
+    let router = try platform.makePublicRouter(context: GatewayRequestContext.self) { request, context in
+        context.endpointPath == "/v1/**" ? templates.label(for: request.uri.path) : nil
+    }
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
-    try APIDocument.load().addRoute(to: v1)
+    document.addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
