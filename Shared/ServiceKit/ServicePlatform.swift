@@ -82,6 +82,7 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     /// Checks (and creates) the catalog's topics, then makes the producer.
     fileprivate static func connectKafka(_ platform: PlatformSettings, logger: Logger) async throws -> KafkaParts {
         var client = KafkaClientConfiguration(bootstrapServers: platform.kafkaBrokers, clientId: platform.instanceId)
+        client.security = platform.kafkaSecurity
         let readiness = KafkaReadiness()
         client.readiness = readiness
         do {
@@ -89,7 +90,7 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         } catch let error as StartupError {
             throw error
         } catch {
-            throw StartupError("Kafka at \(platform.kafkaBrokers) is not usable: \(error)")
+            throw StartupError("Kafka at \(platform.kafkaBrokers) (\(platform.kafkaSecurity)) is not usable: \(error)")
         }
         var producerConfiguration = KafkaProducerConfiguration(client: client)
         producerConfiguration.lingerMilliseconds = platform.kafkaLingerMilliseconds
