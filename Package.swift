@@ -147,7 +147,9 @@ var targets: [Target] = [
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
-        dependencies: ["Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres],
+        dependencies: [
+            "Common", "ServiceKit", "Kafka", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres,
+        ],
         swiftSettings: swiftSettings
     ),
     // The whole-path harness (services in-process behind the gateway), shared by service tests.
