@@ -90,7 +90,9 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         } catch let error as StartupError {
             throw error
         } catch {
-            throw StartupError("Kafka at \(platform.kafkaBrokers) (\(platform.kafkaSecurity)) is not usable: \(error)")
+            // TLS / SASL named too (never the password): a wrong mechanism looks like an outage.
+            let security = platform.kafkaSecurity == .plaintext ? "" : " (\(platform.kafkaSecurity))"
+            throw StartupError("Kafka at \(platform.kafkaBrokers)\(security) is not usable: \(error)")
         }
         var producerConfiguration = KafkaProducerConfiguration(client: client)
         producerConfiguration.lingerMilliseconds = platform.kafkaLingerMilliseconds
