@@ -82,7 +82,7 @@ var targets: [Target] = [
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
-        dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle],
+        dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle, .product(name: "NIOSSL", package: "swift-nio-ssl")],
         path: "Shared/Database",
         swiftSettings: swiftSettings
     ),
@@ -142,13 +142,14 @@ var targets: [Target] = [
     .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Common", "Events", nioCore], swiftSettings: swiftSettings),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
-    .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog"], swiftSettings: swiftSettings),
+    // Reads docker-compose.yml, deploy/Dockerfile and the sources the deployment files name.
+    .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog", yams], swiftSettings: swiftSettings),
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
     .testTarget(
         name: "ServiceKitTests",
         dependencies: [
-            "Common", "ServiceKit", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres, metrics,
-            prometheus,
+            "Common", "ServiceKit", "Kafka", "AccessTokens", "ClientContract", "TestSupport", "Database", hummingbird, hummingbirdTesting, jwt, postgres,
+            metrics, prometheus,
         ],
         swiftSettings: swiftSettings
     ),
@@ -283,31 +284,35 @@ let package = Package(
     name: "chatsuite",
     platforms: [.macOS(.v15)],
     products: products,
+    // Exact versions (those the lead's Package.resolved pins): Package.resolved is not committed,
+    // so these make every build (CI, deploy/Dockerfile, a fresh clone) resolve the same direct
+    // dependencies. Packages only these depend on follow from them. Upgrading: change the
+    // version here, `swift package update`, run the tests.
     dependencies: [
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
-        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
-        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", exact: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", exact: "2.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", exact: "1.4.0", traits: [.defaults, "CommandLineArguments"]),
+        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-http-types.git", exact: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", exact: "4.5.2"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", exact: "4.7.1"),
         // APNs speaks HTTP/2 over TLS: push trusts an extra CA (tests' fake APNs) and the tests serve h2.
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
-        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
-        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", exact: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", exact: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", exact: "1.7.4"),
         // The tests read docs/openapi.yaml and check every answer against it (no external loading).
-        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", from: "6.4.0", traits: []),
-        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", exact: "6.4.0", traits: []),
+        .package(url: "https://github.com/jpsim/Yams.git", exact: "6.2.2"),
     ],
     targets: targets
 )

@@ -4,6 +4,8 @@ public struct KafkaClientConfiguration: Sendable {
     /// Comma-separated `host:port` list.
     public var bootstrapServers: String
     public var clientId: String
+    /// TLS / SASL towards the brokers (plaintext unless set).
+    public var security: KafkaSecurity = .plaintext
     /// Any further librdkafka property (see librdkafka's CONFIGURATION.md); applied last.
     public var properties: [String: String] = [:]
     /// Where consumers made from this configuration register for readiness (nil: nowhere).
@@ -14,8 +16,9 @@ public struct KafkaClientConfiguration: Sendable {
         self.clientId = clientId
     }
 
+    /// Holds `sasl.password` when SASL is on: never log these.
     var baseProperties: [String: String] {
-        [
+        var p = [
             "bootstrap.servers": bootstrapServers,
             "client.id": clientId,
             // Surface "all brokers down" and resolve failures quickly instead of silently retrying.
@@ -24,6 +27,8 @@ public struct KafkaClientConfiguration: Sendable {
             "reconnect.backoff.max.ms": "1000",
             "log.connection.close": "false",
         ]
+        for (k, v) in security.properties { p[k] = v }
+        return p
     }
 }
 

@@ -1,5 +1,6 @@
 import Database
 import Foundation
+import Kafka
 
 /// The platform's settings, read and validated once when the platform is made (each key is
 /// described on its `ServiceSettings` getter and in docs/configuration.md).
@@ -13,6 +14,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaLingerMilliseconds: Double
     public var kafkaFetchWaitMilliseconds: Int
     public var kafkaStartupTimeout: Duration
+    /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
+    public var kafkaSecurity: KafkaSecurity
 
     /// Throws `StartupError` naming the first malformed key.
     public init(_ settings: ServiceSettings) throws {
@@ -20,6 +23,7 @@ public struct PlatformSettings: Sendable {
         kafkaLingerMilliseconds = try settings.kafkaLingerMilliseconds
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
+        kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost
         httpPort = try settings.httpPort
         instanceId = settings.instanceId

@@ -82,6 +82,7 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     /// Checks (and creates) the catalog's topics, then makes the producer.
     fileprivate static func connectKafka(_ platform: PlatformSettings, logger: Logger) async throws -> KafkaParts {
         var client = KafkaClientConfiguration(bootstrapServers: platform.kafkaBrokers, clientId: platform.instanceId)
+        client.security = platform.kafkaSecurity
         let readiness = KafkaReadiness()
         client.readiness = readiness
         do {
@@ -89,7 +90,9 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         } catch let error as StartupError {
             throw error
         } catch {
-            throw StartupError("Kafka at \(platform.kafkaBrokers) is not usable: \(error)")
+            // TLS / SASL named too (never the password): a wrong mechanism looks like an outage.
+            let security = platform.kafkaSecurity == .plaintext ? "" : " (\(platform.kafkaSecurity))"
+            throw StartupError("Kafka at \(platform.kafkaBrokers)\(security) is not usable: \(error)")
         }
         var producerConfiguration = KafkaProducerConfiguration(client: client)
         producerConfiguration.lingerMilliseconds = platform.kafkaLingerMilliseconds

@@ -2,6 +2,7 @@ import Configuration
 import Database
 import Events
 import Foundation
+import Kafka
 import Logging
 import Messaging
 
@@ -36,8 +37,10 @@ public struct ServiceSettings: Sendable {
             "kafka.startup-timeout-seconds": 10,
             "kafka.linger-ms": 0.5,
             "kafka.fetch-wait-ms": 100,
+            "kafka.security-protocol": "plaintext",
             "database.startup-timeout-seconds": 10,
             "database.max-connections": 20,
+            "database.sslmode": "disable",
             "outbox.max-event-bytes": ConfigValue(.int(Outbox.defaultMaxEventBytes), isSecret: false),
             "inbox.retention-hours": 192,
             "inbox.prune-interval-seconds": 3600,
@@ -96,6 +99,34 @@ public struct ServiceSettings: Sendable {
     /// waits the full time, so there it bounds latency and the dev launcher lowers it.
     public var kafkaFetchWaitMilliseconds: Int { get throws { try int("kafka.fetch-wait-ms") } }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
+    /// TLS / SASL towards the brokers (`kafka.security-protocol`, `kafka.sasl-mechanism`,
+    /// `kafka.sasl-username`, `kafka.sasl-password` or `kafka.sasl-password-file`,
+    /// `kafka.ssl-ca-location`); plaintext when none is set.
+    public var kafkaSecurity: KafkaSecurity {
+        get throws {
+            var password = reader.string(forKey: "kafka.sasl-password", isSecret: true)
+            if password?.isEmpty ?? true, let path = reader.string(forKey: "kafka.sasl-password-file"), !path.isEmpty {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw StartupError("cannot read kafka.sasl-password-file (KAFKA_SASL_PASSWORD_FILE) at \(path)")
+                }
+                // A file written by `echo` ends in a newline that is not part of the password.
+                password = text.hasSuffix("\n") ? String(text.dropLast()) : text
+            }
+            let security: KafkaSecurity
+            do {
+                security = try KafkaSecurity(
+                    protocol: reader.string(forKey: "kafka.security-protocol"), saslMechanism: reader.string(forKey: "kafka.sasl-mechanism"),
+                    saslUsername: reader.string(forKey: "kafka.sasl-username"), saslPassword: password,
+                    caLocation: reader.string(forKey: "kafka.ssl-ca-location"))
+            } catch {
+                throw StartupError("invalid Kafka security settings: \(error)")
+            }
+            if let ca = security.caLocation, !FileManager.default.isReadableFile(atPath: ca) {
+                throw StartupError("kafka.ssl-ca-location (KAFKA_SSL_CA_LOCATION) \(ca) is not a readable file")
+            }
+            return security
+        }
+    }
     public var databaseStartupTimeout: Duration { get throws { .seconds(try int("database.startup-timeout-seconds")) } }
     /// The largest encoded event a service may write to its outbox (a larger one is refused with
     /// E11 before the transaction commits); 1 KiB to 900 000 bytes, under what brokers accept.
@@ -187,8 +218,28 @@ public struct ServiceSettings: Sendable {
     /// The service's database, or nil when `DATABASE_URL` is not set.
     public func database() throws -> DatabaseConfiguration? {
         guard let url = reader.string(forKey: "database.url", isSecret: true), !url.isEmpty else { return nil }
-        var config = try DatabaseConfiguration(url: url)
+        var config: DatabaseConfiguration
+        do { config = try DatabaseConfiguration(url: url) } catch { throw StartupError("database.url (DATABASE_URL): \(error)") }
         config.maximumConnections = try int("database.max-connections")
+        // The URL's own `sslmode` / `sslrootcert` win over the settings (libpq's precedence).
+        if config.sslMode == nil {
+            do {
+                config.sslMode = try DatabaseConfiguration.SSLMode(parsing: try string("database.sslmode"))
+            } catch let error as DatabaseConfiguration.ParseError {
+                throw StartupError("database.sslmode (DATABASE_SSLMODE): \(error)")
+            }
+        }
+        if config.sslRootCertificate == nil, let path = reader.string(forKey: "database.ssl-root-cert"), !path.isEmpty {
+            config.sslRootCertificate = path
+        }
+        if let path = config.sslRootCertificate {
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw StartupError("the PostgreSQL root certificate \(path) (sslrootcert, DATABASE_SSL_ROOT_CERT) is not a readable file")
+            }
+            guard config.sslMode == .verifyCA || config.sslMode == .verifyFull else {
+                throw StartupError("a PostgreSQL root certificate is set but sslmode is \(config.sslMode?.rawValue ?? "disable"): use verify-ca or verify-full")
+            }
+        }
         return config
     }
 

@@ -12,6 +12,23 @@ struct CLIOptionsTests {
         return (status, process.output)
     }
 
+    @Test("jwt-keys as compose's keys service runs it: a pair once, the public key copied, a second run changes nothing")
+    func jwtKeysForCompose() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("jwt-keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let arguments = ["jwt-keys", "--out", folder.appendingPathComponent("private").path, "--public-out", folder.appendingPathComponent("public").path]
+        func read(_ path: String) throws -> String { try String(contentsOf: folder.appendingPathComponent(path), encoding: .utf8) }
+        #expect(try await chatsuite(arguments).status == 0)
+        let first = (try read("private/jwt-ed25519.pem"), try read("private/jwt-ed25519.pub.pem"), try read("public/jwt-ed25519.pub.pem"))
+        #expect(first.0.hasPrefix("-----BEGIN PRIVATE KEY-----") && first.1.hasPrefix("-----BEGIN PUBLIC KEY-----"))
+        #expect(first.1 == first.2)
+        let mode = try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent("private/jwt-ed25519.pem").path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try await chatsuite(arguments).status == 0)
+        let second = (try read("private/jwt-ed25519.pem"), try read("public/jwt-ed25519.pub.pem"))
+        #expect(second.0 == first.0 && second.1 == first.2, "the pair is kept")
+    }
+
     @Test("--version prints the suite's version")
     func version() async throws {
         let (status, output) = try await chatsuite(["--version"])

@@ -35,6 +35,8 @@ public enum GatewayService {
         // JSON and form bodies: a message's text and a few fields; the services refuse more.
         "gateway.max-plain-body-bytes": 1_048_576,
         "gateway.upstream-timeout-seconds": 60,
+        // Load balancers whose X-Forwarded-For is believed (comma-separated IPs / CIDRs); none by default.
+        "gateway.trusted-proxies": "",
         // Socket.IO (docs/realtime.md). `gateway.id` defaults to the instance id.
         "gateway.socketio.ping-interval-ms": 25_000,
         "gateway.socketio.ping-timeout-ms": 20_000,
@@ -91,6 +93,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let router = try platform.makePublicRouter(context: GatewayRequestContext.self) { request, context in
         context.endpointPath == "/v1/**" ? templates.label(for: request.uri.path) : nil
     }
+    router.router.middlewares.add(ClientAddressMiddleware(trustedProxies: gateway.trustedProxies))
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
     document.addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
@@ -100,8 +103,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let native = try NativeSettings(settings)
     let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger)
     let (socketIOTransport, nativeTransport) = try realtime(
-        socketIO, native, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, platform: &platform, verifier: verifier, access: access,
-        router: router, logger: logger
+        socketIO, native, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies, platform: &platform,
+        verifier: verifier, access: access, router: router, logger: logger
     )
     return platform.makeApplication(
         responder: router.buildResponder(),
@@ -119,7 +122,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
 /// Socket.IO's polling routes go on `router`.
 private func realtime(
-    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessIntervalMilliseconds: Int, platform: inout ServicePlatform<NoDatabase>,
+    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies,
+    platform: inout ServicePlatform<NoDatabase>,
     verifier: AccessTokenVerifier,
     access: ConversationAccess, router: ServiceRouter<GatewayRequestContext>, logger: Logger
 ) throws -> (WebSocketTransport, NativeTransport) {
@@ -147,5 +151,8 @@ private func realtime(
         DeliveryConsumer(server: server, native: native, client: client, gatewayId: gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
-    return (WebSocketTransport(server: server), NativeTransport(gateway: native, admission: admission))
+    return (
+        WebSocketTransport(server: server, trustedProxies: trustedProxies),
+        NativeTransport(gateway: native, admission: admission, trustedProxies: trustedProxies)
+    )
 }

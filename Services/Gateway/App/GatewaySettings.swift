@@ -22,6 +22,8 @@ struct GatewaySettings: Sendable {
     var upstreamTimeoutSeconds: Int
     /// How often the gateway announces itself (`gateway.alive`) for presence.
     var livenessIntervalMilliseconds: Int
+    /// Load balancers whose `X-Forwarded-For` names the client (`gateway.trusted-proxies`).
+    var trustedProxies: TrustedProxies
 
     init(_ settings: ServiceSettings) throws {
         let keys = try settings.string("sesac.keys", isSecret: true).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -46,6 +48,7 @@ struct GatewaySettings: Sendable {
         maxBodyBytes = try settings.int("gateway.max-body-bytes")
         maxPlainBodyBytes = try settings.int("gateway.max-plain-body-bytes")
         upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
+        trustedProxies = try TrustedProxies(parsing: try settings.string("gateway.trusted-proxies"))
         livenessIntervalMilliseconds = try settings.int("gateway.liveness-interval-ms")
         guard (100...60_000).contains(livenessIntervalMilliseconds) else {
             throw StartupError("gateway.liveness-interval-ms must be 100…60000, not \(livenessIntervalMilliseconds)")

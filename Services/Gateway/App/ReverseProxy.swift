@@ -16,8 +16,9 @@ struct ReverseProxy: Sendable {
         "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer",
         "transfer-encoding", "upgrade",
     ]
-    /// Request headers the proxy sets itself (host from the upstream URL, length from the body).
-    static let replacedOnRequest: Set<String> = ["host", "content-length"]
+    /// Request headers the proxy sets itself (host from the upstream URL, length from the body,
+    /// X-Forwarded-For: the client address the edge resolved, not what the client claimed).
+    static let replacedOnRequest: Set<String> = ["host", "content-length", "x-forwarded-for"]
     /// Bodies (request and answer) up to this size are read whole before forwarding; larger ones stream.
     static let bufferedBodyLimit = 256 * 1024
 

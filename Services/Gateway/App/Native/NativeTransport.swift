@@ -14,11 +14,12 @@ struct NativeTransport: Sendable {
     static let path = "/v1/gateway"
     let gateway: NativeGateway
     let admission: RealtimeAdmission
+    let trustedProxies: TrustedProxies
 
     func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) -> ShouldUpgradeResult<Handler> {
         let uri = URI(head.path ?? "")
         guard uri.path == Self.path || uri.path == Self.path + "/" else { return .dontUpgrade }
-        guard admission.allowHandshake(from: channel.remoteAddress?.ipAddress ?? "unknown") else {
+        guard admission.allowHandshake(from: trustedProxies.clientAddress(peer: channel.remoteAddress, headers: head.headerFields)) else {
             // Upgraded only to say why, in the protocol's own terms.
             return .upgrade([:]) { _, outbound, _ in
                 try? await outbound.close(.init(codeNumber: Int(NativeClose.rateLimited)), reason: "too many connections from this address")

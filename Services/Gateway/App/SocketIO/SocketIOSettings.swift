@@ -1,9 +1,11 @@
+import Configuration
+import Foundation
 import ServiceKit
 
 /// The Socket.IO server's settings (docs/configuration.md, docs/realtime.md).
 struct SocketIOSettings: Sendable {
-    /// This gateway's id: the key of its deliveries and interest records (`gateway.id`,
-    /// default the instance id). Must be unique among running gateways and stable across restarts.
+    /// This gateway's id: the key of its deliveries and interest records (`gateway.id`; unset:
+    /// `GatewayIdentity`). Must be unique among running gateways and stable across restarts.
     var gatewayId: String
     var pingInterval: Duration
     var pingTimeout: Duration
@@ -21,8 +23,9 @@ struct SocketIOSettings: Sendable {
     var dedupeWindow: Int
 
     init(_ settings: ServiceSettings) throws {
-        let id = (try? settings.string("gateway.id")) ?? ""
-        gatewayId = id.isEmpty ? settings.instanceId : id
+        gatewayId = GatewayIdentity.id(
+            configured: settings.reader.string(forKey: "gateway.id"), instanceId: settings.reader.string(forKey: "instance.id"),
+            hostname: ProcessInfo.processInfo.hostName, pid: ProcessInfo.processInfo.processIdentifier)
         pingInterval = .milliseconds(try settings.int("gateway.socketio.ping-interval-ms"))
         pingTimeout = .milliseconds(try settings.int("gateway.socketio.ping-timeout-ms"))
         maxPayloadBytes = try settings.int("gateway.socketio.max-payload-bytes")

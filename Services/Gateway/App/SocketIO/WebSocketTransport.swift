@@ -14,9 +14,10 @@ import NIOWebSocket
 struct WebSocketTransport: Sendable {
     typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     let server: SocketIOServer
+    let trustedProxies: TrustedProxies
 
     func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) async -> ShouldUpgradeResult<Handler> {
-        let clientAddress = channel.remoteAddress?.ipAddress ?? "unknown"
+        let clientAddress = trustedProxies.clientAddress(peer: channel.remoteAddress, headers: head.headerFields)
         let uri = URI(head.path ?? "")
         let query = uri.queryParameters
         guard uri.path == "/socket.io" || uri.path == "/socket.io/", query["transport"] == "websocket",
