@@ -260,6 +260,14 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "ConfigurationDocsTests",
+        dependencies: [
+            "AuthApp", "ChatApp", "ChatFanoutApp", "GatewayApp", "PaymentApp", "PresenceApp", "PushApp", "WorkspaceApp", "ServiceCatalog", "ServiceKit",
+            configuration,
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "IntegrationTests",
         dependencies: ["Common", "TestSupport", "Kafka", "Events", "ServiceKit", "ServiceCatalog", "AccessTokens", httpClient, nioHTTP1, nioCore],
         swiftSettings: swiftSettings

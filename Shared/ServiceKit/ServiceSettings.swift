@@ -13,6 +13,28 @@ public struct ServiceSettings: Sendable {
     public let serviceName: String
     public let reader: ConfigReader
 
+    /// The platform's own defaults (below each service's, environment and flags); every key is in
+    /// docs/configuration.md, which `ConfigurationDocsTests` check against this.
+    public static let platformDefaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.host": "127.0.0.1",
+        "http.port": 8080,
+        "log.level": "info",
+        "log.format": "text",
+        "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
+        "kafka.startup-timeout-seconds": 10,
+        "kafka.linger-ms": 0.5,
+        "kafka.fetch-wait-ms": 100,
+        "kafka.security-protocol": "plaintext",
+        "database.startup-timeout-seconds": 10,
+        "database.max-connections": 20,
+        "database.sslmode": "disable",
+        "outbox.max-event-bytes": ConfigValue(.int(Outbox.defaultMaxEventBytes), isSecret: false),
+        "inbox.retention-hours": 192,
+        "inbox.prune-interval-seconds": 3600,
+        "jwt.audience": "chatsuite",
+        "jwt.issuer": "chatsuite-auth",
+    ]
+
     /// - Parameters:
     ///   - defaults: the service's own defaults (e.g. its port), below env and CLI.
     ///   - environment / arguments: injectable for tests and the dev launcher.
@@ -28,25 +50,7 @@ public struct ServiceSettings: Sendable {
             return k.contains("password") || k.contains("secret") || k.contains("private") || k.contains("database_url")
                 || k.contains("database-url") || k.contains("token") || k.contains("sesac_keys") || k.contains("sesac-keys")
         }
-        var base: [AbsoluteConfigKey: ConfigValue] = [
-            "http.host": "127.0.0.1",
-            "http.port": 8080,
-            "log.level": "info",
-            "log.format": "text",
-            "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
-            "kafka.startup-timeout-seconds": 10,
-            "kafka.linger-ms": 0.5,
-            "kafka.fetch-wait-ms": 100,
-            "kafka.security-protocol": "plaintext",
-            "database.startup-timeout-seconds": 10,
-            "database.max-connections": 20,
-            "database.sslmode": "disable",
-            "outbox.max-event-bytes": ConfigValue(.int(Outbox.defaultMaxEventBytes), isSecret: false),
-            "inbox.retention-hours": 192,
-            "inbox.prune-interval-seconds": 3600,
-            "jwt.audience": "chatsuite",
-            "jwt.issuer": "chatsuite-auth",
-        ]
+        var base = Self.platformDefaults
         for (k, v) in defaults { base[k] = v }
         reader = ConfigReader(providers: [
             CommandLineArgumentsProvider(arguments: arguments, secretsSpecifier: secrets),
