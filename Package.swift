@@ -29,6 +29,8 @@ let hbWSClient: Target.Dependency = .product(name: "HummingbirdWSClient", packag
 let nioFoundationCompat: Target.Dependency = .product(name: "NIOFoundationCompat", package: "swift-nio")
 let openAPIKit: Target.Dependency = .product(name: "OpenAPIKit", package: "OpenAPIKit")
 let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
+let tracing: Target.Dependency = .product(name: "Tracing", package: "swift-distributed-tracing")
+let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
 
 // MARK: - Services: a library `<Name>App` (buildApplication) and a thin executable `<Name>Server`
 // per folder `Services/<Name>`, with what it needs beyond the platform. The executable is `<Name>`
@@ -43,7 +45,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
-    "ChatFanout": ["Messaging", metrics, lifecycle],
+    "ChatFanout": ["Messaging", metrics, lifecycle, tracing],
     "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
     "Presence": [metrics],
@@ -78,11 +80,11 @@ var targets: [Target] = [
     // Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
     .target(name: "ChatInternalAPI", dependencies: ["Events", httpTypes], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
     .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "Events", httpTypes], swiftSettings: swiftSettings),
-    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics], path: "Shared/Kafka", swiftSettings: swiftSettings),
+    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
-        dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle, .product(name: "NIOSSL", package: "swift-nio-ssl")],
+        dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle, tracing, .product(name: "NIOSSL", package: "swift-nio-ssl")],
         path: "Shared/Database",
         swiftSettings: swiftSettings
     ),
@@ -93,7 +95,7 @@ var targets: [Target] = [
         name: "ServiceKit",
         dependencies: [
             "Common", "Kafka", "Events", "Database", "Messaging", hummingbird, postgres, logging, metrics, prometheus, lifecycle, configuration, nioCore,
-            nioFoundationCompat,
+            nioFoundationCompat, tracing, otel,
         ],
         path: "Shared/ServiceKit",
         swiftSettings: swiftSettings
@@ -321,6 +323,9 @@ let package = Package(
         // The tests read docs/openapi.yaml and check every answer against it (no external loading).
         .package(url: "https://github.com/mattpolzin/OpenAPIKit.git", exact: "6.4.0", traits: []),
         .package(url: "https://github.com/jpsim/Yams.git", exact: "6.2.2"),
+        // OTLP over HTTP only (the gRPC exporter would build grpc-swift for nothing).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", exact: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", exact: "1.7.3"),
     ],
     targets: targets
 )

@@ -42,10 +42,12 @@ else
   # and the slow-client test (readers' latency with stalled sockets against a baseline taken
   # moments before; with three other suites starting stacks on two cores, the baseline and the
   # loaded phase see different machines — CI saw p50 0.47 → 1.42 s that way, 19 s alone).
-  alone='DrillTests|SlowClientTests'
+  # TracingTests bootstraps an OpenTelemetry tracer for its whole process: a process of its own.
+  alone='DrillTests|SlowClientTests|TracingTests'
   run_tests --skip "$alone"
   run_tests --filter SlowClientTests
   run_tests --filter DrillTests
+  run_tests --filter TracingTests
   # Property-based fuzzing of docs/openapi.yaml against a fresh `chatsuite dev` (schemathesis).
   fstart=$(date +%s)
   scripts/fuzz-api.sh

@@ -114,9 +114,13 @@ public final class InboxEventConsumer: Service, Sendable {
         var backoff = Duration.milliseconds(50)
         while true {
             do {
-                try await postgres.withTransaction(logger: eventLogger) { connection in
-                    guard try await Inbox.claim(consumer: self.name, eventId: header.id, on: connection, logger: eventLogger) else { return }
-                    try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
+                // A consumer span continuing the trace the record carries (a no-op without tracing);
+                // events this handler writes to the outbox carry it on.
+                try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in
+                    try await postgres.withTransaction(logger: eventLogger) { connection in
+                        guard try await Inbox.claim(consumer: self.name, eventId: header.id, on: connection, logger: eventLogger) else { return }
+                        try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
+                    }
                 }
                 break
             } catch {

@@ -1,5 +1,6 @@
 import Events
 import Foundation
+import Kafka
 import Logging
 import PostgresNIO
 import Synchronization
@@ -56,11 +57,13 @@ public enum Outbox {
         on connection: PostgresConnection, logger: Logger
     ) async throws {
         let bytes = payload.map { ByteBuffer(bytes: $0) }
+        // The current span's context (none without tracing), for the relay to put on the record.
+        let trace = KafkaTracing.values()
         _ = try await connection.query(
             """
             WITH inserted AS (
-                INSERT INTO outbox (event_id, topic, event_key, event_type, payload)
-                VALUES (\(eventId), \(topic), \(key), \(type), \(bytes))
+                INSERT INTO outbox (event_id, topic, event_key, event_type, payload, traceparent, tracestate)
+                VALUES (\(eventId), \(topic), \(key), \(type), \(bytes), \(trace[KafkaTracing.traceparent]), \(trace[KafkaTracing.tracestate]))
                 RETURNING id
             )
             SELECT pg_notify(\(channel), '') FROM inserted

@@ -194,10 +194,12 @@ public final class OutboxRelay: Service, Sendable {
             var messages: [KafkaProducerMessage] = []
             let query = try await connection.query(
                 """
-                SELECT id, event_id, topic, event_key, event_type, payload FROM outbox
+                SELECT id, event_id, topic, event_key, event_type, payload, traceparent, tracestate FROM outbox
                 WHERE published_at IS NULL ORDER BY id LIMIT \(configuration.batchSize)
                 """, logger: logger)
-            for try await (id, eventId, topic, key, type, payload) in query.decode((Int64, UUID, String, String, String, ByteBuffer?).self) {
+            for try await (id, eventId, topic, key, type, payload, traceparent, tracestate) in query.decode(
+                (Int64, UUID, String, String, String, ByteBuffer?, String?, String?).self)
+            {
                 rows.append((id, eventId, topic, type, payload?.readableBytes ?? 0))
                 var headers = [
                     KafkaHeader(key: CloudEventKafkaHeader.id, string: eventId.lowercased),
@@ -206,6 +208,8 @@ public final class OutboxRelay: Service, Sendable {
                 if payload != nil {
                     headers.append(KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue))
                 }
+                if let traceparent { headers.append(KafkaHeader(key: KafkaTracing.traceparent, string: traceparent)) }
+                if let tracestate { headers.append(KafkaHeader(key: KafkaTracing.tracestate, string: tracestate)) }
                 messages.append(
                     KafkaProducerMessage(
                         topic: topic, key: key, value: payload.map { Array($0.readableBytesView) }, headers: headers

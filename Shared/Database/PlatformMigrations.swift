@@ -49,5 +49,12 @@ public enum PlatformMigrations {
             );
             CREATE INDEX outbox_dead_letters_at ON outbox_dead_letters (dead_lettered_at);
             """),
+        // The W3C trace context of the transaction that wrote the event (null without tracing):
+        // the relay puts it on the record, so the trace continues in every consumer.
+        Migration(
+            4, "outbox trace context",
+            """
+            ALTER TABLE outbox ADD COLUMN traceparent text, ADD COLUMN tracestate text;
+            """),
     ]
 }

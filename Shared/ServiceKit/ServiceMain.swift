@@ -13,7 +13,7 @@ public enum ServiceMain {
     ) async -> Never {
         let settings = ServiceSettings(serviceName: service, defaults: defaults)
         do {
-            Observability.bootstrap(logFormat: try settings.logFormat)
+            try Observability.bootstrap(service: service, logFormat: try settings.logFormat)
             let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)
             try await app.runService()

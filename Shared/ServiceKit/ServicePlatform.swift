@@ -42,6 +42,9 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     private let storageParts: StorageParts
     private var consumers: [any Service] = []
     private var extraServices: [any Service] = []
+    /// The OpenTelemetry exporters, if this process's bootstrap made any (the first platform of
+    /// the process runs them).
+    private let exporters = Observability.takeBackgroundServices()
     private var extraChecks: [(name: String, check: HealthChecks.Check)] = []
     /// Whether the inbox pruner was added (by the first inbox consumer).
     private var prunesInbox = false
@@ -132,6 +135,8 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         context: Context.Type, routeLabel: RequestMetricsMiddleware<Context>.RouteLabel? = nil
     ) -> ServiceRouter<Context> {
         let router = Router(context: Context.self)
+        // A server span per request, continuing the caller's `traceparent` (no-op without tracing).
+        router.middlewares.add(RequestTracingMiddleware())
         router.middlewares.add(RequestMetricsMiddleware(routeLabel: routeLabel))
         router.middlewares.add(ErrorMiddleware())
         health.addRoutes(to: router)
@@ -147,6 +152,8 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         let admin = try AdminServer(host: settings.adminHost, port: settings.adminPort, health: health, logger: logger)
         addService(admin)
         let router = Router(context: Context.self)
+        // A server span per request, continuing the caller's `traceparent` (no-op without tracing).
+        router.middlewares.add(RequestTracingMiddleware())
         router.middlewares.add(RequestMetricsMiddleware(routeLabel: routeLabel))
         router.middlewares.add(ErrorMiddleware())
         return ServiceRouter(router)
@@ -171,7 +178,7 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
 
     /// Everything to run beside the HTTP server, in start order.
     public var services: [any Service] {
-        storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers
+        exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers
     }
 
     /// Runs before the server accepts requests: waits for the database (bounded) and migrates it,

@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import Tracing
 import Metrics
 import ServiceKit
 import ServiceLifecycle
@@ -93,6 +94,9 @@ final class FanoutConsumer: Service, Sendable {
         let interested = table.gateways(for: routes)
         var outgoing: [KafkaProducerMessage] = []
         var uninterested = 0
+        // A span per record that carries a trace (none without tracing): the deliveries carry it on.
+        var spans: [any Span] = []
+        defer { for span in spans { span.end() } }
         for (index, record) in records.enumerated() {
             guard let value = record.value, routes[index] != nil else {
                 skippedUnreadable.increment()
@@ -108,10 +112,18 @@ final class FanoutConsumer: Service, Sendable {
                 uninterested += 1
                 continue
             }
+            var headers = record.headers
+            if headers.contains(where: { $0.key == KafkaTracing.traceparent }) {
+                let span = startSpan("chat-fanout route", context: KafkaTracing.context(of: headers), ofKind: .consumer)
+                KafkaTracing.describe(record, on: span)
+                span.attributes["chatsuite.gateways"] = gateways.count
+                spans.append(span)
+                headers = headers.filter { $0.key != KafkaTracing.traceparent && $0.key != KafkaTracing.tracestate } + KafkaTracing.headers(of: span.context)
+            }
             for gateway in gateways {
                 outgoing.append(
                     KafkaProducerMessage(
-                        topic: Topic.gatewayDelivery.name, key: gateway, value: value, headers: record.headers,
+                        topic: Topic.gatewayDelivery.name, key: gateway, value: value, headers: headers,
                         partition: GatewayEvents.deliveryPartition(for: gateway)
                     ))
             }

@@ -50,7 +50,9 @@ final class DeliveryConsumer: Service, Sendable {
 
     func run() async throws {
         try await KafkaConsumer.consume(configuration, logger: logger) { message in
-            if message.keyString == self.gatewayId { self.process(message) }
+            guard message.keyString == self.gatewayId else { return }
+            // The last span of a message's trace: its delivery to this gateway's sockets.
+            KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
         }
     }
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import HTTPTypes
 import Hummingbird
+import Kafka
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -31,10 +32,14 @@ struct ReverseProxy: Sendable {
         if let q = request.uri.query, !q.isEmpty { query = "?" + q }
         var upstream = HTTPClientRequest(url: base + request.uri.path + query)
         upstream.method = HTTPMethod(rawValue: request.method.rawValue)
+        // With tracing on, AsyncHTTPClient's client span puts the edge's trace context on the
+        // request (continuing the client's `traceparent`, if any), so the client's own headers are
+        // not passed as well; without tracing they pass unchanged.
+        let trace = KafkaTracing.values()
         for field in request.headers {
             let name = field.name.canonicalName
             if Self.hopByHop.contains(name) || Self.replacedOnRequest.contains(name) || GatewayHeader.reserved.contains(field.name)
-                || name == GatewayHeader.requestId.canonicalName
+                || name == GatewayHeader.requestId.canonicalName || (!trace.isEmpty && trace[name] != nil)
             {
                 continue
             }

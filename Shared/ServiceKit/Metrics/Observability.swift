@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Metrics
 import Prometheus
+import ServiceLifecycle
 import Synchronization
 
 /// Process-wide logging and metrics bootstrap (each may happen once per process).
@@ -19,41 +20,69 @@ public enum Observability {
     /// named by Prometheus' conventions (`ConventionalMetricNames`).
     public static let registry = PrometheusCollectorRegistry()
 
-    private static let metricsOnce: Void = {
+    private static func prometheus() -> any MetricsFactory {
         var prometheus = PrometheusMetricsFactory(registry: registry)
         prometheus.defaultDurationHistogramBuckets = [
             .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
             .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
         ]
-        MetricsSystem.bootstrap(ConventionalMetricNames(prometheus))
-    }()
+        return ConventionalMetricNames(prometheus)
+    }
 
-    private static let loggingOnce = Mutex<Bool>(false)
+    private static let state = Mutex<(metrics: Bool, logging: Bool, services: [any Service])>((false, false, []))
+
+    /// The OpenTelemetry exporters made by `bootstrap` (none unless `OTEL_*` asks for them), handed
+    /// out once: the process's platform runs them first and stops them last.
+    public static func takeBackgroundServices() -> [any Service] {
+        state.withLock { state in
+            defer { state.services = [] }
+            return state.services
+        }
+    }
 
     /// Bootstraps the metrics backend only (tests that read `/metrics`; idempotent).
     public static func bootstrapMetrics() {
-        _ = metricsOnce
+        let first = state.withLock { state in
+            defer { state.metrics = true }
+            return !state.metrics
+        }
+        if first { MetricsSystem.bootstrap(prometheus()) }
     }
 
-    /// Bootstraps metrics, and logging in `format` (the first call's format wins).
-    public static func bootstrap(logFormat: LogFormat = .text, metadataProvider: Logger.MetadataProvider? = nil) {
-        _ = metricsOnce
-        let first = loggingOnce.withLock { done in
-            defer { done = true }
-            return !done
+    /// Bootstraps metrics (Prometheus, plus OTLP when asked), tracing (OTLP when asked) and
+    /// logging in `format` (plus OTLP when asked), once per process: later calls change nothing.
+    /// - Parameter service: the OpenTelemetry service name unless `OTEL_SERVICE_NAME` sets one.
+    /// The `OTEL_*` variables are read from the process environment (swift-otel reads them there).
+    public static func bootstrap(service: String = "chatsuite", logFormat: LogFormat = .text) throws {
+        let first = state.withLock { state in
+            defer { state.logging = true }
+            return !state.logging
         }
         guard first else { return }
-        switch logFormat {
-        case .text:
-            LoggingSystem.bootstrap(
-                { label, provider in
+        let otel = try OpenTelemetry.make(service: service, environment: ProcessInfo.processInfo.environment)
+        state.withLock { $0.services = otel.services }
+        let metricsFirst = state.withLock { state in
+            defer { state.metrics = true }
+            return !state.metrics
+        }
+        if metricsFirst {
+            MetricsSystem.bootstrap(otel.metrics.map { MultiplexMetricsHandler(factories: [prometheus(), $0]) } ?? prometheus())
+        }
+        let exported = otel.logs
+        LoggingSystem.bootstrap(
+            { label, provider in
+                let local: any LogHandler
+                switch logFormat {
+                case .text:
                     var handler = StreamLogHandler.standardError(label: label, metadataProvider: provider)
                     handler.logLevel = .info
-                    return handler
-                }, metadataProvider: metadataProvider)
-        case .json:
-            LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) }, metadataProvider: metadataProvider)
-        }
+                    local = handler
+                case .json:
+                    local = JSONLogHandler(label: label, metadataProvider: provider)
+                }
+                guard let exported else { return local }
+                return MultiplexLogHandler([local, exported(label)])
+            }, metadataProvider: otel.traceMetadata)
     }
 
     /// The service's root logger: carries `service` metadata and the configured level.
