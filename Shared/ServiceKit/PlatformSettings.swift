@@ -13,6 +13,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaLingerMilliseconds: Double
     public var kafkaFetchWaitMilliseconds: Int
     public var kafkaStartupTimeout: Duration
+    /// `events.schema-base-url`: the base of every event's `dataschema`.
+    public var eventsSchemaBaseURL: String
 
     /// Throws `StartupError` naming the first malformed key.
     public init(_ settings: ServiceSettings) throws {
@@ -23,6 +25,7 @@ public struct PlatformSettings: Sendable {
         httpHost = try settings.httpHost
         httpPort = try settings.httpPort
         instanceId = settings.instanceId
+        eventsSchemaBaseURL = try settings.eventsSchemaBaseURL
     }
 }
 

@@ -86,6 +86,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let router = platform.makeRouter(context: GatewayRequestContext.self)
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
     try APIDocument.load().addRoute(to: v1)
+    try EventSchemaDocuments.load().addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
