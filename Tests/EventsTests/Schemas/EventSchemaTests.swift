@@ -72,6 +72,17 @@ struct EventSchemaTests {
         }
     }
 
+    @Test("every sample decodes back to itself (the lower-case UUID encoders included)")
+    func samplesRoundTrip() throws {
+        func roundTrip<P: EventPayload>(_ payload: P) throws -> Bool {
+            let event = CloudEvent(source: "test", data: payload)
+            return try EventCoding.decode(P.self, from: try EventCoding.encode(event)) == event
+        }
+        for sample in EventSamples.all() {
+            #expect(try roundTrip(sample), "\(type(of: sample).eventType)")
+        }
+    }
+
     @Test("each schema's data requires exactly the type's non-optional properties and declares all of them")
     func requiredKeysMatchTheSwiftTypes() throws {
         for sample in EventSamples.all() {
