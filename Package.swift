@@ -127,13 +127,18 @@ var targets: [Target] = [
     .executableTarget(
         name: "ChatSuiteCLI",
         dependencies: [
-            "Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", postgres, logging, lifecycle,
+            "Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", "EventExport", postgres, logging,
+            lifecycle,
             argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient, hummingbird,
         ],
         path: "Services/ChatSuite",
         exclude: ["LoadGen"],
         swiftSettings: swiftSettings
     ),
+    // `chatsuite events export`: topics to NDJSON partitioned by topic and hour, personal data nulled.
+    .target(name: "EventExport", dependencies: ["Common", "Events", "Kafka", logging], path: "Shared/EventExport", swiftSettings: swiftSettings),
+    .testTarget(
+        name: "EventExportTests", dependencies: ["EventExport", "Common", "Events", "Kafka", "TestSupport", logging], swiftSettings: swiftSettings),
     // `chatsuite loadgen`'s engine (also the drill's setup and the gateway benchmarks' client).
     .target(
         name: "LoadGen",
@@ -143,7 +148,7 @@ var targets: [Target] = [
     ),
     .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Common", "Events", nioCore], swiftSettings: swiftSettings),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
-    .testTarget(name: "EventsTests", dependencies: ["Events"], swiftSettings: swiftSettings),
+    .testTarget(name: "EventsTests", dependencies: ["Events", yams], swiftSettings: swiftSettings),
     // Reads docker-compose.yml, deploy/Dockerfile and the sources the deployment files name.
     .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog", yams], swiftSettings: swiftSettings),
     .testTarget(name: "DatabaseTests", dependencies: ["Common", "Database", "Kafka", "Events", "TestSupport", postgres], swiftSettings: swiftSettings),
@@ -243,7 +248,8 @@ var targets: [Target] = [
     .testTarget(
         name: "APIDocumentTests",
         dependencies: [
-            "SuiteTesting", "GatewayApp", "PresenceApp", "PushApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Common", hummingbird, hummingbirdTesting,
+            "SuiteTesting", "Events", "GatewayApp", "PresenceApp", "PushApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Common", hummingbird,
+            hummingbirdTesting,
             httpTypes,
             nioCore, openAPIKit, yams,
         ],
@@ -276,8 +282,9 @@ var targets: [Target] = [
     ),
 ]
 var products: [Product] = [.executable(name: "chatsuite", targets: ["ChatSuiteCLI"])]
-// Files a service serves as they are (the gateway: the OpenAPI document, docs/openapi.yaml links to it).
-let serviceResources: [String: [Resource]] = ["Gateway": [.copy("Resources/openapi.yaml")]]
+// Files a service serves as they are (the gateway: the OpenAPI document and the event schemas;
+// docs/openapi.yaml and docs/schemas link to them).
+let serviceResources: [String: [Resource]] = ["Gateway": [.copy("Resources/openapi.yaml"), .copy("Resources/schemas")]]
 for s in services {
     targets.append(
         .target(

@@ -42,4 +42,6 @@ mkdir -p .devdata
 make_venv .devdata/pyenv "python-socketio[client]>=5.11,<6" "websocket-client>=1.6,<2" "requests>=2.31,<3"
 # schemathesis for scripts/fuzz-api.sh (property-based fuzzing of docs/openapi.yaml).
 make_venv .devdata/pyenv-fuzz "schemathesis>=4.3,<5"
+# DuckDB for scripts/analytics-check.sh (runs docs/analytics.md's SQL over an export).
+make_venv .devdata/pyenv-analytics "duckdb==2.0.1"
 make_venv .devdata/pyenv-eio3 "python-socketio==4.6.1" "python-engineio==3.14.2" "websocket-client>=0.57,<2" "requests>=2.25,<3" "six>=1.15"

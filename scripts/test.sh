@@ -52,5 +52,9 @@ else
   fstart=$(date +%s)
   scripts/fuzz-api.sh
   echo "fuzzing: $(( $(date +%s) - fstart )) s"
+  # docs/analytics.md's DuckDB example over an export of known traffic (fails without DuckDB).
+  astart=$(date +%s)
+  scripts/analytics-check.sh
+  echo "analytics example: $(( $(date +%s) - astart )) s"
 fi
 echo "tests: $(( $(date +%s) - tstart )) s"

@@ -110,6 +110,8 @@ struct DevCommand: AsyncParsableCommand {
             if env["KAFKA_FETCH_WAIT_MS"] == nil { env["KAFKA_FETCH_WAIT_MS"] = "5" }
             env["LOG_LEVEL"] = logLevel
             env["INSTANCE_ID"] = "\(service.name)-dev"
+            // Every event's `dataschema` names this suite's gateway (GET /v1/schemas/<type>.json).
+            if env["EVENTS_SCHEMA_BASE_URL"] == nil { env["EVENTS_SCHEMA_BASE_URL"] = "http://127.0.0.1:\(port)/v1/schemas" }
             env["CHATSUITE_PARENT_PID"] = String(getpid())
             env.removeValue(forKey: "DATABASE_URL")
             if let db = service.database { env["DATABASE_URL"] = admin.with(database: db.devName).url }

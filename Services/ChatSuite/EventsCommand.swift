@@ -6,7 +6,7 @@ import Logging
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "events", abstract: "Inspect the suite's CloudEvents on Kafka.", subcommands: [Tail.self, Topics.self]
+        commandName: "events", abstract: "Inspect the suite's CloudEvents on Kafka.", subcommands: [Tail.self, Topics.self, Export.self]
     )
 
     /// `chatsuite events tail <topic>`: one JSON event per line (for scripts), or `--pretty`.

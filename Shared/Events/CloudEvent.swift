@@ -6,7 +6,8 @@ public protocol EventPayload: Codable, Sendable, Equatable {
     static var eventType: String { get }
     /// The topic the event is published on.
     static var topic: Topic { get }
-    /// Version of `data`'s schema; bumped on breaking changes (becomes part of `dataschema`).
+    /// Version of `data`'s schema; bumped on breaking changes (becomes part of `dataschema`'s
+    /// file name, see `EventSchemaLocation`).
     static var schemaVersion: Int { get }
     /// The aggregate id: CloudEvents `subject` and the Kafka key (gives per-aggregate order).
     var subject: String { get }
@@ -14,7 +15,10 @@ public protocol EventPayload: Codable, Sendable, Equatable {
 
 extension EventPayload {
     public static var schemaVersion: Int { 1 }
-    public static var dataschema: String { "urn:chatsuite:event:\(eventType):v\(schemaVersion)" }
+    /// The CloudEvents `dataschema`: the URL of this type's JSON Schema (`EventSchemaLocation`).
+    public static var dataschema: String { EventSchemaLocation.url(eventType: eventType, version: schemaVersion) }
+    /// The name of this type's schema file in docs/schemas (and under `GET /v1/schemas/`).
+    public static var schemaFileName: String { EventSchemaLocation.fileName(eventType: eventType, version: schemaVersion) }
 }
 
 /// CloudEvents 1.0 envelope in structured JSON mode.

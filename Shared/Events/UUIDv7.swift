@@ -50,3 +50,15 @@ extension UUID {
     /// Lower-case canonical form, the form ids take on the wire everywhere in the suite.
     public var lowercased: String { uuidString.lowercased() }
 }
+
+extension KeyedEncodingContainer {
+    /// Writes a plain `UUID` in the wire form of every id (lower-case); Foundation's own
+    /// encoding is upper-case. Decoding needs nothing: UUIDs are read in any case.
+    mutating func encodeLowercased(_ uuid: UUID, forKey key: Key) throws {
+        try encode(uuid.lowercased, forKey: key)
+    }
+
+    mutating func encodeLowercasedIfPresent(_ uuid: UUID?, forKey key: Key) throws {
+        if let uuid { try encode(uuid.lowercased, forKey: key) }
+    }
+}

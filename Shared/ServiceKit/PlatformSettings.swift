@@ -16,6 +16,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
+    /// `events.schema-base-url`: the base of every event's `dataschema`.
+    public var eventsSchemaBaseURL: String
 
     /// Throws `StartupError` naming the first malformed key.
     public init(_ settings: ServiceSettings) throws {
@@ -27,6 +29,7 @@ public struct PlatformSettings: Sendable {
         httpHost = try settings.httpHost
         httpPort = try settings.httpPort
         instanceId = settings.instanceId
+        eventsSchemaBaseURL = try settings.eventsSchemaBaseURL
     }
 }
 

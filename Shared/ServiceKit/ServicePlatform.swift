@@ -213,6 +213,8 @@ extension ServicePlatform where Storage == NoDatabase {
     public static func make(settings: ServiceSettings, logger: Logger) async throws -> Self {
         // Settings first: a malformed value is reported before any slow network check.
         let platformSettings = try PlatformSettings(settings)
+        // Process-wide, before any event is made; every service of a process reads the same setting.
+        EventSchemaLocation.baseURL = platformSettings.eventsSchemaBaseURL
         let kafka = try await connectKafka(platformSettings, logger: logger)
         return ServicePlatform(
             settings: settings, platformSettings: platformSettings, logger: logger, startup: StartupGate(), kafka: kafka, storage: NoDatabase(),
@@ -238,6 +240,7 @@ extension ServicePlatform where Storage == ServiceDatabase {
         let platformSettings = try PlatformSettings(settings)
         // Process-wide; every service of a process reads the same setting.
         Outbox.maxEventBytes = databaseSettings.outboxMaxEventBytes
+        EventSchemaLocation.baseURL = platformSettings.eventsSchemaBaseURL
         let kafka = try await connectKafka(platformSettings, logger: logger)
         let database = databaseSettings.database
         let postgres = database.makeClient(logger: logger)

@@ -29,6 +29,7 @@ public struct ServiceSettings: Sendable {
         "database.max-connections": 20,
         "database.sslmode": "disable",
         "outbox.max-event-bytes": ConfigValue(.int(Outbox.defaultMaxEventBytes), isSecret: false),
+        "events.schema-base-url": ConfigValue(.string(EventSchemaLocation.defaultBaseURL), isSecret: false),
         "inbox.retention-hours": 192,
         "inbox.prune-interval-seconds": 3600,
         "jwt.audience": "chatsuite",
@@ -186,6 +187,20 @@ public struct ServiceSettings: Sendable {
     }
     public static let adminPortOffset = 1000
 
+    /// Where the gateway serves the event schemas, as clients of the events reach it: each event's
+    /// CloudEvents `dataschema` is `<this>/<type>.json`. An absolute http(s) URL.
+    public var eventsSchemaBaseURL: String {
+        get throws {
+            let value = try string("events.schema-base-url")
+            guard let url = URL(string: value), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false,
+                url.query == nil, url.fragment == nil
+            else {
+                throw StartupError(
+                    "events.schema-base-url (EVENTS_SCHEMA_BASE_URL, --events-schema-base-url) must be an absolute http(s) URL without query, not \(value)")
+            }
+            return value
+        }
+    }
     /// A stable id for this replica (consumer client ids, gateway ids); defaults to host + pid.
     public var instanceId: String {
         reader.string(forKey: "instance.id") ?? "\(serviceName)-\(ProcessInfo.processInfo.hostName)-\(getpid())"

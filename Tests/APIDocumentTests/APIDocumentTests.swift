@@ -1,3 +1,4 @@
+import Events
 import Foundation
 @testable import GatewayApp
 import HTTPTypes
@@ -46,7 +47,7 @@ struct APIDocumentTests {
     func routesMatch() async throws {
         let contract = try APIContract.repository.get()
         // The gateway's own operations (not forwarded).
-        let gatewayOwn: Set<String> = ["GET /v1/openapi.yaml"]
+        let gatewayOwn: Set<String> = ["GET /v1/openapi.yaml", "GET /v1/schemas/{file}"]
         let documented = Set(contract.operations.flatMap { path, methods in methods.keys.map { "\($0) \(path)" } })
         try await Stack.run(services: [.auth, .workspace, .chat, Self.presence, .payment, Self.push]) { stack in
             // Every service with client routes is here (a new one must be added above).
@@ -112,6 +113,27 @@ struct APIDocumentTests {
             #expect(response.headers[.contentType]?.hasPrefix("application/yaml") == true)
             let served = String(buffer: response.body)
             #expect(served == (try String(contentsOf: APIContract.documentURL, encoding: .utf8)))
+        }
+    }
+
+    @Test("the gateway serves each event type's JSON Schema at the path of its dataschema, and E97 for an unknown one")
+    func eventSchemasServed() async throws {
+        let schemas = APIContract.documentURL.deletingLastPathComponent().appendingPathComponent("schemas")
+        try await Stack.run(services: []) { stack in
+            for type in EventCatalog.payloadTypes {
+                let path = try #require(URL(string: type.dataschema)?.path)
+                #expect(path == "/v1/schemas/\(type.eventType).json")
+                let response = try await stack.client.execute(uri: path, method: .get)
+                #expect(response.status == .ok, "\(path)")
+                #expect(response.headers[.contentType] == "application/schema+json")
+                let file = try Data(contentsOf: schemas.appendingPathComponent(type.schemaFileName))
+                #expect(Data(buffer: response.body) == file, "\(path) is not docs/schemas/\(type.schemaFileName)")
+            }
+            for unknown in ["/v1/schemas/auth.user.nope.json", "/v1/schemas/..%2Fopenapi.yaml", "/v1/schemas/auth.user.registered"] {
+                let response = try await stack.client.execute(uri: unknown, method: .get)
+                #expect(response.status == .notFound, "\(unknown)")
+                #expect(String(buffer: response.body) == #"{"errorCode":"E97"}"#, "\(unknown)")
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ struct CloudEventTests {
         #expect(object["source"] as? String == "auth")
         #expect(object["subject"] as? String == userId.description)
         #expect(object["datacontenttype"] as? String == "application/json")
-        #expect(object["dataschema"] as? String == "urn:chatsuite:event:auth.user.deleted:v1")
+        #expect(object["dataschema"] as? String == EventSchemaLocation.baseURL + "/auth.user.deleted.json")
         let id = try #require(object["id"] as? String)
         #expect(id == id.lowercased() && UUID(uuidString: id) != nil)
         let time = try #require(object["time"] as? String)

@@ -58,6 +58,17 @@ struct ServiceSettingsTests {
         #expect(throws: StartupError.self) { try unsafe.inboxPruneInterval }
     }
 
+    @Test func eventsSchemaBaseURL() throws {
+        let defaults = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
+        #expect(try defaults.eventsSchemaBaseURL == "http://127.0.0.1:8080/v1/schemas")
+        let set = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--events-schema-base-url", "https://api.example.com/v1/schemas"])
+        #expect(try set.eventsSchemaBaseURL == "https://api.example.com/v1/schemas")
+        for bad in ["/v1/schemas", "ftp://h/v1/schemas", "http:///x", "http://h/v1/schemas?x=1", "nope"] {
+            let settings = ServiceSettings(serviceName: "x", environment: ["EVENTS_SCHEMA_BASE_URL": bad], arguments: ["x"])
+            #expect(throws: StartupError.self, "\(bad)") { try settings.eventsSchemaBaseURL }
+        }
+    }
+
     @Test func anEventTooLargeForTheOutboxIsABadRequest() {
         let mapped = ErrorMiddleware<SuiteRequestContext>.map(OutboxEventTooLarge(eventType: "t", bytes: 600_000, limit: 524_288))
         #expect(mapped.code == "E11" && mapped.status == .badRequest)

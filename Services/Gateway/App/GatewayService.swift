@@ -96,6 +96,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     router.router.middlewares.add(ClientAddressMiddleware(trustedProxies: gateway.trustedProxies))
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
     document.addRoute(to: v1)
+    try EventSchemaDocuments.load().addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }

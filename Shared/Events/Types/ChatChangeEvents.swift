@@ -18,6 +18,15 @@ extension ChatEvents {
         public static func room(_ id: RoomID, participants: [UserID]) -> Self { Self(kind: .dm, id: id.uuid, participants: participants) }
 
         public var key: String { id.uuidString.lowercased() }
+
+        enum CodingKeys: String, CodingKey { case kind, id, participants }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(kind, forKey: .kind)
+            try c.encodeLowercased(id, forKey: .id)
+            try c.encodeIfPresent(participants, forKey: .participants)
+        }
     }
 
     /// A reaction emoji with who reacted, as messages carry them (first reaction first).

@@ -125,6 +125,15 @@ extension GatewayEvents {
             self.conversationId = conversationId
             self.interested = interested
         }
+
+        enum CodingKeys: String, CodingKey { case gatewayId, conversationId, interested }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(gatewayId, forKey: .gatewayId)
+            try c.encodeLowercased(conversationId, forKey: .conversationId)
+            try c.encode(interested, forKey: .interested)
+        }
     }
 
     /// `gateway.delivery.v1` carries no event type of its own: a delivery is the

@@ -64,6 +64,17 @@ extension GatewayEvents {
             self.afterMessage = afterMessage
             self.workspaceId = workspaceId
         }
+
+        enum CodingKeys: String, CodingKey { case conversationId, kind, createdAt, afterMessage, workspaceId }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeLowercased(conversationId, forKey: .conversationId)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(createdAt, forKey: .createdAt)
+            try c.encode(afterMessage, forKey: .afterMessage)
+            try c.encodeLowercasedIfPresent(workspaceId, forKey: .workspaceId)
+        }
     }
 
     /// A message dispatched to a session with sequence number `seq`.
@@ -78,6 +89,16 @@ extension GatewayEvents {
             self.conversationId = conversationId
             self.createdAt = createdAt
             self.messageId = messageId
+        }
+
+        enum CodingKeys: String, CodingKey { case seq, conversationId, createdAt, messageId }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(seq, forKey: .seq)
+            try c.encodeLowercased(conversationId, forKey: .conversationId)
+            try c.encode(createdAt, forKey: .createdAt)
+            try c.encode(messageId, forKey: .messageId)
         }
     }
 
@@ -97,6 +118,16 @@ extension GatewayEvents {
             self.kind = kind
             self.userId = userId
             self.startedAt = Timestamp.truncated(startedAt)
+        }
+
+        enum CodingKeys: String, CodingKey { case conversationId, kind, userId, startedAt }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeLowercased(conversationId, forKey: .conversationId)
+            try c.encode(kind, forKey: .kind)
+            try c.encode(userId, forKey: .userId)
+            try c.encode(startedAt, forKey: .startedAt)
         }
     }
 }

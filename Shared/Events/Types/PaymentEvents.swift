@@ -26,6 +26,17 @@ public enum PaymentEvents {
             self.balance = balance
             self.version = version
         }
+
+        enum CodingKeys: String, CodingKey { case billingId, userId, amount, balance, version }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeLowercased(billingId, forKey: .billingId)
+            try c.encode(userId, forKey: .userId)
+            try c.encode(amount, forKey: .amount)
+            try c.encode(balance, forKey: .balance)
+            try c.encode(version, forKey: .version)
+        }
     }
 
     public struct CoinsDebited: EventPayload {
