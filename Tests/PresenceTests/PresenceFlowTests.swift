@@ -5,6 +5,7 @@ import HTTPTypes
 import HummingbirdTesting
 import Kafka
 import Logging
+import Messaging
 import NIOWebSocket
 import Database
 import ServiceCatalog
@@ -71,6 +72,25 @@ struct PresenceFlowTests {
         }
     }
 
+    /// The `gateway.session.v1` records naming `user` (type, session, attached), read for 3 s
+    /// from the topic's beginning: what presence had to go by.
+    static func sessionRecords(_ s: Stack, mentioning user: String) async throws -> [String] {
+        let consumer = try TestKafka.groupConsumer(s.cluster, group: "diagnosis-\(UUID())", topics: [Topic.gatewaySession.name])
+        var records: [String] = []
+        let deadline = ContinuousClock.now + .seconds(3)
+        for try await batch in consumer.batches {
+            for case .message(let message) in batch {
+                guard let value = message.value, String(decoding: value, as: UTF8.self).contains(user) else { continue }
+                let object = (try? JSONSerialization.jsonObject(with: Data(value))) as? [String: Any]
+                let data = object?["data"] as? [String: Any]
+                records.append("\(message.cloudEventType ?? "?") \(message.keyString ?? "?") attached=\(data?["attached"] ?? "-")")
+            }
+            if ContinuousClock.now > deadline { break }
+        }
+        await consumer.close()
+        return records
+    }
+
     /// The REST answer for `user` in `workspace`, asked by `asker`.
     static func status(_ s: Stack, _ workspace: String, of user: User, asker: User) async throws -> (status: String, lastSeen: Date?)? {
         let response = try await s.get("/v1/workspaces/\(workspace)/presence", asker)
@@ -132,9 +152,13 @@ struct PresenceFlowTests {
             do {
                 try await eventually("a is offline", timeout: .seconds(20)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
             } catch {
-                // Where it stopped: presence.v1 (published) and b's socket (delivered).
+                // Where it stopped: gateway.session.v1 (what presence read), presence.v1
+                // (published) and b's socket (delivered).
+                let sessions = try await Self.sessionRecords(s, mentioning: a.id)
+                let answer = try await s.get(path, b)
                 Issue.record(
-                    "a's events on presence.v1: \(collector.of(a).map(\.status)); b's presence.update: \(watcher.dispatches("presence.update").map(\.data))")
+                    "presence answered \(answer.status.code) \(String(buffer: answer.body)); a's records on gateway.session.v1: \(sessions); a's events on presence.v1: \(collector.of(a).map(\.status)); b's presence.update: \(watcher.dispatches("presence.update").map(\.data))"
+                )
                 throw error
             }
             try await eventually("both events arrived", timeout: .seconds(20)) { collector.of(a).count >= 2 }
