@@ -1,5 +1,4 @@
 import CRdKafka
-import Dispatch
 import Logging
 import Synchronization
 
@@ -128,13 +127,11 @@ final class RdKafkaClient: @unchecked Sendable {
         self.contextRetain = retained
     }
 
-    /// `rd_kafka_destroy` blocks until the client's threads end (a consumer that was not closed
-    /// first leaves its group; a broker that is gone can hold it for seconds), and the last
-    /// reference may be dropped on a cooperative thread: the destruction runs on a Dispatch
-    /// thread so it never stalls the tasks of the process.
     deinit {
-        Destruction(pointer: pointer, context: contextRetain).start()
+        rd_kafka_destroy(pointer)
+        contextRetain.release()
     }
+
     /// Cluster metadata (blocking up to `timeoutMilliseconds`): topics and their partition counts.
     func metadata(timeoutMilliseconds: Int32) throws -> [String: Int] {
         var md: UnsafePointer<rd_kafka_metadata>?
@@ -264,23 +261,5 @@ func topicPartitions(from list: UnsafeMutablePointer<rd_kafka_topic_partition_li
     let l = list.pointee
     return (0..<Int(l.cnt)).map { i in
         TopicPartition(topic: String(cString: l.elems[i].topic), partition: l.elems[i].partition)
-    }
-}
-
-/// The handle and the retained callback context of a client being destroyed.
-///
-/// `@unchecked Sendable` is safe because it is made only in `RdKafkaClient.deinit`, when no other
-/// reference to the handle exists, and `start()` hands it to exactly one Dispatch work item,
-/// which is then its only user.
-private struct Destruction: @unchecked Sendable {
-    let pointer: OpaquePointer
-    let context: Unmanaged<KafkaCallbackContext>
-
-    func start() {
-        DispatchQueue.global().async {
-            rd_kafka_destroy(pointer)
-            // Callbacks may run until destroy returns: the context is released after it.
-            context.release()
-        }
     }
 }
