@@ -78,6 +78,11 @@ public struct JSONWriter {
         buffer.writeString(String(value))
     }
 
+    public mutating func bool(_ value: Bool) {
+        separate()
+        if value { buffer.writeStaticString("true") } else { buffer.writeStaticString("false") }
+    }
+
     public mutating func null() {
         separate()
         buffer.writeStaticString("null")
@@ -88,6 +93,11 @@ public struct JSONWriter {
         guard let value else { return }
         key(name)
         string(value)
+    }
+
+    public mutating func member(_ name: StaticString, _ value: Bool) {
+        key(name)
+        bool(value)
     }
 
     public mutating func member(_ name: StaticString, _ value: Int) {
@@ -185,6 +195,17 @@ extension MemberSummary: JSONWritable {
         json.member("email", email)
         json.member("nickname", nickname)
         json.member("profileImage", profileImage)
+        json.endObject()
+    }
+}
+
+/// A reaction as messages and the reactions routes show it (`{emoji, count, users}`).
+extension ChatEvents.Reaction: JSONWritable {
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("emoji", emoji)
+        json.member("count", count)
+        json.member("users", ids: users)
         json.endObject()
     }
 }

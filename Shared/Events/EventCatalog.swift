@@ -14,7 +14,7 @@ public enum EventCatalog {
         ChatEvents.MessageDeleted.self, ChatEvents.ReactionsChanged.self, ChatEvents.ReadCursorMoved.self,
         GatewayEvents.SessionOpened.self, GatewayEvents.SessionClosed.self, GatewayEvents.GatewayAlive.self,
         GatewayEvents.GatewayStopped.self, GatewayEvents.InterestChanged.self, GatewayEvents.SessionCheckpoint.self,
-        GatewayEvents.TypingStarted.self,
+        GatewayEvents.TypingStarted.self, GatewayEvents.CommunitySignal.self,
         PresenceEvents.StatusChanged.self,
         PaymentEvents.CoinsCredited.self, PaymentEvents.CoinsDebited.self, PaymentEvents.CoinDebitRejected.self,
         PaymentEvents.CoinsRefunded.self,

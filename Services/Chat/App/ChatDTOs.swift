@@ -135,16 +135,6 @@ struct MessageExtras: Sendable {
     }
 }
 
-extension ChatEvents.Reaction: JSONWritable {
-    public func write(to json: inout JSONWriter) {
-        json.beginObject()
-        json.member("emoji", emoji)
-        json.member("count", count)
-        json.member("users", ids: users)
-        json.endObject()
-    }
-}
-
 extension StoredMessage {
     /// Events and responses omit an empty mention list.
     var mentionsOrNil: [UserID]? { mentions.isEmpty ? nil : mentions }

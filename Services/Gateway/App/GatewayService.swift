@@ -44,7 +44,6 @@ public enum GatewayService {
         "gateway.socketio.max-queued-packets": 1_000,
         "gateway.socketio.max-queued-bytes": 4_194_304,
         "gateway.socketio.anonymous": "true",
-        "gateway.socketio.dedupe-window": 100_000,
         "gateway.socketio.max-namespaces": 500,
         // Real-time admission per client address (docs/realtime.md): handshakes and joins.
         "gateway.realtime.handshake-rate-per-second": 20,
@@ -53,6 +52,8 @@ public enum GatewayService {
         "gateway.realtime.join-burst": 1_000,
         // A write to a WebSocket that does not finish within this drops the connection.
         "gateway.realtime.write-timeout-ms": 10_000,
+        // Recent event ids remembered to drop Kafka redeliveries (every protocol).
+        "gateway.realtime.dedupe-window": 100_000,
         // `gateway.alive` on gateway.session.v1: presence declares a gateway dead after
         // missing three of these (docs/presence.md).
         "gateway.liveness-interval-ms": 5_000,
@@ -70,8 +71,18 @@ public enum GatewayService {
 /// Builds the `gateway` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let gateway = try GatewaySettings(settings)
+    // Every setting is read before anything that must be shut down (the HTTP client) exists.
+    let protocols = try ProtocolSettings(settings)
+    let document = try APIDocument.load()
+    let schemas = try EventSchemaDocuments.load()
     var platform = try await ServicePlatform.make(settings: settings, logger: logger)
     let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(gateway.jwtPublicKeyPEM), audience: gateway.audience, issuer: gateway.issuer)
+    // Health and metrics on the admin listener only (`admin.port`), not on the public port; the
+    // proxy's requests are labelled by the API document's path template, not the catch-all `/v1/**`.
+    let templates = document.pathTemplates
+    let router = try platform.makePublicRouter(context: GatewayRequestContext.self) { request, context in
+        context.endpointPath == "/v1/**" ? templates.label(for: request.uri.path) : nil
+    }
     var clientConfiguration = HTTPClient.Configuration()
     clientConfiguration.redirectConfiguration = .disallow
     clientConfiguration.decompression = .disabled
@@ -86,74 +97,75 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         userLimiter: RateLimiter(rate: gateway.userRatePerSecond, burst: gateway.userBurst),
         addressLimiter: RateLimiter(rate: gateway.addressRatePerSecond, burst: gateway.addressBurst)
     )
-    // Health and metrics on the admin listener only (`admin.port`), not on the public port; the
-    // proxy's requests are labelled by the API document's path template, not the catch-all `/v1/**`.
-    let document = try APIDocument.load()
-    let templates = document.pathTemplates
-    let router = try platform.makePublicRouter(context: GatewayRequestContext.self) { request, context in
-        context.endpointPath == "/v1/**" ? templates.label(for: request.uri.path) : nil
-    }
     router.router.middlewares.add(ClientAddressMiddleware(trustedProxies: gateway.trustedProxies))
     let v1 = router.group("/v1").add(middleware: AccessLogMiddleware(logger: logger))
     document.addRoute(to: v1)
-    try EventSchemaDocuments.load().addRoute(to: v1)
+    schemas.addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
-    let socketIO = try SocketIOSettings(settings)
-    let native = try NativeSettings(settings)
-    let access = ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger)
-    let (socketIOTransport, nativeTransport) = try realtime(
-        socketIO, native, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies, platform: &platform,
-        verifier: verifier, access: access, router: router, logger: logger
+    let upgrades = realtime(
+        protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
+        platform: &platform, verifier: verifier,
+        access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
+        router: router, logger: logger
     )
     return platform.makeApplication(
         responder: router.buildResponder(),
         server: .http1WebSocketUpgrade(
-            configuration: .init(ws: .init(maxFrameSize: max(socketIO.maxPayloadBytes, native.maxFrameBytes), autoPing: .disabled)),
-            shouldUpgrade: { head, channel, _ in
-                if case .upgrade(let headers, let handler) = nativeTransport.shouldUpgrade(head, channel: channel) { return .upgrade(headers, handler) }
-                return await socketIOTransport.shouldUpgrade(head, channel: channel)
-            }
+            webSocketRouter: upgrades.router,
+            configuration: .init(ws: .init(maxFrameSize: upgrades.maxFrameBytes, autoPing: .disabled))
         )
     )
 }
 
-/// The real-time protocols (docs/realtime.md, docs/native-gateway.md): the event publisher,
-/// heartbeats, the session checkpoint table and the delivery consumer run as platform services;
-/// Socket.IO's polling routes go on `router`.
+/// The real-time core and its protocols (docs/realtime.md, docs/native-gateway.md,
+/// docs/adding-a-protocol.md): the hub, the event publisher, heartbeats, the session checkpoint
+/// table, the membership watcher and the delivery consumer run as platform services; each
+/// protocol adds its WebSocket paths to the upgrade router (Socket.IO's polling routes go on
+/// `router`).
 private func realtime(
-    _ socketIO: SocketIOSettings, _ nativeSettings: NativeSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies,
-    platform: inout ServicePlatform<NoDatabase>,
-    verifier: AccessTokenVerifier,
-    access: ConversationAccess, router: ServiceRouter<GatewayRequestContext>, logger: Logger
-) throws -> (WebSocketTransport, NativeTransport) {
-    let gatewayId = socketIO.gatewayId
-    let admission = try RealtimeAdmission(platform.settings)
+    _ protocols: ProtocolSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies, platform: inout ServicePlatform<NoDatabase>,
+    verifier: AccessTokenVerifier, access: ConversationAccess, router: ServiceRouter<GatewayRequestContext>, logger: Logger
+) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int) {
+    let (realtime, socketIO, nativeSettings) = (protocols.realtime, protocols.socketIO, protocols.native)
+    let gatewayId = realtime.gatewayId
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
-    let interest = GatewayInterest(gatewayId: gatewayId, events: publisher)
-    let server = SocketIOServer(
-        settings: socketIO, admission: admission, events: publisher, interest: interest, verifier: verifier, access: access, logger: logger)
+    let hub = RealtimeHub(
+        settings: realtime, events: publisher, interest: GatewayInterest(gatewayId: gatewayId, events: publisher), access: access,
+        verifier: verifier, admission: protocols.admission
+    )
+    let server = SocketIOServer(settings: socketIO, hub: hub, logger: logger)
     let client = platform.kafkaClient
     let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)
-    let native = NativeGateway(
-        settings: nativeSettings, gatewayId: gatewayId, verifier: verifier, access: access, events: publisher, interest: interest,
-        checkpoints: checkpoints, logger: logger
-    )
+    let native = NativeGateway(settings: nativeSettings, hub: hub, checkpoints: checkpoints, logger: logger)
     // Shutdown runs in reverse: the heartbeats checkpoint native sessions while the publisher still runs.
     platform.addService(publisher)
     platform.addService(GatewayLiveness(gatewayId: gatewayId, intervalMilliseconds: livenessIntervalMilliseconds, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
     platform.addGatedService { checkpoints }
-    platform.addGatedService { MembershipWatcher(native: native, socketIO: server, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
-    platform.addGatedService {
-        DeliveryConsumer(server: server, native: native, client: client, gatewayId: gatewayId, fetchWaitMilliseconds: fetchWait, logger: logger)
-    }
+    platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
+    platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     PollingTransport(server: server).addRoutes(to: router)
-    return (
-        WebSocketTransport(server: server, trustedProxies: trustedProxies),
-        NativeTransport(gateway: native, admission: admission, trustedProxies: trustedProxies)
-    )
+    let upgrades = RealtimeUpgradeRouter(context: RealtimeUpgradeContext.self)
+    WebSocketTransport(server: server, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
+    NativeTransport(gateway: native, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
+    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes))
+}
+
+/// The real-time settings, read (and checked) before the gateway builds anything.
+private struct ProtocolSettings {
+    var realtime: RealtimeSettings
+    var admission: RealtimeAdmission
+    var socketIO: SocketIOSettings
+    var native: NativeSettings
+
+    init(_ settings: ServiceSettings) throws {
+        realtime = try RealtimeSettings(settings)
+        admission = try RealtimeAdmission(settings)
+        socketIO = try SocketIOSettings(settings)
+        native = try NativeSettings(settings)
+    }
 }

@@ -111,16 +111,20 @@ extension GatewayEvents {
         public var kind: ChatEvents.Conversation.Kind
         public var userId: UserID
         public var startedAt: Date
+        /// The name the typing client shows (a STOMP client's `content`, ≤ 64 bytes); absent
+        /// from native sessions, whose receivers know the member by id.
+        public var name: String?
         public var subject: String { conversationId.uuidString.lowercased() }
 
-        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, userId: UserID, startedAt: Date) {
+        public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, userId: UserID, startedAt: Date, name: String? = nil) {
             self.conversationId = conversationId
             self.kind = kind
             self.userId = userId
             self.startedAt = Timestamp.truncated(startedAt)
+            self.name = name
         }
 
-        enum CodingKeys: String, CodingKey { case conversationId, kind, userId, startedAt }
+        enum CodingKeys: String, CodingKey { case conversationId, kind, userId, startedAt, name }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -128,6 +132,39 @@ extension GatewayEvents {
             try c.encode(kind, forKey: .kind)
             try c.encode(userId, forKey: .userId)
             try c.encode(startedAt, forKey: .startedAt)
+            try c.encodeIfPresent(name, forKey: .name)
+        }
+    }
+
+    /// A STOMP client's community signal (`/kafka/community-signaling`, contract §2.2: a member
+    /// is about to enter a community's voice room), on `gateway.typing.v1` keyed by the community
+    /// (workspace) id, so chat-fanout routes it to the gateways with subscribers in the
+    /// community. Ephemeral: never stored or replayed.
+    public struct CommunitySignal: EventPayload {
+        public static let eventType = "gateway.community.signal"
+        public static let topic = Topic.gatewayTyping
+        public var communityId: UUID
+        public var userId: UserID
+        /// The client's signal type (`before-enter`; ≤ 32 bytes of `[a-z-]`).
+        public var signal: String
+        public var at: Date
+        public var subject: String { communityId.uuidString.lowercased() }
+
+        public init(communityId: UUID, userId: UserID, signal: String, at: Date) {
+            self.communityId = communityId
+            self.userId = userId
+            self.signal = signal
+            self.at = Timestamp.truncated(at)
+        }
+
+        enum CodingKeys: String, CodingKey { case communityId, userId, signal, at }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeLowercased(communityId, forKey: .communityId)
+            try c.encode(userId, forKey: .userId)
+            try c.encode(signal, forKey: .signal)
+            try c.encode(at, forKey: .at)
         }
     }
 }

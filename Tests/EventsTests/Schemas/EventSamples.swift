@@ -70,6 +70,8 @@ enum EventSamples {
                 marks: [GatewayEvents.DispatchMark(seq: 6, conversationId: channel.uuid, createdAt: now, messageId: message)], checkpointedAt: now,
                 attached: true, gatewayInstance: "i1"),
             GatewayEvents.TypingStarted(conversationId: channel.uuid, kind: .channel, userId: user, startedAt: now),
+            GatewayEvents.TypingStarted(conversationId: channel.uuid, kind: .channel, userId: user, startedAt: now, name: "Ada"),
+            GatewayEvents.CommunitySignal(communityId: workspace.uuid, userId: user, signal: "before-enter", at: now),
             PresenceEvents.StatusChanged(userId: user, status: .online, lastSeen: now, workspaceIds: [workspace]),
             PaymentEvents.CoinsCredited(billingId: UUID(), userId: user, amount: 100, balance: 100, version: 1),
             PaymentEvents.CoinsDebited(requestId: request, workspaceId: workspace, userId: user, amount: 10, balance: 90, version: 2),

@@ -22,7 +22,7 @@ struct NativeSessionTests {
     func session() -> NativeSession {
         let session = NativeSession(id: "s1", userId: UserID(UUID()), openedAt: Date(), maxMarks: 100)
         #expect(session.follow(conversation, kind: .channel, from: 0))
-        #expect(session.attachReady(NativeConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20), json: "{}"))
+        #expect(session.attachReady(LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20), json: "{}"))
         return session
     }
 
@@ -44,7 +44,7 @@ struct NativeSessionTests {
     func lateLiveAfterReplay() throws {
         let session = session()
         let (a, b) = (UUID(), UUID())
-        let resumed = NativeConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
+        let resumed = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
         guard case .cursors = session.beginResume(from: 1, on: resumed) else {
             Issue.record("the resume did not start")
             return

@@ -10,37 +10,52 @@ import NIOWebSocket
 /// open packet is the first message) or the upgrade of a polling session (`sid`: `2probe` →
 /// `3probe`, the pending poll returns a noop, then `5` switches the session to the WebSocket).
 /// Requests this transport does not take fall through to the polling routes, which answer them
-/// with an Engine.IO error.
+/// with an Engine.IO error. Routed by the gateway's upgrade router at `/socket.io`.
 struct WebSocketTransport: Sendable {
-    typealias Handler = WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     let server: SocketIOServer
     let trustedProxies: TrustedProxies
 
-    func shouldUpgrade(_ head: HTTPRequest, channel: any Channel) async -> ShouldUpgradeResult<Handler> {
-        let clientAddress = trustedProxies.clientAddress(peer: channel.remoteAddress, headers: head.headerFields)
-        let uri = URI(head.path ?? "")
-        let query = uri.queryParameters
-        guard uri.path == "/socket.io" || uri.path == "/socket.io/", query["transport"] == "websocket",
-            let version = EngineIOVersion(query: query["EIO"].map(String.init))
-        else {
-            return .dontUpgrade
-        }
-        if let sid = query["sid"] {
-            guard let session = server.session(String(sid)), session.version == version, session.transport == .polling else { return .dontUpgrade }
-            return .upgrade([:]) { inbound, outbound, _ in
-                session.attach(abort: { channel.close(promise: nil) })
+    /// What the handshake decided.
+    private enum Decision: Sendable {
+        /// A new WebSocket-only session.
+        case open(EngineIOVersion, userId: String?, clientAddress: String)
+        /// The upgrade of a polling session.
+        case upgrade(EngineSession)
+    }
+
+    func addUpgrades(to router: RealtimeUpgradeRouter) {
+        router.ws("/socket.io") { request, context in
+            await shouldUpgrade(request, context)
+        } onUpgrade: { inbound, outbound, context in
+            switch context.requestContext.decision.get(Decision.self) {
+            case .upgrade(let session):
+                session.attach(abort: context.requestContext.abort)
                 await upgrade(session, inbound: inbound, outbound: outbound)
+            case .open(let version, let userId, let clientAddress):
+                let (session, packets) = server.open(version: version, transport: .websocket, userId: userId, clientAddress: clientAddress)
+                session.attach(abort: context.requestContext.abort)
+                var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
+                await serve(session, messages: &messages, outbound: outbound, first: packets)
+            case nil:
+                return
             }
         }
-        // A refused handshake falls through to the polling routes, which answer it with an error.
-        guard server.admission.allowHandshake(from: clientAddress) else { return .dontUpgrade }
-        guard case .success(let userId) = await server.authenticate(authorization: head.headerFields[.authorization]) else { return .dontUpgrade }
-        return .upgrade([:]) { inbound, outbound, _ in
-            let (session, packets) = server.open(version: version, transport: .websocket, userId: userId, clientAddress: clientAddress)
-            session.attach(abort: { channel.close(promise: nil) })
-            var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
-            await serve(session, messages: &messages, outbound: outbound, first: packets)
+    }
+
+    private func shouldUpgrade(_ request: Request, _ context: RealtimeUpgradeContext) async -> RouterShouldUpgrade {
+        let query = request.uri.queryParameters
+        guard query["transport"] == "websocket", let version = EngineIOVersion(query: query["EIO"].map(String.init)) else { return .dontUpgrade }
+        if let sid = query["sid"] {
+            guard let session = server.session(String(sid)), session.version == version, session.transport == .polling else { return .dontUpgrade }
+            context.decision.set(Decision.upgrade(session))
+            return .upgrade([:])
         }
+        // A refused handshake falls through to the polling routes, which answer it with an error.
+        let clientAddress = trustedProxies.clientAddress(peer: context.channel.remoteAddress, headers: request.headers)
+        guard server.admission.allowHandshake(from: clientAddress) else { return .dontUpgrade }
+        guard case .success(let userId) = await server.authenticate(authorization: request.headers[.authorization]) else { return .dontUpgrade }
+        context.decision.set(Decision.open(version, userId: userId, clientAddress: clientAddress))
+        return .upgrade([:])
     }
 
     private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {

@@ -15,7 +15,7 @@ struct SocketIOHeartbeat: Service {
                 try await Task.sleep(for: tick)
                 let now = ContinuousClock.now
                 for session in server.allSessions {
-                    if session.abortIfStalled(now: now, timeout: server.settings.writeTimeout) {
+                    if session.abortIfStalled(now: now, timeout: server.hub.settings.writeTimeout) {
                         server.close(session, reason: "write timed out")
                         continue
                     }

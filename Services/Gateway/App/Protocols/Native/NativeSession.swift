@@ -45,7 +45,7 @@ final class NativeSession: Sendable {
         var baseSeq = 0
         var conversations: [UUID: Conversation] = [:]
         var marks = MarkList()
-        var connection: NativeConnection?
+        var connection: LiveConnection?
         var detachedAt: ContinuousClock.Instant?
         var resuming = false
         var pending: [Pending] = []
@@ -92,22 +92,20 @@ final class NativeSession: Sendable {
 
     /// The `conversation.removed` dispatch.
     private static func removal(of conversation: UUID) -> Pending {
-        let json = #"{"conversation_id":"\#(conversation.uuidString.lowercased())"}"#
-        return Pending(type: "conversation.removed", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json))
-    }
-
-    /// The DM rooms followed in a workspace.
-    func rooms(in workspace: UUID) -> [UUID] {
-        state.withLock { state in
-            state.conversations.compactMap { $0.value.kind == .dm && $0.value.workspaceId == workspace ? $0.key : nil }
-        }
+        Pending(
+            type: "conversation.removed", conversationId: conversation, messageId: nil, createdAtMilliseconds: 0,
+            json: LivePayloads.removal(of: conversation))
     }
 
     var conversationIds: [UUID] { state.withLock { Array($0.conversations.keys) } }
 
-    /// The workspaces of the conversations the session follows (none once it ended).
-    var workspaceIds: Set<UUID> {
-        state.withLock { state in state.ended ? [] : Set(state.conversations.values.compactMap(\.workspaceId)) }
+    /// What the hub is to route to the session (nothing once it ended).
+    var follows: [LiveFollow] {
+        state.withLock { state in
+            state.ended
+                ? []
+                : state.conversations.map { LiveFollow(id: $0.key, kind: .init($0.value.kind), workspaceId: $0.value.workspaceId, userId: userId) }
+        }
     }
 
     func kind(of conversation: UUID) -> ChatEvents.Conversation.Kind? {
@@ -127,10 +125,10 @@ final class NativeSession: Sendable {
 
     // MARK: connection
 
-    var connection: NativeConnection? { state.withLock { $0.connection } }
+    var connection: LiveConnection? { state.withLock { $0.connection } }
 
     /// Detaches `connection` if it is still the session's; true when it was.
-    func detach(_ connection: NativeConnection) -> Bool {
+    func detach(_ connection: LiveConnection) -> Bool {
         state.withLock { state in
             guard state.connection === connection else { return false }
             state.connection = nil
@@ -196,7 +194,7 @@ final class NativeSession: Sendable {
     }
 
     /// Attaches the identifying connection and queues the ready dispatch (sequence number 1).
-    func attachReady(_ connection: NativeConnection, json: String) -> Bool {
+    func attachReady(_ connection: LiveConnection, json: String) -> Bool {
         state.withLock { state in
             guard !state.ended else { return false }
             state.connection = connection
@@ -210,7 +208,7 @@ final class NativeSession: Sendable {
     enum ResumeStart: Sendable {
         /// Per conversation: replay strictly after this time (epoch ms); and the connection the
         /// resume replaced (to be closed).
-        case cursors([(UUID, Int64)], replaced: NativeConnection?)
+        case cursors([(UUID, Int64)], replaced: LiveConnection?)
         case seqAhead
         case tooOld
         case ended
@@ -219,7 +217,7 @@ final class NativeSession: Sendable {
     /// Starts a resume from `seq` on `connection`: attaches it, forgets the dispatches after `seq`
     /// (they are replayed), returns the cursors to replay from, and holds live events until
     /// `finishResume`.
-    func beginResume(from seq: Int, on connection: NativeConnection) -> ResumeStart {
+    func beginResume(from seq: Int, on connection: LiveConnection) -> ResumeStart {
         state.withLock { state in
             guard !state.ended else { return .ended }
             guard seq <= state.seq else { return .seqAhead }
@@ -322,5 +320,25 @@ extension Date {
     /// The date of epoch milliseconds (`Timestamp.milliseconds` gives them back exactly).
     init(milliseconds: Int64) {
         self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+extension NativeSession: LiveSubscriber {
+    /// A dispatch of the event's type around its shared payload; a new message also moves the
+    /// conversation's resume marks. A connection whose queue is full closes with 4011 (resume).
+    func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
+        let event = delivery.event
+        let created = event.createdMessage
+        let pending = Pending(
+            type: event.dispatchType, conversationId: follow.id, messageId: created?.id,
+            createdAtMilliseconds: created.map { Timestamp.milliseconds($0.createdAt) } ?? 0, json: delivery.payload)
+        if !dispatch(pending) {
+            connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
+        }
+    }
+
+    /// `conversation.removed` (queued by `unfollow`).
+    func revoked(_ follow: LiveFollow) {
+        _ = unfollow(follow.id)
     }
 }

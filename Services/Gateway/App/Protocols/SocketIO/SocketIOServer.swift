@@ -11,26 +11,17 @@ import Synchronization
 /// queued packets from the session.
 final class SocketIOServer: Sendable {
     let settings: SocketIOSettings
-    let registry: SocketIORegistry
-    let admission: RealtimeAdmission
-    private let events: GatewayEventPublisher
-    private let verifier: AccessTokenVerifier
-    private let access: ConversationAccess
+    let hub: RealtimeHub
     private let logger: Logger
     private let sessions = Mutex<[String: EngineSession]>([:])
 
-    init(
-        settings: SocketIOSettings, admission: RealtimeAdmission, events: GatewayEventPublisher, interest: GatewayInterest,
-        verifier: AccessTokenVerifier, access: ConversationAccess, logger: Logger
-    ) {
+    init(settings: SocketIOSettings, hub: RealtimeHub, logger: Logger) {
         self.settings = settings
-        self.admission = admission
-        self.events = events
-        self.verifier = verifier
-        self.access = access
+        self.hub = hub
         self.logger = logger
-        registry = SocketIORegistry(interest: interest)
     }
+
+    var admission: RealtimeAdmission { hub.admission }
 
     func session(_ id: String) -> EngineSession? {
         sessions.withLock { $0[id] }
@@ -44,25 +35,19 @@ final class SocketIOServer: Sendable {
     /// token that does not verify (the handshake is refused).
     func authenticate(authorization: String?) async -> Result<String?, EngineIOError> {
         guard let authorization, !authorization.trimmingCharacters(in: .whitespaces).isEmpty else { return .success(nil) }
-        guard let token = bareToken(fromAuthorizationHeader: authorization), let claims = try? await verifier.verify(token) else {
-            return .failure(.forbidden)
-        }
-        return .success(claims.userId)
+        guard let user = await hub.user(ofToken: authorization) else { return .failure(.forbidden) }
+        return .success(user.description)
     }
 
     /// Opens a session and returns it with the packets that start it: the open packet and, for
     /// Engine.IO v3 (Socket.IO 2), the implicit connection of the default namespace.
     func open(version: EngineIOVersion, transport: EngineSession.Transport, userId: String?, clientAddress: String) -> (EngineSession, [String]) {
         let session = EngineSession(
-            id: Self.randomId(), version: version, transport: transport, userId: userId, clientAddress: clientAddress,
-            maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes
+            id: randomSessionId(), version: version, transport: transport, userId: userId, clientAddress: clientAddress,
+            maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes, server: self
         )
         sessions.withLock { $0[session.id] = session }
-        events.publish(
-            GatewayEvents.SessionOpened(
-                sessionId: session.id, gatewayId: settings.gatewayId, userId: userId.flatMap(UserID.init), clientProtocol: .socketIO, openedAt: Date(),
-                gatewayInstance: events.instanceId
-            ))
+        hub.sessionOpened(session.id, user: userId.flatMap(UserID.init), protocol: .socketIO)
         let upgrades = transport == .polling ? #"["websocket"]"# : "[]"
         var open = #"{"sid":"\#(session.id)","upgrades":\#(upgrades),"pingInterval":\#(settings.pingIntervalMilliseconds),"#
         open += #""pingTimeout":\#(settings.pingTimeoutMilliseconds)"#
@@ -79,9 +64,7 @@ final class SocketIOServer: Sendable {
     func close(_ session: EngineSession, reason: String) {
         guard session.markClosed() else { return }
         sessions.withLock { _ = $0.removeValue(forKey: session.id) }
-        for namespace in session.takeNamespaces() {
-            registry.unsubscribe(namespace, session)
-        }
+        hub.unfollowAll(session)
         if session.isTooSlow {
             session.abortIfWriting()
             // Operators want to see these: a client dropped for not reading (or a bound set too low).
@@ -89,10 +72,7 @@ final class SocketIOServer: Sendable {
         } else {
             logger.debug("socket.io session closed", metadata: ["socketio.session": "\(session.id)", "socketio.reason": "\(reason)"])
         }
-        events.publishFinal(
-            GatewayEvents.SessionClosed(
-                sessionId: session.id, gatewayId: settings.gatewayId, userId: session.userId.flatMap(UserID.init), closedAt: Date()
-            ))
+        hub.sessionClosed(session.id, user: session.userId.flatMap(UserID.init))
     }
 
     // MARK: inbound packets
@@ -134,7 +114,7 @@ final class SocketIOServer: Sendable {
             return await connect(packet, session)
         case .disconnect:
             if let namespace = ConversationNamespace(packet.namespace), session.disconnect(namespace) {
-                registry.unsubscribe(namespace, session)
+                hub.unfollow(session, namespace.conversationId)
             }
             return true
         case .event:
@@ -154,7 +134,7 @@ final class SocketIOServer: Sendable {
         if packet.namespace == "/" {
             // v3 clients are connected implicitly at the handshake; answer only a first connect.
             if session.connectDefaultNamespace() || version == .v4 {
-                return session.send(SocketIOEncoder.connected("/", socketId: Self.randomId(), version: version)) || fail(session, "send queue full")
+                return session.send(SocketIOEncoder.connected("/", socketId: randomSessionId(), version: version)) || fail(session, "send queue full")
             }
             return true
         }
@@ -168,63 +148,27 @@ final class SocketIOServer: Sendable {
         guard admission.allowJoin(from: session.clientAddress) else { return refuse(packet.namespace, "Too many requests", session) }
         // Credentials are optional (the existing clients send none); presented ones must verify
         // and their user must be able to read the conversation.
-        var user = session.userId
+        var user = session.userId.flatMap(UserID.init)
         if let token = packet.connectToken {
-            guard let claims = try? await verifier.verify(token) else { return refuse(packet.namespace, "Not authorized", session) }
-            user = claims.userId
+            guard let verified = await hub.user(ofToken: token) else { return refuse(packet.namespace, "Not authorized", session) }
+            user = verified
         }
-        var joined = EngineSession.Joined(namespace: namespace, userId: user)
+        var follow = LiveFollow(id: namespace.conversationId, kind: namespace.followKind, userId: user)
         if let user {
-            guard let readable = await access.mayRead(user: user, conversation: namespace.conversationId) else {
+            guard let readable = await hub.access.mayRead(user: user.description, conversation: namespace.conversationId) else {
                 return refuse(packet.namespace, "Not authorized", session)
             }
-            joined.workspaceId = readable.workspaceId
+            follow.workspaceId = readable.workspaceId
         } else if !settings.anonymous {
             return refuse(packet.namespace, "Not authorized", session)
         }
-        if session.connect(joined) {
-            registry.subscribe(namespace, session)
+        if session.connect(namespace) {
+            hub.follow(session, follow)
         }
-        return session.send(SocketIOEncoder.connected(namespace.name, socketId: Self.randomId(), version: version)) || fail(session, "send queue full")
-    }
-
-    // MARK: membership changes
-
-    /// Someone may no longer read conversations (they left a channel or a workspace, or it was
-    /// deleted): the namespaces that `user` joined with credentials (everyone's, anonymous joins
-    /// included, when nil) for those conversations — and its DM rooms in `workspace` — end with a
-    /// Socket.IO disconnect packet. Anonymous joins carry no user, so only deletions reach them.
-    func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
-        var candidates: [String: EngineSession] = [:]
-        for conversation in conversations {
-            for session in registry.recipients(in: .channel(conversation)) + registry.recipients(in: .dm(conversation)) {
-                candidates[session.id] = session
-            }
-        }
-        if workspace != nil {
-            for session in allSessions { candidates[session.id] = session }
-        }
-        let ids = Set(conversations)
-        for session in candidates.values {
-            for namespace in session.revoke(user: user?.description, conversations: ids, roomsIn: workspace) {
-                registry.unsubscribe(namespace, session)
-                if !session.send(SocketIOEncoder.disconnect(namespace.name)) { close(session, reason: "send queue full") }
-            }
-        }
+        return session.send(SocketIOEncoder.connected(namespace.name, socketId: randomSessionId(), version: version)) || fail(session, "send queue full")
     }
 
     private func refuse(_ namespace: String, _ message: String, _ session: EngineSession) -> Bool {
         session.send(SocketIOEncoder.connectError(namespace, message: message, version: session.version)) || fail(session, "send queue full")
-    }
-
-    // MARK: ids
-
-    /// 20 URL-safe characters (120 random bits), like the reference server's ids.
-    static func randomId() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var bytes = [UInt8](repeating: 0, count: 20)
-        for i in bytes.indices { bytes[i] = alphabet[Int(generator.next() % 64)] }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -12,14 +12,12 @@ import ServiceLifecycle
 /// workspace left or deleted (with its DM rooms). Chat's own checks cover everything else
 /// (ready, subscribe, resume and namespace joins ask chat).
 final class MembershipWatcher: Service, Sendable {
-    private let native: NativeGateway
-    private let socketIO: SocketIOServer
+    private let hub: RealtimeHub
     private let configuration: KafkaConsumerConfiguration
     private let logger: Logger
 
-    init(native: NativeGateway, socketIO: SocketIOServer, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
-        self.native = native
-        self.socketIO = socketIO
+    init(hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
+        self.hub = hub
         let partitions = (0..<Topic.workspace.partitions).map { TopicPartitionOffset(topic: Topic.workspace.name, partition: Int32($0), offset: .end) }
         var configuration = KafkaConsumerConfiguration(client: client, mode: .assignment(partitions))
         configuration.client.clientId = "\(client.clientId)-membership"
@@ -55,7 +53,6 @@ final class MembershipWatcher: Service, Sendable {
     }
 
     private func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
-        native.revoke(user: user, conversations: conversations, roomsIn: workspace)
-        socketIO.revoke(user: user, conversations: conversations, roomsIn: workspace)
+        hub.revoke(user: user, conversations: conversations, roomsIn: workspace)
     }
 }

@@ -1,9 +1,10 @@
 import Synchronization
 
-/// One WebSocket of the native protocol: the frames queued for it (taken by its writer task),
-/// when the client last sent a heartbeat, and how it is to be closed. A session outlives its
-/// connections (a resume attaches a new one).
-final class NativeConnection: Sendable {
+/// One WebSocket of a protocol whose frames are written by one writer task (native, STOMP):
+/// the frames queued for it (bounded in bytes and number), when the client last sent a heartbeat,
+/// whether it identified, and how it is to be closed. A native session outlives its connections
+/// (a resume attaches a new one). `LiveSocket` runs the writer and the reading loop.
+final class LiveConnection: Sendable {
     enum Next: Sendable {
         case frames([OutboundText])
         /// Close with this WebSocket code and reason (after writing what was queued before it).
@@ -17,7 +18,7 @@ final class NativeConnection: Sendable {
         var closeTaken = false
         var lastHeartbeat: ContinuousClock.Instant
         var identified = false
-        /// An identify or resume is being answered (the reading task waits for chat meanwhile,
+            /// An identify or resume is being answered (the reading task waits for chat meanwhile,
         /// so heartbeats are not read): not a zombie.
         var busy = false
     }
@@ -150,7 +151,7 @@ final class NativeConnection: Sendable {
     /// Drops the TCP connection (its pending write fails and the writer ends).
     func abortConnection() {
         state.withLock { state in
-            state.closing = state.closing ?? (NativeClose.tooSlow, "write timed out")
+            state.closing = state.closing ?? (1008, "write timed out")
             state.outbox.clear()
         }
         abort()

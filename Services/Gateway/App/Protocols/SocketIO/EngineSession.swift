@@ -1,3 +1,4 @@
+import NIOCore
 import Foundation
 import Synchronization
 
@@ -23,19 +24,10 @@ final class EngineSession: Sendable {
         var closed = false
         var lastInbound: ContinuousClock.Instant
         var lastPing: ContinuousClock.Instant
-        var namespaces: [Joined] = []
+        var namespaces: [ConversationNamespace] = []
         var defaultNamespaceConnected = false
         /// The uid the study app sends with `changesocketid` on the default namespace.
         var announcedUserId: String?
-    }
-
-    /// A conversation namespace the client joined, and who it joined as (when known).
-    struct Joined: Sendable {
-        var namespace: ConversationNamespace
-        /// The verified user (handshake or connect credentials); nil for an anonymous join.
-        var userId: String?
-        /// The conversation's workspace (from chat's reader check; nil for an anonymous join).
-        var workspaceId: UUID?
     }
 
     let id: String
@@ -44,12 +36,15 @@ final class EngineSession: Sendable {
     let userId: String?
     /// The client's address (the join limit's key).
     let clientAddress: String
+    /// Closes the session when the hub's deliveries overflow its queue.
+    private let server: SocketIOServer
     private let state: Mutex<State>
 
     init(
         id: String, version: EngineIOVersion, transport: Transport, userId: String?, clientAddress: String, maxQueuedPackets: Int,
-        maxQueuedBytes: Int
+        maxQueuedBytes: Int, server: SocketIOServer
     ) {
+        self.server = server
         self.id = id
         self.version = version
         self.userId = userId
@@ -214,10 +209,10 @@ final class EngineSession: Sendable {
     // MARK: namespaces
 
     /// Records a namespace; false when it was already connected.
-    func connect(_ joined: Joined) -> Bool {
+    func connect(_ namespace: ConversationNamespace) -> Bool {
         state.withLock { state in
-            guard !state.closed, !state.namespaces.contains(where: { $0.namespace == joined.namespace }) else { return false }
-            state.namespaces.append(joined)
+            guard !state.closed, !state.namespaces.contains(namespace) else { return false }
+            state.namespaces.append(namespace)
             return true
         }
     }
@@ -225,37 +220,13 @@ final class EngineSession: Sendable {
     /// Forgets a namespace; false when it was not connected.
     func disconnect(_ namespace: ConversationNamespace) -> Bool {
         state.withLock { state in
-            guard let index = state.namespaces.firstIndex(where: { $0.namespace == namespace }) else { return false }
+            guard let index = state.namespaces.firstIndex(of: namespace) else { return false }
             state.namespaces.remove(at: index)
             return true
         }
     }
 
     var namespaceCount: Int { state.withLock { $0.namespaces.count } }
-
-    /// The namespaces still connected (emptied; used when the session ends).
-    func takeNamespaces() -> [ConversationNamespace] {
-        state.withLock { state in
-            defer { state.namespaces = [] }
-            return state.namespaces.map(\.namespace)
-        }
-    }
-
-    /// Forgets and returns the namespaces that `user` (everyone's when nil, anonymous joins
-    /// included) may no longer read: those of `conversations`, and the DM rooms in `workspace`.
-    func revoke(user: String?, conversations: Set<UUID>, roomsIn workspace: UUID?) -> [ConversationNamespace] {
-        state.withLock { state in
-            var revoked: [ConversationNamespace] = []
-            state.namespaces.removeAll { joined in
-                guard user == nil || joined.userId == user else { return false }
-                var ends = conversations.contains(joined.namespace.conversationId)
-                if case .dm = joined.namespace, let workspace, joined.workspaceId == workspace { ends = true }
-                if ends { revoked.append(joined.namespace) }
-                return ends
-            }
-            return revoked
-        }
-    }
 
     /// Marks the default namespace connected; false when it already was.
     func connectDefaultNamespace() -> Bool {
@@ -269,5 +240,30 @@ final class EngineSession: Sendable {
 
     func announce(userId: String) {
         state.withLock { $0.announcedUserId = userId }
+    }
+}
+
+extension EngineSession: LiveSubscriber {
+    /// A namespace's events: `channel` / `dm` for new messages (the contract's events, exactly),
+    /// the event's dispatch type for the rest (docs/realtime.md); one packet per namespace,
+    /// shared by its sessions. Presence and community signals name no namespace: not sent.
+    func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
+        guard let namespace = ConversationNamespace(follow) else { return }
+        let name: String
+        switch delivery.event {
+        case .channelMessage, .directMessage: name = namespace.eventName
+        case .presence, .signal: return
+        default: name = delivery.event.dispatchType
+        }
+        let packet = delivery.rendering(namespace.name) {
+            OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: name, json: String(buffer: $0.payload))))
+        }
+        if !send(packet) { server.close(self, reason: "send queue full") }
+    }
+
+    /// The namespace ends with a Socket.IO disconnect packet.
+    func revoked(_ follow: LiveFollow) {
+        guard let namespace = ConversationNamespace(follow), disconnect(namespace) else { return }
+        if !send(SocketIOEncoder.disconnect(namespace.name)) { server.close(self, reason: "send queue full") }
     }
 }

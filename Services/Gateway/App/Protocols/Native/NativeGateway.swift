@@ -11,53 +11,34 @@ import Synchronization
 /// sessions, their conversations, identify and resume, live dispatch, typing, and checkpoints.
 final class NativeGateway: Sendable {
     let settings: NativeSettings
-    let gatewayId: String
-    private let verifier: AccessTokenVerifier
-    private let access: ConversationAccess
-    private let events: GatewayEventPublisher
-    private let interest: GatewayInterest
+    let hub: RealtimeHub
     private let checkpoints: SessionCheckpoints
     private let logger: Logger
     private let sessions = Mutex<[String: NativeSession]>([:])
-    /// Conversation → the sessions following it (by session id).
-    private let followers = Mutex<[UUID: [String: NativeSession]]>([:])
-    private let connections = Mutex<[ObjectIdentifier: NativeConnection]>([:])
-    /// Workspace → the sessions following at least one of its conversations: who gets the
-    /// `presence.update` of its members. Interest in a workspace is announced like interest in a
-    /// conversation (its id on `gateway.interest.v1`), so chat-fanout routes presence here.
-    private let workspaceFollowers = Mutex(WorkspaceFollowers())
+    private let connections = Mutex<[ObjectIdentifier: LiveConnection]>([:])
 
-    private struct WorkspaceFollowers {
-        var sessions: [UUID: [String: NativeSession]] = [:]
-        var bySession: [String: Set<UUID>] = [:]
-    }
-
-    init(
-        settings: NativeSettings, gatewayId: String, verifier: AccessTokenVerifier, access: ConversationAccess, events: GatewayEventPublisher,
-        interest: GatewayInterest, checkpoints: SessionCheckpoints, logger: Logger
-    ) {
+    init(settings: NativeSettings, hub: RealtimeHub, checkpoints: SessionCheckpoints, logger: Logger) {
         self.settings = settings
-        self.gatewayId = gatewayId
-        self.verifier = verifier
-        self.access = access
-        self.events = events
-        self.interest = interest
+        self.hub = hub
         self.checkpoints = checkpoints
         self.logger = logger
     }
 
+    var gatewayId: String { hub.settings.gatewayId }
+    private var events: GatewayEventPublisher { hub.events }
+
     // MARK: connections
 
     /// A new WebSocket: registered for heartbeat checks, greeted with hello.
-    func open(abort: @escaping @Sendable () -> Void) -> NativeConnection {
-        let connection = NativeConnection(maxQueuedFrames: settings.maxQueuedFrames, maxQueuedBytes: settings.maxQueuedBytes, abort: abort)
+    func open(abort: @escaping @Sendable () -> Void) -> LiveConnection {
+        let connection = LiveConnection(maxQueuedFrames: settings.maxQueuedFrames, maxQueuedBytes: settings.maxQueuedBytes, abort: abort)
         connections.withLock { $0[ObjectIdentifier(connection)] = connection }
         connection.send(NativeFrames.hello(heartbeatMilliseconds: settings.heartbeatIntervalMilliseconds))
         return connection
     }
 
     /// The WebSocket ended: its session (if any) detaches and is checkpointed for a resume.
-    func closed(_ connection: NativeConnection, session: NativeSession?) {
+    func closed(_ connection: LiveConnection, session: NativeSession?) {
         connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
         connection.close(code: NativeClose.unknownError, reason: "closed")
         if let session, session.detach(connection) {
@@ -68,7 +49,7 @@ final class NativeGateway: Sendable {
     // MARK: inbound frames
 
     /// Handles one client frame; returns the connection's session (set by identify or resume).
-    func receive(_ text: String, on connection: NativeConnection, session: NativeSession?) async -> NativeSession? {
+    func receive(_ text: String, on connection: LiveConnection, session: NativeSession?) async -> NativeSession? {
         guard let frame = NativeFrames.Inbound(text) else {
             connection.close(code: NativeClose.decodeError, reason: "not a JSON object with an op")
             return session
@@ -103,30 +84,27 @@ final class NativeGateway: Sendable {
         }
     }
 
-    private func refuse(_ connection: NativeConnection, _ code: UInt16, _ reason: String, _ session: NativeSession?) -> NativeSession? {
+    private func refuse(_ connection: LiveConnection, _ code: UInt16, _ reason: String, _ session: NativeSession?) -> NativeSession? {
         connection.close(code: code, reason: reason)
         return session
     }
 
     private func user(of frame: NativeFrames.Inbound) async -> UserID? {
-        guard let token = frame.string(\.token), let bare = bareToken(fromAuthorizationHeader: token),
-            let claims = try? await verifier.verify(bare)
-        else { return nil }
-        return UserID(claims.userId)
+        await hub.user(ofToken: frame.string(\.token))
     }
 
-    private func identify(_ frame: NativeFrames.Inbound, on connection: NativeConnection) async -> NativeSession? {
+    private func identify(_ frame: NativeFrames.Inbound, on connection: LiveConnection) async -> NativeSession? {
         let device = frame.string(\.device)
         guard (device?.utf8.count ?? 0) <= 128 else { return refuse(connection, NativeClose.decodeError, "device is longer than 128 bytes", nil) }
         guard let user = await user(of: frame) else { return refuse(connection, NativeClose.authenticationFailed, "authentication failed", nil) }
         let snapshot: ReadySnapshot
         do {
-            snapshot = try ReadySnapshot(try await access.sessionSnapshot(user: user))
+            snapshot = try ReadySnapshot(try await hub.access.sessionSnapshot(user: user))
         } catch {
             logger.warning("native identify: chat's session snapshot failed", metadata: ["error": "\(error)"])
             return refuse(connection, NativeClose.unknownError, "try again", nil)
         }
-        let session = NativeSession(id: SocketIOServer.randomId(), userId: user, openedAt: Date(), maxMarks: settings.resumeMarks)
+        let session = NativeSession(id: randomSessionId(), userId: user, openedAt: Date(), maxMarks: settings.resumeMarks)
         let now = Timestamp.milliseconds(Date())
         for (conversation, kind, workspace) in snapshot.conversations {
             _ = session.follow(conversation, kind: kind, workspace: workspace, from: now)
@@ -136,15 +114,11 @@ final class NativeGateway: Sendable {
             #"{"session_id":"\#(session.id)","user_id":"\#(user)","heartbeat_interval":\#(settings.heartbeatIntervalMilliseconds),"#
             + snapshot.members
         guard session.attachReady(connection, json: ready) else { return refuse(connection, NativeClose.unknownError, "try again", nil) }
-        events.publish(
-            GatewayEvents.SessionOpened(
-                sessionId: session.id, gatewayId: gatewayId, userId: user, clientProtocol: .native, openedAt: session.openedAt,
-                gatewayInstance: events.instanceId, device: device
-            ))
+        hub.sessionOpened(session.id, user: user, protocol: .native, device: device)
         return session
     }
 
-    private func resume(_ frame: NativeFrames.Inbound, on connection: NativeConnection) async -> NativeSession? {
+    private func resume(_ frame: NativeFrames.Inbound, on connection: LiveConnection) async -> NativeSession? {
         guard let sessionId = frame.string(\.session_id), sessionId.utf8.count <= 64 else {
             return refuse(connection, NativeClose.decodeError, "session_id must be a string", nil)
         }
@@ -163,16 +137,15 @@ final class NativeGateway: Sendable {
         case .tooOld, .ended: return refuse(connection, NativeClose.notResumable, "session not resumable", nil)
         }
         do {
-            guard let replayed = try await access.replay(user: user, cursors: cursors, limit: settings.replayLimit) else {
+            guard let replayed = try await hub.access.replay(user: user, cursors: cursors, limit: settings.replayLimit) else {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
             // Access is checked again: the checkpoint may follow conversations the user left
             // while detached (or while no gateway watched): they end here, live and replayed.
-            unfollow(session, replayed.removed.filter { session.kind(of: $0) != nil })
+            for conversation in replayed.removed where session.kind(of: conversation) != nil { hub.unfollow(session, conversation) }
             if !session.finishResume(replayed: replayed.messages, removed: replayed.removed) {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
-            syncWorkspaces(session)
             // Claims the session: the gateway that held it before sees this checkpoint and, when
             // its own copy expires, neither closes nor deletes a session that lives on here.
             events.publish(session.checkpoint(gatewayId: gatewayId, attachedAt: events.instanceId))
@@ -200,7 +173,7 @@ final class NativeGateway: Sendable {
                     sessions[sessionId] = rebuilt
                     return (rebuilt, true)
                 }
-                if isNew { follow(session, session.conversationIds) }
+                if isNew { follow(session) }
                 return session
             }
             guard ContinuousClock.now < deadline else { return nil }
@@ -210,138 +183,31 @@ final class NativeGateway: Sendable {
 
     private func register(_ session: NativeSession) {
         sessions.withLock { $0[session.id] = session }
-        follow(session, session.conversationIds)
+        follow(session)
     }
 
-    private func follow(_ session: NativeSession, _ conversations: [UUID]) {
-        followers.withLock { followers in
-            for conversation in conversations {
-                let wasEmpty = followers[conversation]?.isEmpty ?? true
-                followers[conversation, default: [:]][session.id] = session
-                if wasEmpty { interest.hold(conversation) }
-            }
-        }
-        syncWorkspaces(session)
+    /// The hub learns what the session follows.
+    private func follow(_ session: NativeSession) {
+        for follow in session.follows { hub.follow(session, follow) }
     }
 
-    /// Makes the session a follower of exactly the workspaces of its conversations (none once
-    /// it ended), holding and releasing the gateway's interest in each.
-    private func syncWorkspaces(_ session: NativeSession) {
-        let workspaces = session.workspaceIds
-        workspaceFollowers.withLock { w in
-            let before = w.bySession[session.id] ?? []
-            guard before != workspaces else { return }
-            for added in workspaces.subtracting(before) {
-                if w.sessions[added] == nil { interest.hold(added) }
-                w.sessions[added, default: [:]][session.id] = session
-            }
-            for removed in before.subtracting(workspaces) {
-                w.sessions[removed]?[session.id] = nil
-                if w.sessions[removed]?.isEmpty == true {
-                    w.sessions[removed] = nil
-                    interest.release(removed)
-                }
-            }
-            w.bySession[session.id] = workspaces.isEmpty ? nil : workspaces
-        }
-    }
-
-    private func subscribe(_ session: NativeSession, to conversation: UUID, connection: NativeConnection) async {
-        guard let readable = await access.mayRead(user: session.userId.description, conversation: conversation) else {
+    private func subscribe(_ session: NativeSession, to conversation: UUID, connection: LiveConnection) async {
+        guard let readable = await hub.access.mayRead(user: session.userId.description, conversation: conversation) else {
             connection.send(NativeFrames.error(code: NativeClose.notMember, message: "not a member of the conversation"))
             return
         }
         if session.follow(conversation, kind: readable.kind, workspace: readable.workspaceId, from: Timestamp.milliseconds(Date())) {
-            follow(session, [conversation])
+            hub.follow(session, LiveFollow(id: conversation, kind: .init(readable.kind), workspaceId: readable.workspaceId, userId: session.userId))
         }
         connection.send(NativeFrames.subscribed(conversation))
     }
 
     private func typing(in conversation: UUID, by session: NativeSession) {
-        guard let kind = session.kind(of: conversation), session.mayType(in: conversation, now: .now, interval: settings.typingInterval) else { return }
+        guard let kind = session.kind(of: conversation), session.mayType(in: conversation, now: .now, interval: hub.settings.typingInterval) else {
+            return
+        }
         events.publish(GatewayEvents.TypingStarted(conversationId: conversation, kind: kind, userId: session.userId, startedAt: Date()))
     }
-
-    // MARK: live dispatch
-
-    /// A message from the delivery stream, to every session following its conversation.
-    func deliver(type: String, conversation: UUID, messageId: UUID, createdAt: Date, json: ByteBuffer) {
-        let event = NativeSession.Pending(
-            type: type, conversationId: conversation, messageId: messageId, createdAtMilliseconds: Timestamp.milliseconds(createdAt), json: json
-        )
-        for session in followers(of: conversation) where !session.dispatch(event) {
-            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
-        }
-    }
-
-    /// A typing event, to the followers of the conversation other than the typist.
-    func deliverTyping(_ typing: GatewayEvents.TypingStarted) {
-        let json = NativeFrames.typing(conversation: typing.conversationId, user: typing.userId.description, kind: typing.kind.rawValue)
-        let event = NativeSession.Pending(
-            type: "typing", conversationId: typing.conversationId, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json)
-        )
-        for session in followers(of: typing.conversationId) where session.userId != typing.userId && !session.dispatch(event) {
-            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
-        }
-    }
-
-    /// A member's status changed: to the sessions that share one of the member's workspaces
-    /// (other than the member's own). The frame names no workspace: a session sees the status
-    /// of people it shares a workspace with, never where else they are.
-    func deliverPresence(_ change: PresenceEvents.StatusChanged) {
-        let recipients = workspaceFollowers.withLock { w in
-            change.workspaceIds.reduce(into: [String: NativeSession]()) { all, workspace in
-                all.merge(w.sessions[workspace.uuid] ?? [:]) { first, _ in first }
-            }
-        }
-        guard !recipients.isEmpty, let anyWorkspace = change.workspaceIds.first else { return }
-        let json = NativeFrames.presence(user: change.userId.description, status: change.status.rawValue, lastSeen: change.lastSeen)
-        let event = NativeSession.Pending(
-            type: "presence.update", conversationId: anyWorkspace.uuid, messageId: nil, createdAtMilliseconds: 0, json: ByteBuffer(string: json))
-        for session in recipients.values where session.userId != change.userId && !session.dispatch(event) {
-            session.connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
-        }
-    }
-
-    // MARK: membership changes
-
-    /// Someone may no longer read conversations (they left a channel or a workspace, or it was
-    /// deleted): sessions of `user` (of everyone when nil) stop following them — and the DM
-    /// rooms they follow in `workspace`, when given — and get `conversation.removed`.
-    func revoke(user: UserID?, conversations: [UUID], roomsIn workspace: UUID?) {
-        var affected: [String: (session: NativeSession, conversations: [UUID])] = [:]
-        for conversation in conversations {
-            for session in followers(of: conversation) where user == nil || session.userId == user {
-                affected[session.id, default: (session, [])].conversations.append(conversation)
-            }
-        }
-        if let workspace {
-            for session in sessions.withLock({ Array($0.values) }) where user == nil || session.userId == user {
-                affected[session.id, default: (session, [])].conversations.append(contentsOf: session.rooms(in: workspace))
-            }
-        }
-        for (session, conversations) in affected.values {
-            unfollow(session, conversations.filter { session.unfollow($0) })
-        }
-    }
-
-    private func unfollow(_ session: NativeSession, _ conversations: [UUID]) {
-        followers.withLock { followers in
-            for conversation in conversations where followers[conversation]?.removeValue(forKey: session.id) != nil {
-                if followers[conversation]?.isEmpty ?? true {
-                    followers[conversation] = nil
-                    interest.release(conversation)
-                }
-            }
-        }
-        syncWorkspaces(session)
-    }
-
-    private func followers(of conversation: UUID) -> [NativeSession] {
-        followers.withLock { $0[conversation].map { Array($0.values) } ?? [] }
-    }
-
-    var hasFollowers: Bool { followers.withLock { !$0.isEmpty } }
 
     // MARK: housekeeping
 
@@ -349,7 +215,7 @@ final class NativeGateway: Sendable {
     /// detached for longer than the resume window (run by `NativeHeartbeat` every second).
     func sweep(now: ContinuousClock.Instant) {
         for connection in connections.withLock({ Array($0.values) }) {
-            switch connection.health(now: now, interval: settings.heartbeatInterval, writeTimeout: settings.writeTimeout) {
+            switch connection.health(now: now, interval: settings.heartbeatInterval, writeTimeout: hub.settings.writeTimeout) {
             case .fine: break
             case .stalled: connection.abortConnection()
             case .notIdentified: connection.close(code: NativeClose.notIdentified, reason: "not identified in time")
@@ -362,12 +228,12 @@ final class NativeGateway: Sendable {
     }
 
     private func end(_ session: NativeSession) {
-        guard let conversations = session.end() else { return }
+        guard session.end() != nil else { return }
         sessions.withLock { _ = $0.removeValue(forKey: session.id) }
-        unfollow(session, conversations)
+        hub.unfollowAll(session)
         // Resumed on another gateway since: that one owns it now (and its key on the topic).
         if let latest = checkpoints.checkpoint(session.id), latest.gatewayId != gatewayId { return }
-        events.publishFinal(GatewayEvents.SessionClosed(sessionId: session.id, gatewayId: gatewayId, userId: session.userId, closedAt: Date()))
+        hub.sessionClosed(session.id, user: session.userId)
     }
 
     /// Shutdown: every attached session is checkpointed (so it resumes on another gateway or

@@ -12,14 +12,10 @@ struct NativeSettings: Sendable {
     var maxQueuedFrames: Int
     /// Bytes queued (or being written) for a client; beyond this the connection closes with 4011.
     var maxQueuedBytes: Int
-    /// A write to a client that takes longer drops the connection (it stopped reading).
-    var writeTimeout: Duration
     /// Recent dispatches remembered per session to resume from (older resumes are refused).
     var resumeMarks: Int
     /// Most messages one resume replays from history (more: 4006, identify anew).
     var replayLimit: Int
-    /// Minimum time between two forwarded typing events of one session in one conversation.
-    var typingInterval: Duration
 
     init(_ settings: ServiceSettings) throws {
         heartbeatInterval = .milliseconds(try settings.int("gateway.native.heartbeat-interval-ms"))
@@ -27,12 +23,10 @@ struct NativeSettings: Sendable {
         maxFrameBytes = try settings.int("gateway.native.max-frame-bytes")
         maxQueuedFrames = try settings.int("gateway.native.max-queued-frames")
         maxQueuedBytes = try settings.int("gateway.native.max-queued-bytes")
-        writeTimeout = .milliseconds(try settings.int("gateway.realtime.write-timeout-ms"))
         resumeMarks = try settings.int("gateway.native.resume-marks")
         replayLimit = try settings.int("gateway.native.replay-limit")
-        typingInterval = .seconds(3)
         guard heartbeatInterval >= .milliseconds(100), resumeWindow > .zero, maxFrameBytes >= 1024, maxQueuedFrames >= 1,
-            maxQueuedBytes >= 65_536, writeTimeout >= .milliseconds(100), resumeMarks >= 1, (1...10_000).contains(replayLimit)
+            maxQueuedBytes >= 65_536, resumeMarks >= 1, (1...10_000).contains(replayLimit)
         else {
             throw StartupError("gateway.native.* settings out of range (see docs/configuration.md)")
         }

@@ -1,0 +1,84 @@
+import ClientContract
+import Events
+import Foundation
+import Kafka
+import Logging
+import Messaging
+import Metrics
+import NIOCore
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+
+/// Reads this gateway's deliveries — the `chat.message.v1`, `chat.read.v1`, `presence.v1` and
+/// `gateway.typing.v1` records that chat-fanout re-produced to `gateway.delivery.v1` keyed by the
+/// gateway id, in partition `deliveryPartition(for:)` — decodes each into a `LiveEvent` and hands
+/// it to the `RealtimeHub` once, which routes it to every protocol's subscribers.
+///
+/// The partition is read by manual assignment from its end when the gateway starts (a socket
+/// only receives what is sent while it is connected; clients fetch history over REST first, and
+/// native sessions resume from history). Deliveries are at-least-once; the hub passes each event
+/// id on at most once.
+final class DeliveryConsumer: Service, Sendable {
+    private let hub: RealtimeHub
+    private let configuration: KafkaConsumerConfiguration
+    private let gatewayId: String
+    private let logger: Logger
+
+    init(hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
+        self.hub = hub
+        self.gatewayId = hub.settings.gatewayId
+        self.logger = logger
+        let partition = GatewayEvents.deliveryPartition(for: gatewayId)
+        var configuration = KafkaConsumerConfiguration(
+            client: client, mode: .assignment([TopicPartitionOffset(topic: Topic.gatewayDelivery.name, partition: partition, offset: .end)])
+        )
+        configuration.client.clientId = "\(client.clientId)-delivery"
+        configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        configuration.announceForReadiness()  // the consumer is created when the service runs
+        self.configuration = configuration
+    }
+
+    func run() async throws {
+        try await KafkaConsumer.consume(configuration, logger: logger) { message in
+            guard message.keyString == self.gatewayId else { return }
+            // The last span of a message's trace: its delivery to this gateway's sockets.
+            KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
+        }
+    }
+
+    func process(_ message: KafkaConsumerMessage) {
+        guard let value = message.value else { return }
+        let type = message.cloudEventType
+        do {
+            guard let (event, id) = try Self.decode(type: type, value) else { return }
+            hub.deliver(event, id: id)
+        } catch {
+            logger.error(
+                "skipping an undecodable delivery",
+                metadata: [
+                    "event.type": "\(type ?? "-")", "kafka.partition": "\(message.partition)", "kafka.offset": "\(message.offset)", "error": "\(error)",
+                ])
+        }
+    }
+
+    /// The live event of a delivery and its CloudEvents id; nil for a type no client sees.
+    static func decode(type: String?, _ value: [UInt8]) throws -> (LiveEvent, UUID)? {
+        func decoded<P: EventPayload>(_: P.Type, _ make: (P) -> LiveEvent) throws -> (LiveEvent, UUID) {
+            let event = try EventCoding.decode(P.self, from: value)
+            return (make(event.data), event.id)
+        }
+        switch type {
+        case ChatEvents.ChannelMessageCreated.eventType: return try decoded(ChatEvents.ChannelMessageCreated.self, LiveEvent.channelMessage)
+        case ChatEvents.DirectMessageCreated.eventType: return try decoded(ChatEvents.DirectMessageCreated.self, LiveEvent.directMessage)
+        case ChatEvents.MessageEdited.eventType: return try decoded(ChatEvents.MessageEdited.self, LiveEvent.edited)
+        case ChatEvents.MessageDeleted.eventType: return try decoded(ChatEvents.MessageDeleted.self, LiveEvent.deleted)
+        case ChatEvents.ReactionsChanged.eventType: return try decoded(ChatEvents.ReactionsChanged.self, LiveEvent.reactions)
+        case ChatEvents.ReadCursorMoved.eventType: return try decoded(ChatEvents.ReadCursorMoved.self, LiveEvent.readCursor)
+        case GatewayEvents.TypingStarted.eventType: return try decoded(GatewayEvents.TypingStarted.self, LiveEvent.typing)
+        case GatewayEvents.CommunitySignal.eventType: return try decoded(GatewayEvents.CommunitySignal.self, LiveEvent.signal)
+        case PresenceEvents.StatusChanged.eventType: return try decoded(PresenceEvents.StatusChanged.self, LiveEvent.presence)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ChatInternalAPI
+import ClientContract
+import Events
+import Foundation
+import NIOCore
+
+/// The protocol-neutral JSON of each live event: the native dispatch's `d` and the argument of
+/// the Socket.IO event of the same name (docs/native-gateway.md, docs/realtime.md). Messages are
+/// the REST objects (`ChannelChat`, `DMChat`); edits and deletions are `MessageChangePayload`,
+/// which chat also writes into a resume's replay.
+enum LivePayloads {
+    static func json(of event: LiveEvent) -> ByteBuffer {
+        switch event {
+        case .channelMessage(let message): return message.jsonBuffer
+        case .directMessage(let message): return message.jsonBuffer
+        case .edited(let change): return ChatInternal.MessageChangePayload(edited: change).jsonBuffer
+        case .deleted(let change): return ChatInternal.MessageChangePayload(deleted: change).jsonBuffer
+        default: break
+        }
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        switch event {
+        case .reactions(let change):
+            conversation(change.conversation.id, change.conversation.kind, to: &json)
+            json.member("chat_id", change.messageId)
+            json.member("user_id", change.userId)
+            json.member("emoji", change.emoji)
+            json.member("added", change.added)
+            json.key("reactions")
+            json.beginArray()
+            for reaction in change.reactions { reaction.write(to: &json) }
+            json.endArray()
+        case .typing(let typing):
+            conversation(typing.conversationId, typing.kind, to: &json)
+            json.member("user_id", typing.userId)
+            json.member("name", typing.name)
+        case .readCursor(let cursor):
+            conversation(cursor.conversation.id, cursor.conversation.kind, to: &json)
+            json.member("readAt", Timestamp.format(cursor.readAt))
+        case .presence(let change):
+            json.member("user_id", change.userId)
+            json.member("status", change.status.rawValue)
+            json.member("lastSeen", Timestamp.format(change.lastSeen))
+        case .signal(let signal):
+            json.member("community_id", signal.communityId.lowercased)
+            json.member("user_id", signal.userId)
+            json.member("signal", signal.signal)
+        case .channelMessage, .directMessage, .edited, .deleted:
+            break
+        }
+        json.endObject()
+        return json.buffer
+    }
+
+    private static func conversation(_ id: UUID, _ kind: ChatEvents.Conversation.Kind, to json: inout JSONWriter) {
+        json.member("conversation_id", id.lowercased)
+        json.member("kind", kind.rawValue)
+    }
+
+    /// `{"conversation_id":…}`: a conversation the session no longer follows.
+    static func removal(of conversation: UUID) -> ByteBuffer {
+        var json = JSONWriter(capacity: 64)
+        json.beginObject()
+        json.member("conversation_id", conversation.lowercased)
+        json.endObject()
+        return json.buffer
+    }
+}
