@@ -25,7 +25,7 @@ fi
 
 # Python Socket.IO clients for the real-time tests (Tests/GatewayTests/Realtime/clients): one venv
 # per Engine.IO generation, rebuilt only when its requirement list changes.
-#   .devdata/pyenv       python-socketio 5 (Engine.IO v4, Socket.IO protocol v5)
+#   .devdata/pyenv       python-socketio 5 (Engine.IO v4, Socket.IO protocol v5); stomp.py 9 (STOMP over WebSocket)
 #   .devdata/pyenv-eio3  python-socketio 4.6.1 + python-engineio 3.14.2 (Engine.IO v3, Socket.IO 2)
 cd "$(dirname "$0")/.."
 make_venv() {
@@ -39,7 +39,7 @@ make_venv() {
   echo "$wanted" > "$dir/.requirements"
 }
 mkdir -p .devdata
-make_venv .devdata/pyenv "python-socketio[client]>=5.11,<6" "websocket-client>=1.6,<2" "requests>=2.31,<3"
+make_venv .devdata/pyenv "python-socketio[client]>=5.11,<6" "websocket-client>=1.6,<2" "requests>=2.31,<3" "stomp.py==9.0.0"
 # schemathesis for scripts/fuzz-api.sh (property-based fuzzing of docs/openapi.yaml).
 make_venv .devdata/pyenv-fuzz "schemathesis>=4.3,<5"
 # DuckDB for scripts/analytics-check.sh (runs docs/analytics.md's SQL over an export).

@@ -65,6 +65,15 @@ public enum GatewayService {
         "gateway.native.max-queued-bytes": 4_194_304,
         "gateway.native.resume-marks": 1_000,
         "gateway.native.replay-limit": 1_000,
+        // STOMP over WebSocket (docs/stomp.md).
+        "gateway.stomp.max-frame-bytes": 65_536,
+        "gateway.stomp.max-headers": 32,
+        "gateway.stomp.max-header-line-bytes": 4_096,
+        "gateway.stomp.max-subscriptions": 100,
+        "gateway.stomp.heartbeat-ms": 10_000,
+        "gateway.stomp.connect-timeout-ms": 10_000,
+        "gateway.stomp.max-queued-frames": 2_000,
+        "gateway.stomp.max-queued-bytes": 4_194_304,
     ]
 }
 
@@ -108,6 +117,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
         platform: &platform, verifier: verifier,
         access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
+        operations: StompOperations(
+            client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", workspaceURL: gateway.upstreams[ServiceEntry.workspace.name] ?? ""),
         router: router, logger: logger
     )
     return platform.makeApplication(
@@ -126,7 +137,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// `router`).
 private func realtime(
     _ protocols: ProtocolSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies, platform: inout ServicePlatform<NoDatabase>,
-    verifier: AccessTokenVerifier, access: ConversationAccess, router: ServiceRouter<GatewayRequestContext>, logger: Logger
+    verifier: AccessTokenVerifier, access: ConversationAccess, operations: StompOperations, router: ServiceRouter<GatewayRequestContext>,
+    logger: Logger
 ) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int) {
     let (realtime, socketIO, nativeSettings) = (protocols.realtime, protocols.socketIO, protocols.native)
     let gatewayId = realtime.gatewayId
@@ -140,11 +152,13 @@ private func realtime(
     let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)
     let native = NativeGateway(settings: nativeSettings, hub: hub, checkpoints: checkpoints, logger: logger)
+    let stomp = StompServer(settings: protocols.stomp, hub: hub, operations: operations, logger: logger)
     // Shutdown runs in reverse: the heartbeats checkpoint native sessions while the publisher still runs.
     platform.addService(publisher)
     platform.addService(GatewayLiveness(gatewayId: gatewayId, intervalMilliseconds: livenessIntervalMilliseconds, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(NativeHeartbeat(gateway: native))
+    platform.addService(StompHeartbeat(server: stomp))
     platform.addGatedService { checkpoints }
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
@@ -152,7 +166,10 @@ private func realtime(
     let upgrades = RealtimeUpgradeRouter(context: RealtimeUpgradeContext.self)
     WebSocketTransport(server: server, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
     NativeTransport(gateway: native, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
-    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes))
+    let stompTransport = StompTransport(server: stomp, trustedProxies: trustedProxies)
+    stompTransport.addUpgrades(to: upgrades)
+    stompTransport.addRoutes(to: router)
+    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes))
 }
 
 /// The real-time settings, read (and checked) before the gateway builds anything.
@@ -161,11 +178,13 @@ private struct ProtocolSettings {
     var admission: RealtimeAdmission
     var socketIO: SocketIOSettings
     var native: NativeSettings
+    var stomp: StompSettings
 
     init(_ settings: ServiceSettings) throws {
         realtime = try RealtimeSettings(settings)
         admission = try RealtimeAdmission(settings)
         socketIO = try SocketIOSettings(settings)
         native = try NativeSettings(settings)
+        stomp = try StompSettings(settings)
     }
 }

@@ -1,0 +1,100 @@
+import ClientContract
+import Events
+import Foundation
+import NIOCore
+
+/// The bodies of the MESSAGE frames Smooth's client reads (client contract §2.2): JSON objects
+/// whose values are all strings. Ids are the suite's canonical ids until the Smooth-surface issue
+/// gives its integer aliases. Events Smooth has no frame for (reactions, read cursors) are not
+/// sent: its client decodes an unknown `type` as a plain message.
+enum StompMessages {
+    /// The body for a conversation topic (`/topic/group/{id}`, `/topic/direct/{id}`), nil when
+    /// the event has no frame there.
+    static func conversationBody(of event: LiveEvent) -> ByteBuffer? {
+        var json = JSONWriter(capacity: 384)
+        json.beginObject()
+        switch event {
+        case .channelMessage(let message):
+            created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
+            json.member("channelId", message.channelId)
+        case .directMessage(let message):
+            created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
+            json.member("channelId", message.roomId)
+        case .edited(let change):
+            json.member("type", "modify")
+            json.member("id", change.messageId)
+            json.member("userId", change.senderId)
+            json.member("message", change.content ?? "")
+            json.member("time", Timestamp.format(change.editedAt))
+        case .deleted(let change):
+            json.member("type", "delete")
+            json.member("id", change.messageId)
+        case .typing(let typing):
+            json.member("type", "typing")
+            json.member("name", typing.name ?? "")
+        case .reactions, .readCursor, .presence, .signal:
+            return nil
+        }
+        json.endObject()
+        return json.buffer
+    }
+
+    /// A new message (`type` `message`, `reply` with a parent); a file message names its first
+    /// file in `message` with its `fileType` (image, video or file), as Smooth's uploads do.
+    private static func created(
+        _ id: MessageID, _ sender: ChatEvents.Sender, _ content: String?, _ files: [String], _ parent: MessageID?, _ createdAt: Date,
+        to json: inout JSONWriter
+    ) {
+        json.member("type", parent == nil ? "message" : "reply")
+        json.member("id", id)
+        json.member("userId", sender.userId)
+        json.member("name", sender.nickname)
+        json.member("profileImage", sender.profileImage ?? "")
+        if let file = files.first, (content ?? "").isEmpty {
+            json.member("message", file)
+            json.member("fileType", fileType(of: file))
+        } else {
+            json.member("message", content ?? "")
+        }
+        json.member("time", Timestamp.format(createdAt))
+        json.member("parentId", parent)
+    }
+
+    static func fileType(of path: String) -> String {
+        let ext = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        if ["jpg", "jpeg", "png", "gif", "webp", "heic", "bmp"].contains(ext) { return "image" }
+        if ["mp4", "mov", "m4v", "webm"].contains(ext) { return "video" }
+        return "file"
+    }
+
+    /// `/topic/{roomId}`: a member of the room's workspace came online or went offline.
+    static func presenceBody(of change: PresenceEvents.StatusChanged) -> ByteBuffer {
+        var json = JSONWriter(capacity: 96)
+        json.beginObject()
+        json.member("type", change.status == .online ? "connect" : "disconnect")
+        json.member("userId", change.userId)
+        json.endObject()
+        return json.buffer
+    }
+
+    /// `/topic/community/{id}`: a member's community signal (`before-enter`).
+    static func signalBody(of signal: GatewayEvents.CommunitySignal) -> ByteBuffer {
+        var json = JSONWriter(capacity: 128)
+        json.beginObject()
+        json.member("type", signal.signal)
+        json.member("userId", signal.userId)
+        json.member("communityId", signal.communityId.lowercased)
+        json.endObject()
+        return json.buffer
+    }
+
+    /// A subscription that ended because its user may no longer read the room (iOS ignores `out`).
+    static func revokedBody(of target: UUID) -> ByteBuffer {
+        var json = JSONWriter(capacity: 96)
+        json.beginObject()
+        json.member("type", "out")
+        json.member("channelId", target.lowercased)
+        json.endObject()
+        return json.buffer
+    }
+}

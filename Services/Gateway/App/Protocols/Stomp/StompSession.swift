@@ -1,0 +1,181 @@
+import Events
+import Foundation
+import NIOCore
+import Synchronization
+
+/// One connected STOMP client (after `CONNECT`): its user, subscriptions, message ids and
+/// heart-beat schedule; frames go out on its `LiveConnection`. The hub routes events here by
+/// what the subscriptions follow: a conversation (`/topic/group/…`, `/topic/direct/…`) or a
+/// workspace (`/topic/community/…`, and `/topic/{roomId}`'s presence, which follows the room's
+/// workspace).
+final class StompSession: Sendable {
+    enum AckMode: String, Sendable {
+        case auto
+        case client
+        case clientIndividual = "client-individual"
+    }
+
+    struct Subscription: Sendable {
+        var id: String
+        var destination: String
+        var topic: StompTopic
+        var ack: AckMode
+        /// What the hub routes for it: the conversation, or the workspace.
+        var follow: LiveFollow
+    }
+
+    private struct State: Sendable {
+        var subscriptions: [String: Subscription] = [:]
+        var messages = 0
+        var lastTyping: [UUID: ContinuousClock.Instant] = [:]
+        var lastHeartbeatSent = ContinuousClock.now
+        var ended = false
+    }
+
+    let id: String
+    let userId: UserID
+    let connection: LiveConnection
+    /// How often the server sends a heart-beat, and how often the client must (nil: never).
+    let schedule: StompHeartBeatSchedule
+    private let state = Mutex(State())
+
+    init(id: String, userId: UserID, connection: LiveConnection, schedule: StompHeartBeatSchedule) {
+        self.id = id
+        self.userId = userId
+        self.connection = connection
+        self.schedule = schedule
+    }
+
+    // MARK: subscriptions
+
+    var subscriptionCount: Int { state.withLock { $0.subscriptions.count } }
+
+    func hasSubscription(_ id: String) -> Bool { state.withLock { $0.subscriptions[id] != nil } }
+
+    /// Adds a subscription; true when it is the first one on its follow (the hub is to follow it).
+    func subscribe(_ subscription: Subscription) -> Bool {
+        state.withLock { state in
+            let first = !state.subscriptions.values.contains { $0.follow.id == subscription.follow.id }
+            state.subscriptions[subscription.id] = subscription
+            return first
+        }
+    }
+
+    /// Drops a subscription; its follow when no other subscription needs it (the hub is to drop it).
+    func unsubscribe(_ id: String) -> (removed: Bool, lastOf: LiveFollow?) {
+        state.withLock { state in
+            guard let removed = state.subscriptions.removeValue(forKey: id) else { return (false, nil) }
+            let stillNeeded = state.subscriptions.values.contains { $0.follow.id == removed.follow.id }
+            return (true, stillNeeded ? nil : removed.follow)
+        }
+    }
+
+    /// The conversation a subscription of this session already resolved (SEND skips chat's check).
+    func knownConversation(_ id: UUID) -> LiveFollow? {
+        state.withLock { state in state.subscriptions.values.first { $0.follow.id == id && $0.follow.kind != .workspace }?.follow }
+    }
+
+    /// Whether a typing event may be forwarded now (and records it).
+    func mayType(in conversation: UUID, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        state.withLock { state in
+            if let last = state.lastTyping[conversation], now - last < interval { return false }
+            if state.lastTyping.count > 256 { state.lastTyping = [:] }
+            state.lastTyping[conversation] = now
+            return true
+        }
+    }
+
+    /// Ends the session once; false when it already ended.
+    func end() -> Bool {
+        state.withLock { state in
+            defer { state.ended = true }
+            return !state.ended
+        }
+    }
+
+    // MARK: frames
+
+    /// A heart-beat (an EOL) when one is due.
+    func heartbeatIfDue(now: ContinuousClock.Instant) {
+        guard let every = schedule.serverSendEvery else { return }
+        let due = state.withLock { state in
+            guard now - state.lastHeartbeatSent >= .milliseconds(every) else { return false }
+            state.lastHeartbeatSent = now
+            return true
+        }
+        if due { _ = connection.send(OutboundText("\n")) }
+    }
+
+    /// A MESSAGE frame for `subscription` around a body other subscribers share.
+    private func message(_ subscription: Subscription, body: ByteBuffer, number: Int) -> OutboundText {
+        let messageId = "\(id)-\(number)"
+        var headers = StompHeaders([
+            (StompHeaderName.destination, subscription.destination), (StompHeaderName.subscription, subscription.id),
+            (StompHeaderName.messageId, messageId), (StompHeaderName.contentType, "application/json"),
+            (StompHeaderName.contentLength, String(body.readableBytes)),
+        ])
+        if subscription.ack != .auto { headers.append(StompHeaderName.ack, messageId) }
+        var head = StompFrame(command: .message, headers: headers).encoded()
+        head.removeLast()  // the NUL: the body and the NUL follow
+        return OutboundText(head: String(decoding: head, as: UTF8.self), shared: body, tail: "\0")
+    }
+
+    /// Queues `body` to every subscription `matching`; a full queue drops the client.
+    private func send(_ body: ByteBuffer, to matching: (Subscription) -> Bool) {
+        let frames = state.withLock { state -> [OutboundText] in
+            guard !state.ended else { return [] }
+            var frames: [OutboundText] = []
+            for subscription in state.subscriptions.values where matching(subscription) {
+                state.messages += 1
+                frames.append(message(subscription, body: body, number: state.messages))
+            }
+            return frames
+        }
+        if !frames.isEmpty, !connection.send(contentsOf: frames) {
+            connection.closeNow(code: 1008, reason: "too far behind")
+        }
+    }
+}
+
+extension StompSession: LiveSubscriber {
+    func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
+        switch delivery.event {
+        case .presence(let change):
+            let workspaces = Set(change.workspaceIds.map(\.uuid))
+            let body = delivery.rendering("stomp") { _ in OutboundText(StompMessages.presenceBody(of: change)) }.head
+            send(body) { subscription in
+                if case .room = subscription.topic, let workspace = subscription.follow.workspace { return workspaces.contains(workspace) }
+                return false
+            }
+        case .signal(let signal):
+            let body = delivery.rendering("stomp") { _ in OutboundText(StompMessages.signalBody(of: signal)) }.head
+            send(body) { subscription in
+                if case .community = subscription.topic { return subscription.follow.id == signal.communityId }
+                return false
+            }
+        default:
+            let body = delivery.rendering("stomp") { OutboundText(StompMessages.conversationBody(of: $0.event) ?? ByteBuffer()) }.head
+            guard body.readableBytes > 0 else { return }
+            send(body) { $0.follow.id == follow.id && $0.follow.kind != .workspace }
+        }
+    }
+
+    /// The user may no longer read the room or community: its subscriptions end, each with a
+    /// last `{"type":"out"}` MESSAGE.
+    func revoked(_ follow: LiveFollow) {
+        let body = StompMessages.revokedBody(of: follow.id)
+        let ended = state.withLock { state -> [Subscription] in
+            let ended = state.subscriptions.values.filter { $0.follow.id == follow.id }
+            for subscription in ended { state.subscriptions[subscription.id] = nil }
+            return ended
+        }
+        guard !ended.isEmpty else { return }
+        let frames = state.withLock { state in
+            ended.map { subscription -> OutboundText in
+                state.messages += 1
+                return message(subscription, body: body, number: state.messages)
+            }
+        }
+        if !connection.send(contentsOf: frames) { connection.closeNow(code: 1008, reason: "too far behind") }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import GatewayApp
+import NIOWebSocket
+import SuiteTesting
+import Testing
+import TestSupport
+
+@testable import GatewayApp
+
+/// STOMP over WebSocket (docs/stomp.md, client contract §2.2) against the in-process suite with
+/// the real chat-fanout: the protocol's refusals on a raw client (hummingbird-websocket's), and
+/// a STOMP sender (stomp.py from PyPI) whose messages reach Socket.IO, native and STOMP
+/// receivers exactly once.
+@Suite("STOMP over WebSocket", .serialized)
+struct StompProtocolTests {
+    static func environment(_ gatewayId: String) -> [String: String] {
+        ["GATEWAY_ID": gatewayId, "GATEWAY_STOMP_HEARTBEAT_MS": "1000", "GATEWAY_STOMP_CONNECT_TIMEOUT_MS": "3000"]
+    }
+
+    static func error(_ client: StompTestClient) async throws -> String {
+        try await client.waitFor(.error).headers["message"] ?? ""
+    }
+
+    @Test(
+        "CONNECTED with version and heart-beat; RECEIPT; ERROR then close for a bad token, another user's user-id, a frame before CONNECT, an unknown command, an oversized frame, a room of someone else, an unknown subscription; a silent client is dropped"
+    )
+    func refusals() async throws {
+        let gatewayId = "gw-stomp-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let stranger = try await s.user("씨")
+            let (_, cid) = try await s.sharedChannel(a, b)
+            let port = try #require(s.client.port)
+
+            let badToken = StompTestClient(port: port)
+            badToken.connect(token: "not-a-token")
+            #expect(try await Self.error(badToken) == "authentication failed")
+            #expect(try await badToken.closed().code == .policyViolation)
+
+            let otherUser = StompTestClient(port: port, path: "/v1/stomp")
+            otherUser.connect(token: a.token, userId: b.id)
+            #expect(try await Self.error(otherUser) == "user-id is not the token's user")
+
+            let early = StompTestClient(port: port)
+            early.send("SEND\ndestination:/kafka/send-channel-message\ncontent-type:application/json\n\n{}\0")
+            #expect(try await Self.error(early) == "not connected: send CONNECT first")
+            #expect(try await early.closed().code == .protocolError)
+
+            let client = StompTestClient(port: port)
+            client.connect(token: a.token, userId: a.id)
+            let connected = try await client.waitFor(.connected)
+            #expect(connected.headers["version"] == "1.2" && connected.headers["heart-beat"] == "1000,1000")
+            #expect(connected.headers["session"]?.isEmpty == false)
+            client.send("SUBSCRIBE\nid:s1\ndestination:/topic/group/\(cid)\nreceipt:r-1\n\n\0")
+            #expect(try await client.waitFor(.receipt).headers["receipt-id"] == "r-1")
+            client.send("UNSUBSCRIBE\nid:nope\n\n\0")
+            #expect(try await Self.error(client) == "no subscription nope")
+
+            let foreign = StompTestClient(port: port)
+            foreign.connect(token: stranger.token)
+            _ = try await foreign.waitFor(.connected)
+            foreign.send("SUBSCRIBE\nid:s1\ndestination:/topic/group/\(cid)\n\n\0")
+            #expect(try await Self.error(foreign) == "not a member of /topic/group/\(cid)")
+            #expect(try await foreign.closed().code == .protocolError)
+
+            let unknown = StompTestClient(port: port)
+            unknown.connect(token: a.token)
+            _ = try await unknown.waitFor(.connected)
+            unknown.send("BOGUS\n\n\0")
+            #expect(try await Self.error(unknown).contains("unknown command"))
+
+            let huge = StompTestClient(port: port)
+            huge.connect(token: a.token)
+            _ = try await huge.waitFor(.connected)
+            huge.send("SEND\ndestination:/kafka/send-channel-message\n\n" + String(repeating: "x", count: 70_000) + "\0")
+            #expect(try await Self.error(huge) == "frame larger than 65536 bytes")
+            #expect(try await huge.closed().code == .messageTooLarge)
+
+            // heart-beat 1000,1000 against the server's 1000,1000: both sides every second; this
+            // client never sends one, so after twice that it is dropped.
+            let silent = StompTestClient(port: port)
+            silent.connect(token: a.token, heartBeat: "1000,1000")
+            _ = try await silent.waitFor(.connected)
+            #expect(try await Self.error(silent) == "no heart-beat from the client")
+            #expect(silent.heartbeatCount >= 1, "the server sent heart-beats")
+            #expect(try await silent.closed().code == .policyViolation)
+
+            // No CONNECT at all: dropped after the connect timeout (3 s here).
+            let mute = StompTestClient(port: port)
+            #expect(try await Self.error(mute) == "no CONNECT in time")
+
+            // The suite is still up for everyone else.
+            let after = StompTestClient(port: port)
+            after.connect(token: b.token)
+            _ = try await after.waitFor(.connected)
+            for c in [badToken, otherUser, early, client, foreign, unknown, huge, silent, mute, after] { await c.stop() }
+        }
+    }
+
+    @Test(
+        "a STOMP sender's message, edit and deletion reach Socket.IO, native and STOMP receivers exactly once; typing reaches the others; REST messages reach STOMP"
+    )
+    func crossProtocol() async throws {
+        let gatewayId = "gw-stomp-x-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-stomp")
+            let port = try #require(s.client.port)
+
+            let (native, _) = try await NativeTestClient.connect(port, b)
+            let socketIO = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel")], transports: "websocket")
+            _ = try await socketIO.waitFor("ready")
+            let receiver = StompTestClient(port: port)
+            receiver.connect(token: b.token, userId: b.id)
+            _ = try await receiver.waitFor(.connected)
+            receiver.send("SUBSCRIBE\nid:sub-0\ndestination:/topic/group/\(cid)\n\n\0")
+            let channel = "/kafka/send-channel-message"
+            let sender = try PythonStompClient.start(
+                port: port, token: a.token, userId: a.id,
+                steps: [
+                    ["op": "subscribe", "destination": "/topic/group/\(cid)", "id": "mine"],
+                    ["op": "wait", "type": "message", "message": "go"],
+                    ["op": "send", "destination": channel, "body": ["content": "from stomp", "channelId": cid, "userId": a.id, "name": "에이"]],
+                    ["op": "wait", "type": "message", "message": "from stomp"],
+                    ["op": "send", "destination": "/kafka/send-channel-typing", "body": ["content": "에이", "type": "typing", "channelId": cid]],
+                    [
+                        "op": "send", "destination": "/kafka/send-channel-modify",
+                        "body": ["id": "{{message.id}}", "content": "edited", "userId": a.id, "type": "modify", "channelId": cid],
+                    ],
+                    ["op": "wait", "type": "modify", "message": "edited"],
+                    ["op": "send", "destination": "/kafka/send-channel-delete", "body": ["id": "{{message.id}}", "userId": a.id, "type": "delete", "channelId": cid]],
+                    ["op": "wait", "type": "delete"],
+                ])
+            // REST probes until every receiver has one: the fan-out knows this gateway's interest.
+            var probes = 0
+            try await eventually("every receiver gets REST messages", timeout: .seconds(60)) {
+                probes += 1
+                _ = try await s.send(.post, channelPath, b, json: #"{"content":"probe \#(probes)"}"#)
+                try await Task.sleep(for: .milliseconds(300))
+                let content: ([String: Any]) -> Bool = { ($0["content"] as? String ?? $0["message"] as? String ?? "").hasPrefix("probe") }
+                return native.dispatches("channel.message").contains { content($0.data) } && socketIO.events("channel").contains(where: content)
+                    && receiver.messages.contains(where: content) && sender.frames.contains(where: content)
+            }
+            _ = try await s.send(.post, channelPath, b, json: #"{"content":"go"}"#)
+            try await sender.waitFor("done")
+            #expect(sender.lines("timeout").isEmpty, "the sender's steps: \(sender.process.output.suffix(2000))")
+            #expect(sender.lines("error").isEmpty)
+
+            let fromStomp = try #require(sender.frames.first { $0["message"] as? String == "from stomp" })
+            let messageId = try #require(fromStomp["id"] as? String)
+            #expect(fromStomp["type"] as? String == "message" && fromStomp["userId"] as? String == a.id && fromStomp["name"] as? String == "에이")
+            #expect(fromStomp["channelId"] as? String == cid && (fromStomp["time"] as? String)?.isEmpty == false)
+            try await native.waitFor("the deletion") { _ in native.dispatches("message.deleted").contains { $0.data["chat_id"] as? String == messageId } }
+            try await receiver.waitFor("the deletion") { _ in receiver.messages.contains { $0["type"] as? String == "delete" } }
+            try await eventually("Socket.IO gets the deletion") { socketIO.events("message.deleted").contains { $0["chat_id"] as? String == messageId } }
+
+            // Exactly once on every protocol.
+            #expect(native.dispatches("channel.message").filter { $0.data["chat_id"] as? String == messageId }.count == 1)
+            #expect(socketIO.events("channel").filter { $0["chat_id"] as? String == messageId }.count == 1)
+            #expect(receiver.messages.filter { $0["id"] as? String == messageId && $0["type"] as? String == "message" }.count == 1)
+            #expect(sender.frames.filter { $0["id"] as? String == messageId && $0["type"] as? String == "message" }.count == 1)
+            // The edit, in each protocol's shape.
+            let edited = try #require(native.dispatches("message.edited").first { $0.data["chat_id"] as? String == messageId }?.data)
+            #expect(edited["content"] as? String == "edited" && edited["conversation_id"] as? String == cid && edited["kind"] as? String == "channel")
+            #expect(socketIO.events("message.edited").contains { $0["chat_id"] as? String == messageId && $0["content"] as? String == "edited" })
+            #expect(receiver.messages.contains { $0["type"] as? String == "modify" && $0["id"] as? String == messageId && $0["message"] as? String == "edited" })
+            #expect(receiver.messages.contains { $0["type"] as? String == "delete" && $0["id"] as? String == messageId })
+            // Typing: to the others (the STOMP receiver with the typist's name, native), never back to the typist.
+            #expect(receiver.messages.contains { $0["type"] as? String == "typing" && $0["name"] as? String == "에이" })
+            try await native.waitFor("typing") { _ in native.dispatches("typing").contains { $0.data["user_id"] as? String == a.id } }
+            #expect(!sender.frames.contains { $0["type"] as? String == "typing" })
+            // The stored message went through chat: history has the edit, then the deletion hides it.
+            let history = try await s.get(channelPath, a)
+            #expect(!String(buffer: history.body).contains(messageId))
+
+            try await sender.stop()
+            try await socketIO.stop()
+            await receiver.stop()
+            await native.kill()
+            try await replica.stop()
+        }
+    }
+}
+
+/// stomp.py's WebSocket client running `clients/stomp_steps.py`, observed through its JSON lines.
+struct PythonStompClient: Sendable {
+    let process: TestProcess
+    let stopFile: String
+
+    static func start(port: Int, token: String, userId: String?, steps: [[String: Any]]) throws -> PythonStompClient {
+        let python = PythonSocketClient.repository.appendingPathComponent(".devdata/pyenv/bin/python").path
+        let script = PythonSocketClient.repository.appendingPathComponent("Tests/GatewayTests/Realtime/clients/stomp_steps.py").path
+        let stopFile = FileManager.default.temporaryDirectory.appendingPathComponent("stomp-stop-\(UUID().uuidString)").path
+        var arguments = ["-u", script, "--url", "ws://127.0.0.1:\(port)/my-chat/websocket", "--token", token, "--stop-file", stopFile]
+        if let userId { arguments += ["--user-id", userId] }
+        for step in steps {
+            arguments += ["--step", String(decoding: try JSONSerialization.data(withJSONObject: step), as: UTF8.self)]
+        }
+        return PythonStompClient(process: try TestProcess(path: python, arguments: arguments), stopFile: stopFile)
+    }
+
+    var lines: [[String: Any]] {
+        process.output.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("{") else { return nil }
+            return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    func lines(_ type: String) -> [[String: Any]] { lines.filter { $0["type"] as? String == type } }
+
+    /// The MESSAGE bodies received.
+    var frames: [[String: Any]] { lines("frame").compactMap { $0["body"] as? [String: Any] } }
+
+    func waitFor(_ type: String, timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if !lines(type).isEmpty { return }
+            if process.reap() != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("no \(type) line from the STOMP client:\n\(process.output.suffix(3000))")
+        throw CancellationError()
+    }
+
+    func stop() async throws {
+        _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
+        if try await process.waitForExit(timeout: .seconds(10)) == nil {
+            process.signal(SIGKILL)
+            _ = try await process.waitForExit(timeout: .seconds(5))
+        }
+    }
+}
