@@ -78,8 +78,9 @@ var targets: [Target] = [
     // Which services exist (ports, databases, routes): read by the launcher, the gateway, the harness.
     .target(name: "ServiceCatalog", dependencies: [], path: "Services/Catalog", swiftSettings: swiftSettings),
     // Chat's internal API (session, replay, reader check): served by chat, called by the gateway.
-    .target(name: "ChatInternalAPI", dependencies: ["Events", httpTypes], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
-    .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "Events", httpTypes], swiftSettings: swiftSettings),
+    .target(
+        name: "ChatInternalAPI", dependencies: ["Events", "ClientContract", httpTypes, nioCore], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
+    .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "ClientContract", "Events", httpTypes, nioCore], swiftSettings: swiftSettings),
     .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing], path: "Shared/Kafka", swiftSettings: swiftSettings),
     .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
@@ -185,8 +186,8 @@ var targets: [Target] = [
     .testTarget(
         name: "ChatTests",
         dependencies: [
-            "SuiteTesting", "ChatApp", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting, postgres, nioCore,
-            httpClient, nioHTTP1,
+            "SuiteTesting", "ChatApp", "ChatInternalAPI", "ServiceKit", "TestSupport", "Database", "Events", "Kafka", "Common", hummingbird, hummingbirdTesting,
+            postgres, nioCore, httpClient, nioHTTP1,
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
         ],
         swiftSettings: swiftSettings

@@ -1,6 +1,9 @@
 import AsyncHTTPClient
+import ChatInternalAPI
+import Events
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
 import SuiteTesting
@@ -9,7 +12,8 @@ import Testing
 /// Chat's internal routes for the gateway's native protocol (docs/chat-api.md), called on chat
 /// itself as the gateway does: the ready snapshot (unread counts of every workspace, rooms only
 /// while still in their workspace) and the replay (strictly after each cursor, readable
-/// conversations only, refused beyond the limit); malformed requests are 400s.
+/// conversations only, refused beyond the limit; the edits and deletions since the cursor of the
+/// messages the client had); malformed requests are 400s.
 @Suite("Chat's internal session and replay routes")
 struct SessionRoutesTests {
     func call(_ url: String, body: String? = nil) async throws -> (status: UInt, more: Bool, text: String) {
@@ -79,6 +83,122 @@ struct SessionRoutesTests {
             #expect(
                 try await call("\(chat)/internal/v1/users/\(b.id)/replay", body: #"{"limit":5,"cursors":[{"conversation_id":"x","after_ms":0}]}"#).status == 400
             )
+        }
+    }
+
+    /// Replays `cursors` for `user` (conversation id, after ms).
+    func replay(_ chat: String, _ user: User, _ cursors: [(String, Int64)], limit: Int) async throws -> (status: UInt, more: Bool, text: String) {
+        let list = cursors.map { #"{"conversation_id":"\#($0.0)","after_ms":\#($0.1)}"# }.joined(separator: ",")
+        return try await call("\(chat)/internal/v1/users/\(user.id)/replay", body: #"{"limit":\#(limit),"cursors":[\#(list)]}"#)
+    }
+
+    @Test(
+        "replay: a line per message created at or before the cursor and edited or deleted after it (deleted wins), after the messages, by change time; none for messages after the cursor; changes count against the limit"
+    )
+    func replayChanges() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (aId, bId) = (a.id.lowercased(), b.id.lowercased())
+            let (wid, channelId) = try await s.sharedChannel(a, b)
+            let roomId = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
+            let (cid, room) = (channelId.lowercased(), roomId.lowercased())
+            let channel = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let dm = "/v1/workspaces/\(wid)/dms/\(room)/chats"
+            // Sends (or edits) and answers the message's id and time; each call a millisecond apart
+            // at least, so change times are distinct.
+            func post(_ path: String, _ user: User, _ text: String) async throws -> (id: String, ms: Int64) {
+                let answer = try #require(jsonObject(try await s.send(.post, path, user, json: #"{"content":"\#(text)"}"#)))
+                let messageId = answer["chat_id"] as? String ?? id(answer, "dm_id")
+                try await Task.sleep(for: .milliseconds(2))
+                return (messageId.lowercased(), try #require(Timestamp.parseMilliseconds(answer["createdAt"] as? String ?? "")))
+            }
+            func edit(_ path: String, _ user: User, _ text: String) async throws -> String {
+                let answer = try await s.send(.put, path, user, json: #"{"content":"\#(text)"}"#)
+                #expect(answer.status == .ok, "edit: \(String(buffer: answer.body))")
+                try await Task.sleep(for: .milliseconds(2))
+                return id(jsonObject(answer), "editedAt")
+            }
+            func delete(_ path: String, _ user: User) async throws {
+                #expect(try await s.request(.delete, path, token: user.token).status == .ok)
+                try await Task.sleep(for: .milliseconds(2))
+            }
+
+            var m: [(id: String, ms: Int64)] = []
+            for i in 0..<4 { m.append(try await post(channel, a, "m\(i)")) }
+            let d0 = try await post(dm, b, "d0")
+            // The client has everything up to here: its cursors are the newest messages' times.
+            let cursors = [(cid, m[3].ms), (room, d0.ms)]
+            let editedM1 = try await edit("\(channel)/\(m[1].id)", a, "고쳤어 <@\(b.id)>")
+            try await delete("\(channel)/\(m[2].id)", a)
+            _ = try await edit("\(channel)/\(m[0].id)", a, "곧 지움")
+            try await delete("\(channel)/\(m[0].id)", a)
+            let editedD0 = try await edit("\(dm)/\(d0.id)", b, "dm 고침")
+            // Created after the cursor: replayed as it is now (edited), or not at all (deleted).
+            m.append(try await post(channel, a, "m4"))
+            _ = try await edit("\(channel)/\(m[4].id)", a, "m4 고침")
+            m.append(try await post(channel, a, "m5"))
+            try await delete("\(channel)/\(m[5].id)", a)
+
+            let answer = try await replay(chat, b, cursors, limit: 10)
+            #expect(answer.status == 200 && !answer.more)
+            let lines = answer.text.split(separator: "\n")
+            #expect(
+                lines.map { $0.split(separator: "\t")[0] } == ["channel.message", "message.edited", "message.deleted", "message.deleted", "message.edited"])
+            let parsed = try ChatInternal.ReplayAnswer(parsing: answer.text)
+            #expect(parsed.removed.isEmpty)
+            #expect(parsed.messages.map(\.messageId.lowercased) == [m[4].id])
+            #expect(parsed.messages.first?.json.contains(#""content":"m4 고침""#) == true)
+            #expect(
+                parsed.changes.map { "\($0.type) \($0.messageId.lowercased)" } == [
+                    "message.edited \(m[1].id)", "message.deleted \(m[2].id)", "message.deleted \(m[0].id)", "message.edited \(d0.id)",
+                ])
+            #expect(parsed.changes.map(\.conversationId.lowercased) == [cid, cid, cid, room])
+            let times = parsed.changes.map(\.atMilliseconds)
+            #expect(times == times.sorted() && Set(times).count == times.count && times.allSatisfy { $0 > m[3].ms })
+            // The payloads, exactly: the edit's time is the one the edit answered.
+            if parsed.changes.count == 4 {
+                let (e1, del2, del0, eD) = (parsed.changes[0], parsed.changes[1], parsed.changes[2], parsed.changes[3])
+                #expect(Timestamp.format(milliseconds: e1.atMilliseconds) == editedM1 && Timestamp.format(milliseconds: eD.atMilliseconds) == editedD0)
+                #expect(
+                    e1.json
+                        == #"{"conversation_id":"\#(cid)","kind":"channel","chat_id":"\#(m[1].id)","user_id":"\#(aId)","content":"고쳤어 <@\#(b.id)>","mentions":["\#(bId)"],"editedAt":"\#(editedM1)"}"#
+                )
+                #expect(
+                    del2.json
+                        == #"{"conversation_id":"\#(cid)","kind":"channel","chat_id":"\#(m[2].id)","user_id":"\#(aId)","deletedAt":"\#(Timestamp.format(milliseconds: del2.atMilliseconds))"}"#
+                )
+                #expect(del0.json.hasSuffix(#""user_id":"\#(aId)","deletedAt":"\#(Timestamp.format(milliseconds: del0.atMilliseconds))"}"#))
+                #expect(
+                    eD.json
+                        == #"{"conversation_id":"\#(room)","kind":"dm","chat_id":"\#(d0.id)","user_id":"\#(bId)","content":"dm 고침","editedAt":"\#(editedD0)"}"#)
+            }
+
+            // A cursor at m1: m1 itself is "at or before" (its edit is a change), m2 is after it
+            // (created later, then deleted: nothing), m0's deletion is a change.
+            let middle = try ChatInternal.ReplayAnswer(parsing: try await replay(chat, b, [(cid, m[1].ms)], limit: 10).text)
+            #expect(middle.messages.map(\.messageId.lowercased) == [m[3].id, m[4].id])
+            #expect(middle.changes.map { "\($0.type) \($0.messageId.lowercased)" } == ["message.edited \(m[1].id)", "message.deleted \(m[0].id)"])
+            // From the start nothing is a change: the live messages as they are now.
+            let all = try ChatInternal.ReplayAnswer(parsing: try await replay(chat, b, [(cid, 0), (room, 0)], limit: 10).text)
+            #expect(all.changes.isEmpty && all.messages.map(\.messageId.lowercased) == [m[1].id, m[3].id, d0.id, m[4].id])
+
+            // The limit counts messages and changes together: 1 + 4 here.
+            let exact = try await replay(chat, b, cursors, limit: 5)
+            #expect(exact.status == 200 && !exact.more && exact.text == answer.text)
+            let over = try await replay(chat, b, cursors, limit: 4)
+            #expect(over.status == 200 && over.more && over.text.isEmpty)
+            // Changes alone count too: after m5 and d0 there is no message, only d0's edit and m5's
+            // deletion (m5 was created at its own cursor).
+            let onlyChanges = try await replay(chat, b, [(cid, m[5].ms), (room, d0.ms)], limit: 2)
+            #expect(!onlyChanges.more)
+            #expect(
+                try ChatInternal.ReplayAnswer(parsing: onlyChanges.text).changes.map { "\($0.type) \($0.messageId.lowercased)" } == [
+                    "message.edited \(d0.id)", "message.deleted \(m[5].id)",
+                ])
+            let overByChanges = try await replay(chat, b, [(cid, m[5].ms), (room, d0.ms)], limit: 1)
+            #expect(overByChanges.more && overByChanges.text.isEmpty)
         }
     }
 }

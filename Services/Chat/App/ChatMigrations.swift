@@ -83,5 +83,14 @@ enum ChatMigrations {
                 PRIMARY KEY (user_id, conversation_id)
             );
             """),
+        Migration(
+            102, "replay: edits and deletions since a cursor",
+            """
+            -- A resume's replay asks, per conversation, for the messages edited or deleted after its
+            -- cursor (MessageStore.changes): without these it would read the conversation's whole
+            -- history before the cursor. Partial, so they hold only edited or deleted messages.
+            CREATE INDEX messages_edited ON messages (conversation_id, edited_at) WHERE edited_at IS NOT NULL AND deleted_at IS NULL;
+            CREATE INDEX messages_deleted ON messages (conversation_id, deleted_at) WHERE deleted_at IS NOT NULL;
+            """),
     ]
 }

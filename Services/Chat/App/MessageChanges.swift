@@ -3,6 +3,19 @@ import Events
 import Foundation
 import PostgresNIO
 
+/// An edit or deletion of a stored message, as a resume replays it (`MessageStore.changes`).
+struct StoredChange: Sendable {
+    var conversationId: UUID
+    var messageId: MessageID
+    var senderId: UserID
+    /// Deleted (else edited): `content` and `mentions` are then empty.
+    var deleted: Bool
+    var content: String?
+    var mentions: [UserID]
+    /// When it was edited (its latest edit) or deleted.
+    var at: Date
+}
+
 /// SQL of changes to a stored message: edits and deletes by its sender.
 extension MessageStore {
     /// A message of the conversation, locked for the transaction; nil when there is none (or it was deleted).
@@ -45,5 +58,48 @@ extension MessageStore {
             return time
         }
         throw ChatStoreError("message \(id) vanished while locked")
+    }
+
+    /// The changes a client that saw each conversation up to its cursor (epoch milliseconds) has
+    /// missed: the messages created at or before the cursor and deleted, or else edited, strictly
+    /// after it — one per message, a deletion winning over edits (the current text and mentions of
+    /// an edited one) — by change time, at most `limit`. Messages created after the cursor are not
+    /// changes: a replay gives them as they are now. The bounds are built in SQL from the integers
+    /// (as `history` does). Per conversation, each half is an ordered, limited scan of its partial
+    /// index (`messages_deleted`, `messages_edited`) from the bound on: a plain join over the cursors
+    /// let the planner scan the whole partial index and the history before the cursor instead
+    /// (measured with EXPLAIN ANALYZE; it cannot see a joined bound's selectivity).
+    func changes(after cursors: [(conversation: UUID, afterMs: Int64)], limit: Int, _ c: PostgresConnection) async throws -> [StoredChange] {
+        guard !cursors.isEmpty, limit > 0 else { return [] }
+        var result: [StoredChange] = []
+        for try await (conversation, id, sender, deleted, content, mentions, at) in try await c.query(
+            """
+            WITH w AS (
+                SELECT w.id, \(unescaped: Self.epoch) + w.after_ms * interval '1 millisecond' AS bound
+                FROM unnest(\(cursors.map(\.conversation))::uuid[], \(cursors.map(\.afterMs))::int8[]) AS w (id, after_ms)
+            )
+            SELECT d.* FROM w, LATERAL (
+                SELECT m.conversation_id, m.id, m.sender_id, true, NULL::text, '{}'::uuid[], m.deleted_at
+                FROM messages m
+                WHERE m.conversation_id = w.id AND m.deleted_at > w.bound AND m.created_at <= w.bound
+                ORDER BY m.deleted_at LIMIT \(limit)
+            ) d
+            UNION ALL
+            SELECT e.* FROM w, LATERAL (
+                SELECT m.conversation_id, m.id, m.sender_id, false, m.content, m.mentions, m.edited_at
+                FROM messages m
+                WHERE m.conversation_id = w.id AND m.edited_at > w.bound AND m.deleted_at IS NULL AND m.created_at <= w.bound
+                ORDER BY m.edited_at LIMIT \(limit)
+            ) e
+            ORDER BY 7, 2
+            LIMIT \(limit)
+            """, logger: logger
+        ).decode((UUID, UUID, UUID, Bool, String?, [UUID], Date).self) {
+            result.append(
+                StoredChange(
+                    conversationId: conversation, messageId: MessageID(id), senderId: UserID(sender), deleted: deleted, content: content,
+                    mentions: mentions.map(UserID.init), at: at))
+        }
+        return result
     }
 }

@@ -56,7 +56,7 @@ struct MessageDraft: Sendable {
 struct MessageStore: Sendable {
     let logger: Logger
 
-    private static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
+    static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
     static let columns = """
         m.id, m.content, m.files, m.created_at, m.parent_id, m.mentions, m.reactions::text, m.edited_at, \(ProfileProjection.columns(userColumn: "m.sender_id"))
         """

@@ -12,12 +12,16 @@ import ServiceKit
 /// `ChatInternal`'s):
 /// - `ChatInternal.Session`: the `ready` snapshot — the user's workspaces, the channels they are
 ///   in and their DM rooms, each with its unread count (as `.../unreads`).
-/// - `ChatInternal.Replay`: the messages after each cursor (epoch milliseconds, strictly after;
-///   per conversation the times are strictly increasing, so a time is a position) of the
-///   conversations the user can still read, oldest first overall, as `ReplayLine`s, preceded by
-///   a removal line per asked conversation the user can no longer read (a resuming session must
-///   stop following it); when more than `limit` messages were found, none and the "more" header
-///   (the client is too far behind to resume).
+/// - `ChatInternal.Replay`: for the conversations the user can still read, the live messages
+///   created after each cursor (epoch milliseconds, strictly after; per conversation the times
+///   are strictly increasing, so a time is a position), oldest first overall, then the changes
+///   the client missed to the messages it already had — those created at or before the cursor
+///   and deleted or edited strictly after it, one line each (a deletion wins over edits; an edit
+///   carries the current text), by change time — as `ReplayLine`s, preceded by a removal line per
+///   asked conversation the user can no longer read (a resuming session must stop following it).
+///   A message created after the cursor needs no change line: it is replayed as it is now (or
+///   not at all when deleted). When more than `limit` messages and changes together were found,
+///   none and the "more" header (the client is too far behind to resume).
 extension ChatAPI {
     func addSessionRoutes(to routes: RouteCollection<SuiteRequestContext>) {
         routes.get(RouterPath(ChatInternal.Session.route)) { _, context -> Response in
@@ -96,6 +100,11 @@ extension ChatAPI {
                 if found.count > request.limit { return (ByteBuffer(), true) }
             }
         }
+        // Changes to the messages the client had count against the same limit.
+        let changes = try await messages.changes(
+            after: conversations.map { ($0.id, wanted[$0.id] ?? 0) }, limit: request.limit - found.count + 1, c)
+        if found.count + changes.count > request.limit { return (ByteBuffer(), true) }
+        let kinds = Dictionary(conversations.map { ($0.id, $0.event.kind) }, uniquingKeysWith: { first, _ in first })
         found.sort { ($0.message.createdAt, $0.message.id.uuid.lowercased) < ($1.message.createdAt, $1.message.id.uuid.lowercased) }
         for (message, conversation) in found {
             let kind: ChatEvents.Conversation.Kind
@@ -109,6 +118,20 @@ extension ChatAPI {
                     kind: kind, conversationId: conversation.id, messageId: message.id.uuid,
                     createdAtMilliseconds: Timestamp.milliseconds(message.createdAt)
                 ))
+            out.writeBuffer(&json)
+            out.writeString("\n")
+        }
+        for change in changes {
+            guard let kind = kinds[change.conversationId] else { continue }
+            // A deletion's text and mentions are gone (the payload writes neither for it).
+            let payload = MessageChangePayload(
+                change: change.deleted ? .deleted : .edited, kind: kind, conversationId: change.conversationId, messageId: change.messageId.uuid,
+                senderId: change.senderId, content: change.content, mentions: change.mentions, at: change.at)
+            var json = payload.jsonBuffer
+            out.writeString(
+                ChatInternal.ReplayLine.changeHead(
+                    payload.change, conversationId: payload.conversationId, messageId: payload.messageId,
+                    atMilliseconds: Timestamp.milliseconds(payload.at)))
             out.writeBuffer(&json)
             out.writeString("\n")
         }

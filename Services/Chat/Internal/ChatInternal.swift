@@ -35,8 +35,8 @@ public enum ChatInternal {
     }
 
     /// `POST /internal/v1/users/{user}/replay` with a `ReplayRequest` → `ReplayLine`s (text, one per
-    /// line), or, when more than `limit` messages were found, an empty body and `moreHeader: true`
-    /// (the session is too far behind to resume). 400 for a malformed request.
+    /// line), or, when more than `limit` messages and changes were found, an empty body and
+    /// `moreHeader: true` (the session is too far behind to resume). 400 for a malformed request.
     public enum Replay {
         /// The route under `prefix`; its parameter is `user`.
         public static let route = "users/:user/replay"
@@ -44,7 +44,7 @@ public enum ChatInternal {
         public static func path(user: UserID) -> String { "\(prefix)/users/\(user)/replay" }
 
         public static let moreHeader = HTTPField.Name("Chatsuite-Replay-More")!
-        /// What a request may ask: the message limit, and at most this many cursors.
+        /// What a request may ask: the limit (messages and changes together), and at most this many cursors.
         public static let limits: ClosedRange<Int> = 1...10_000
         public static let maxCursors = 10_000
     }

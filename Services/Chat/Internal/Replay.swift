@@ -1,13 +1,17 @@
+import ClientContract
 import Events
 import Foundation
+import NIOCore
 
 extension ChatInternal {
-    /// The body of a replay request: the messages after each cursor, at most `limit` of them.
+    /// The body of a replay request: the messages after each cursor and the edits and deletions
+    /// since it of the messages at or before it, at most `limit` of them together.
     public struct ReplayRequest: Codable, Sendable, Equatable {
         public struct Cursor: Codable, Sendable, Equatable {
             /// A channel or DM room id.
             public var conversation_id: UUID
-            /// Epoch milliseconds; the replay holds the messages strictly after it.
+            /// Epoch milliseconds; the replay holds the messages created strictly after it, and the
+            /// older messages edited or deleted strictly after it.
             public var after_ms: Int64
 
             public init(conversation_id: UUID, after_ms: Int64) {
@@ -63,14 +67,48 @@ extension ChatInternal {
         }
     }
 
+    /// One replayed change to a message created at or before its conversation's cursor: an edit or
+    /// a deletion after the cursor, with the change's time and its `MessageChangePayload` JSON.
+    public struct ReplayedChange: Sendable, Equatable {
+        public var change: MessageChangePayload.Change
+        public var conversationId: UUID
+        public var messageId: UUID
+        /// When the message was edited or deleted (epoch milliseconds).
+        public var atMilliseconds: Int64
+        /// The change as `MessageChangePayload` writes it.
+        public var json: String
+
+        public init(change: MessageChangePayload.Change, conversationId: UUID, messageId: UUID, atMilliseconds: Int64, json: String) {
+            self.change = change
+            self.conversationId = conversationId
+            self.messageId = messageId
+            self.atMilliseconds = atMilliseconds
+            self.json = json
+        }
+
+        /// The change of `payload`, its JSON written by it.
+        public init(_ payload: MessageChangePayload) {
+            self.init(
+                change: payload.change, conversationId: payload.conversationId, messageId: payload.messageId,
+                atMilliseconds: Timestamp.milliseconds(payload.at), json: String(buffer: payload.jsonBuffer))
+        }
+
+        /// The native protocol's dispatch type: `message.edited` or `message.deleted`.
+        public var type: String { change.rawValue }
+    }
+
     /// A line of a replay answer (tab-separated, newline-terminated):
     /// - `conversation.removed` TAB `<conversation id>`: an asked conversation the user can no longer
     ///   read (these come first);
     /// - `<channel.message|dm.message>` TAB `<conversation id>` TAB `<message id>` TAB `<created ms>`
-    ///   TAB `<JSON object>`: a message, oldest first.
+    ///   TAB `<JSON object>`: a message, oldest first (after the removals);
+    /// - `<message.edited|message.deleted>` TAB `<conversation id>` TAB `<message id>` TAB
+    ///   `<change ms>` TAB `<MessageChangePayload JSON>`: a change to a message the client already
+    ///   had, by change time (after the messages).
     public enum ReplayLine: Sendable, Equatable {
         case removed(UUID)
         case message(ReplayedMessage)
+        case change(ReplayedChange)
 
         public static let removedType = "conversation.removed"
 
@@ -83,12 +121,20 @@ extension ChatInternal {
                 Self.messageHead(
                     kind: message.kind, conversationId: message.conversationId, messageId: message.messageId,
                     createdAtMilliseconds: message.createdAtMilliseconds) + message.json + "\n"
+            case .change(let change):
+                Self.changeHead(change.change, conversationId: change.conversationId, messageId: change.messageId, atMilliseconds: change.atMilliseconds)
+                    + change.json + "\n"
             }
         }
 
         /// A message line up to its JSON object (which chat appends as it wrote it, then a newline).
         public static func messageHead(kind: ChatEvents.Conversation.Kind, conversationId: UUID, messageId: UUID, createdAtMilliseconds: Int64) -> String {
             "\(ReplayedMessage.type(of: kind))\t\(conversationId.lowercased)\t\(messageId.lowercased)\t\(createdAtMilliseconds)\t"
+        }
+
+        /// A change line up to its JSON object (which chat appends as it wrote it, then a newline).
+        public static func changeHead(_ change: MessageChangePayload.Change, conversationId: UUID, messageId: UUID, atMilliseconds: Int64) -> String {
+            "\(change.rawValue)\t\(conversationId.lowercased)\t\(messageId.lowercased)\t\(atMilliseconds)\t"
         }
 
         /// Parses one line (without its newline); nil when it is malformed.
@@ -98,22 +144,31 @@ extension ChatInternal {
                 self = .removed(conversation)
                 return
             }
-            let kinds: [Substring: ChatEvents.Conversation.Kind] = ["channel.message": .channel, "dm.message": .dm]
-            guard fields.count == 5, let kind = kinds[fields[0]], let conversation = UUID(uuidString: String(fields[1])),
-                let id = UUID(uuidString: String(fields[2])), let ms = Int64(fields[3])
+            guard fields.count == 5, let conversation = UUID(uuidString: String(fields[1])), let id = UUID(uuidString: String(fields[2])),
+                let ms = Int64(fields[3])
             else { return nil }
-            self = .message(ReplayedMessage(kind: kind, conversationId: conversation, messageId: id, createdAtMilliseconds: ms, json: String(fields[4])))
+            let kinds: [Substring: ChatEvents.Conversation.Kind] = ["channel.message": .channel, "dm.message": .dm]
+            if let kind = kinds[fields[0]] {
+                self = .message(ReplayedMessage(kind: kind, conversationId: conversation, messageId: id, createdAtMilliseconds: ms, json: String(fields[4])))
+            } else if let change = MessageChangePayload.Change(rawValue: String(fields[0])) {
+                self = .change(ReplayedChange(change: change, conversationId: conversation, messageId: id, atMilliseconds: ms, json: String(fields[4])))
+            } else {
+                return nil
+            }
         }
     }
 
-    /// A replay answer: the messages, and the asked conversations the user can no longer read.
+    /// A replay answer: the messages, the asked conversations the user can no longer read, and the
+    /// changes (edits, deletions) to messages the client already had.
     public struct ReplayAnswer: Sendable, Equatable {
         public var messages: [ReplayedMessage] = []
         public var removed: [UUID] = []
+        public var changes: [ReplayedChange] = []
 
-        public init(messages: [ReplayedMessage] = [], removed: [UUID] = []) {
+        public init(messages: [ReplayedMessage] = [], removed: [UUID] = [], changes: [ReplayedChange] = []) {
             self.messages = messages
             self.removed = removed
+            self.changes = changes
         }
 
         /// Parses an answer's body; throws on any malformed line.
@@ -122,6 +177,7 @@ extension ChatInternal {
                 switch ReplayLine(line) {
                 case .removed(let conversation): removed.append(conversation)
                 case .message(let message): messages.append(message)
+                case .change(let change): changes.append(change)
                 case nil: throw MalformedReplay()
                 }
             }

@@ -8,7 +8,10 @@ import ServiceKit
 import ServiceLifecycle
 
 /// The `chat-fanout` consumer group over `chat.message.v1` and `gateway.typing.v1` (typing
-/// indicators of native sessions, keyed by conversation like messages). For each poll's batch it produces one
+/// indicators of native sessions, keyed by conversation like messages), `presence.v1` (routed by
+/// the workspaces a status change names) and `chat.read.v1` (a user's read cursor moved, keyed by
+/// the user: routed by the conversation it names, so the user's sessions on the gateways following
+/// it learn of it). For each poll's batch it produces one
 /// delivery per (record, interested gateway) to `gateway.delivery.v1` — the record's value and
 /// headers unchanged, keyed by the gateway id, into the gateway's own partition — waits for every
 /// delivery report, and only then stores the batch's offsets. At-least-once: a replica that dies
@@ -45,7 +48,7 @@ final class FanoutConsumer: Service, Sendable {
     /// The group consumer's configuration for this replica.
     static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
         var config = KafkaConsumerConfiguration(
-            client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name]))
+            client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name, Topic.chatRead.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         config.maxBatchSize = batchSize
@@ -86,10 +89,17 @@ final class FanoutConsumer: Service, Sendable {
         messages.increment(by: records.count)
 
         // Messages and typing are routed by their conversation (the key); a presence change by
-        // the workspaces it names (interest in a workspace: a gateway has sessions in it).
+        // the workspaces it names (interest in a workspace: a gateway has sessions in it); a read
+        // cursor (keyed by its user) by the conversation it names.
         let routes = records.map { record -> [UUID]? in
-            guard record.topic == Topic.presence.name else { return record.keyString.flatMap { UUID(uuidString: $0) }.map { [$0] } }
-            return record.value.flatMap { try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: $0).data.workspaceIds.map(\.uuid) }
+            switch record.topic {
+            case Topic.presence.name:
+                record.value.flatMap { try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: $0).data.workspaceIds.map(\.uuid) }
+            case Topic.chatRead.name:
+                record.value.flatMap { try? [EventCoding.decode(ChatEvents.ReadCursorMoved.self, from: $0).data.conversation.id] }
+            default:
+                record.keyString.flatMap { UUID(uuidString: $0) }.map { [$0] }
+            }
         }
         let interested = table.gateways(for: routes)
         var outgoing: [KafkaProducerMessage] = []
@@ -101,7 +111,7 @@ final class FanoutConsumer: Service, Sendable {
             guard let value = record.value, routes[index] != nil else {
                 skippedUnreadable.increment()
                 logger.warning(
-                    "skipping a record without a conversation key, a readable presence change or a value",
+                    "skipping a record without a conversation key, a readable presence change or read cursor, or a value",
                     metadata: [
                         LogKey.kafkaTopic: "\(record.topic)", LogKey.kafkaPartition: "\(record.partition)", LogKey.kafkaOffset: "\(record.offset)",
                     ])
@@ -132,7 +142,7 @@ final class FanoutConsumer: Service, Sendable {
         try await deliver(outgoing)
 
         // Offsets only after every delivery was acknowledged: the last record of each partition
-        // (of each topic: messages and typing share partition numbers).
+        // of each topic (the topics share partition numbers).
         var last: [String: KafkaConsumerMessage] = [:]
         for record in records { last["\(record.topic)/\(record.partition)"] = record }
         for record in last.values { try consumer.storeOffset(record) }
