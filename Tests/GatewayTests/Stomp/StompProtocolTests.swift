@@ -115,7 +115,7 @@ struct StompProtocolTests {
             let port = try #require(s.client.port)
 
             let (native, _) = try await NativeTestClient.connect(port, b)
-            let socketIO = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel")], transports: "websocket")
+            let socketIO = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel,message.edited,message.deleted")], transports: "websocket")
             _ = try await socketIO.waitFor("ready")
             let receiver = StompTestClient(port: port)
             receiver.connect(token: b.token, userId: b.id)

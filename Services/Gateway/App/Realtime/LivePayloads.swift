@@ -13,8 +13,8 @@ enum LivePayloads {
         switch event {
         case .channelMessage(let message): return message.jsonBuffer
         case .directMessage(let message): return message.jsonBuffer
-        case .edited(let change): return ChatInternal.MessageChangePayload(edited: change).jsonBuffer
-        case .deleted(let change): return ChatInternal.MessageChangePayload(deleted: change).jsonBuffer
+        case .edited(let change): return MessageChangePayload(edited: change).jsonBuffer
+        case .deleted(let change): return MessageChangePayload(deleted: change).jsonBuffer
         default: break
         }
         var json = JSONWriter(capacity: 256)

@@ -22,7 +22,7 @@ def out(**line):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("--namespace", action="append", default=[], help="namespace:event, e.g. /ws-channel-<id>:channel")
+    parser.add_argument("--namespace", action="append", default=[], help="namespace:event[,event…], e.g. /ws-channel-<id>:channel")
     parser.add_argument("--transports", default="polling,websocket")
     parser.add_argument("--token")
     parser.add_argument("--changesocketid")
@@ -45,10 +45,10 @@ def main():
     sio.eio._trigger_event = in_order
     namespaces = []
     for spec in args.namespace:
-        namespace, event = spec.rsplit(":", 1)
+        namespace, events = spec.rsplit(":", 1)
         namespaces.append(namespace)
 
-        def on_event(*data, namespace=namespace, event=event):
+        def on_event(*data, namespace=namespace, event=None):
             out(type="event", namespace=namespace, event=event, data=data[0] if len(data) == 1 else list(data))
 
         def on_connect(namespace=namespace):
@@ -60,7 +60,8 @@ def main():
         def on_disconnect(*reason, namespace=namespace):
             out(type="disconnected", namespace=namespace)
 
-        sio.on(event, on_event, namespace=namespace)
+        for event in events.split(","):
+            sio.on(event, lambda *data, namespace=namespace, event=event: on_event(*data, namespace=namespace, event=event), namespace=namespace)
         sio.on("connect", on_connect, namespace=namespace)
         sio.on("disconnect", on_disconnect, namespace=namespace)
         sio.on("connect_error", on_error, namespace=namespace)

@@ -143,7 +143,7 @@ final class NativeGateway: Sendable {
             // Access is checked again: the checkpoint may follow conversations the user left
             // while detached (or while no gateway watched): they end here, live and replayed.
             for conversation in replayed.removed where session.kind(of: conversation) != nil { hub.unfollow(session, conversation) }
-            if !session.finishResume(replayed: replayed.messages, removed: replayed.removed) {
+            if !session.finishResume(replayed: replayed.messages, changes: replayed.changes, removed: replayed.removed) {
                 return refuse(connection, NativeClose.notResumable, "too far behind: identify anew", session)
             }
             // Claims the session: the gateway that held it before sees this checkpoint and, when

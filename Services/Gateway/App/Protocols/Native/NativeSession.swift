@@ -237,13 +237,14 @@ final class NativeSession: Sendable {
     }
 
     /// Stops following the conversations the user can no longer read (`conversation.removed`
-    /// each), dispatches the replayed messages, then `resumed`, then the live events that arrived
-    /// meanwhile (those the replay did not already contain). False when the queue overflowed.
-    func finishResume(replayed: [ChatInternal.ReplayedMessage], removed: [UUID]) -> Bool {
+    /// each), dispatches the replayed messages, then the edits and deletions of older messages,
+    /// then `resumed`, then the live events that arrived meanwhile (those the replay did not
+    /// already contain). False when the queue overflowed.
+    func finishResume(replayed: [ChatInternal.ReplayedMessage], changes: [ChatInternal.ReplayedChange] = [], removed: [UUID]) -> Bool {
         state.withLock { state in
             guard !state.ended, let connection = state.connection, state.resuming else { return true }
             var frames: [OutboundText] = []
-            frames.reserveCapacity(removed.count + replayed.count + state.pending.count + 1)
+            frames.reserveCapacity(removed.count + replayed.count + changes.count + state.pending.count + 1)
             for conversation in removed where state.conversations.removeValue(forKey: conversation) != nil {
                 state.marks.removeAll { $0.conversationId == conversation }
                 state.pending.removeAll { $0.conversationId == conversation }
@@ -260,7 +261,17 @@ final class NativeSession: Sendable {
                         in: &state, maxMarks: maxMarks
                     ))
             }
-            frames.append(OutboundText(NativeFrames.resumed(sessionId: id, replayed: replayed.count)))
+            // Edits and deletions of messages the client already had (state: at least once).
+            for change in changes where state.conversations[change.conversationId] != nil {
+                frames.append(
+                    Self.record(
+                        Pending(
+                            type: change.type, conversationId: change.conversationId, messageId: nil, createdAtMilliseconds: 0,
+                            json: ByteBuffer(string: change.json)),
+                        in: &state, maxMarks: maxMarks
+                    ))
+            }
+            frames.append(OutboundText(NativeFrames.resumed(sessionId: id, replayed: replayed.count + changes.count)))
             for event in state.pending where event.messageId.map({ !seen.contains($0) }) ?? true {
                 frames.append(Self.record(event, in: &state, maxMarks: maxMarks))
             }
