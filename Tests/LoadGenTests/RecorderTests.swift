@@ -81,6 +81,17 @@ struct MarkerTests {
         #expect(log.hasProbe(socket: 5, channel: 17))
     }
 
+    @Test func stompBodiesCarryTheTextInMessage() {
+        let markers = DeliveryMarkers(runId: "ab12")
+        let log = DeliveryLog(expected: 1)
+        let frame = "MESSAGE\ndestination:/topic/group/c\nsubscription:s-0\n\n{\"type\":\"message\",\"message\":\"lg ab12-77\"}\0"
+        #expect(Array(frame.utf8).withUnsafeBytes { markers.record($0, socket: 5, at: 42, in: log, stomp: true) })
+        #expect(log.allDeliveries.map(\.message) == [77])
+        // A Socket.IO or native frame is not read as STOMP's, nor the other way round.
+        #expect(!Array(frame.utf8).withUnsafeBytes { markers.record($0, socket: 5, at: 42, in: log) })
+        #expect(log.deliveryCount == 1)
+    }
+
     @Test func otherRunsAndOtherFramesAreNotOurs() {
         let markers = DeliveryMarkers(runId: "ab12")
         let log = DeliveryLog(expected: 1)

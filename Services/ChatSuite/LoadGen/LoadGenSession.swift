@@ -20,6 +20,7 @@ struct LoadGenSession {
             switch spec.kind {
             case .socketio: try await runSocketIO()
             case .native: try await runNative()
+            case .stomp: try await runStomp()
             }
         } onCancel: {
             Task { try? await outbound.close(.normalClosure, reason: "load generator done") }
@@ -27,7 +28,7 @@ struct LoadGenSession {
     }
 
     func recordMessage(_ bytes: UnsafeRawBufferPointer, at nanos: UInt64) {
-        if !markers.record(bytes, socket: spec.index, at: nanos, in: log) { log.other() }
+        if !markers.record(bytes, socket: spec.index, at: nanos, in: log, stomp: spec.kind == .stomp) { log.other() }
     }
 
     func ready() {

@@ -6,12 +6,12 @@ import Logging
 
 /// The sockets' protocol: `mixed` makes even sockets Socket.IO and odd ones native.
 public enum LoadGenProtocol: String, Sendable {
-    case socketio, native, mixed
+    case socketio, native, stomp, mixed
 }
 
 /// One socket of the run: its user, the channels it follows, its protocol.
 struct LoadGenSocketSpec: Sendable {
-    enum Kind: String, Sendable { case socketio, native }
+    enum Kind: String, Sendable { case socketio, native, stomp }
     let index: Int
     let kind: Kind
     let token: String
@@ -20,26 +20,31 @@ struct LoadGenSocketSpec: Sendable {
 }
 
 /// Recognises the load generator's messages inside a received frame without decoding it: the
-/// content `lg <run>-<n>` of a measured message, or `lgprobe <run>-<channel>` of a probe.
+/// content `lg <run>-<n>` of a measured message, or `lgprobe <run>-<channel>` of a probe (in
+/// `content` for Socket.IO and native, in `message` for STOMP's bodies).
 struct DeliveryMarkers: Sendable {
     let message: [UInt8]
     let probe: [UInt8]
+    let stompMessage: [UInt8]
+    let stompProbe: [UInt8]
 
     init(runId: String) {
         message = Array(#""content":"lg \#(runId)-"#.utf8)
         probe = Array(#""content":"lgprobe \#(runId)-"#.utf8)
+        stompMessage = Array(#""message":"lg \#(runId)-"#.utf8)
+        stompProbe = Array(#""message":"lgprobe \#(runId)-"#.utf8)
     }
 
     static func content(runId: String, message n: Int) -> String { "lg \(runId)-\(n)" }
     static func content(runId: String, probeOf channel: Int) -> String { "lgprobe \(runId)-\(channel)" }
 
     /// Records what `bytes` carries; returns false when it is none of ours.
-    func record(_ bytes: UnsafeRawBufferPointer, socket: Int, at nanos: UInt64, in log: DeliveryLog) -> Bool {
-        if let start = Bytes.end(of: message, in: bytes), let n = Bytes.integer(at: start, in: bytes) {
+    func record(_ bytes: UnsafeRawBufferPointer, socket: Int, at nanos: UInt64, in log: DeliveryLog, stomp: Bool = false) -> Bool {
+        if let start = Bytes.end(of: stomp ? stompMessage : message, in: bytes), let n = Bytes.integer(at: start, in: bytes) {
             log.delivered(socket: socket, message: n, at: nanos)
             return true
         }
-        if let start = Bytes.end(of: probe, in: bytes), let c = Bytes.integer(at: start, in: bytes) {
+        if let start = Bytes.end(of: stomp ? stompProbe : probe, in: bytes), let c = Bytes.integer(at: start, in: bytes) {
             log.probed(socket: socket, channel: c)
             return true
         }
@@ -110,6 +115,7 @@ final class SocketPool: Sendable {
         switch spec.kind {
         case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
         case .native: url = wsBase + "/v1/gateway"
+        case .stomp: url = wsBase + "/v1/stomp"
         }
         let client = WebSocketClient(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
             let session = LoadGenSession(spec: spec, inbound: inbound, outbound: outbound, markers: markers, log: log, handshake: handshake)
@@ -138,6 +144,7 @@ final class SocketPool: Sendable {
             switch kind {
             case .native: return "native: the gateway refused the WebSocket upgrade of /v1/gateway (no native server in this gateway?)"
             case .socketio: return "socketio: the gateway refused the WebSocket upgrade of /socket.io/"
+            case .stomp: return "stomp: the gateway refused the WebSocket upgrade of /v1/stomp (no STOMP server in this gateway?)"
             }
         }
         if error is CancellationError { return "\(kind.rawValue): cancelled" }

@@ -141,6 +141,7 @@ public struct LoadGenerator: Sendable {
                 switch o.proto {
                 case .socketio: .socketio
                 case .native: .native
+                case .stomp: .stomp
                 case .mixed: s % 2 == 0 ? .socketio : .native
                 }
             return LoadGenSocketSpec(

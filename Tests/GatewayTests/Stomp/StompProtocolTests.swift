@@ -115,7 +115,8 @@ struct StompProtocolTests {
             let port = try #require(s.client.port)
 
             let (native, _) = try await NativeTestClient.connect(port, b)
-            let socketIO = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel,message.edited,message.deleted")], transports: "websocket")
+            let socketIO = try PythonSocketClient.start(
+                .eio4, port: port, namespaces: [("/ws-channel-\(cid)", "channel,message.edited,message.deleted")], transports: "websocket")
             _ = try await socketIO.waitFor("ready")
             let receiver = StompTestClient(port: port)
             receiver.connect(token: b.token, userId: b.id)
@@ -135,7 +136,10 @@ struct StompProtocolTests {
                         "body": ["id": "{{message.id}}", "content": "edited", "userId": a.id, "type": "modify", "channelId": cid],
                     ],
                     ["op": "wait", "type": "modify", "message": "edited"],
-                    ["op": "send", "destination": "/kafka/send-channel-delete", "body": ["id": "{{message.id}}", "userId": a.id, "type": "delete", "channelId": cid]],
+                    [
+                        "op": "send", "destination": "/kafka/send-channel-delete",
+                        "body": ["id": "{{message.id}}", "userId": a.id, "type": "delete", "channelId": cid],
+                    ],
                     ["op": "wait", "type": "delete"],
                 ])
             // REST probes until every receiver has one: the fan-out knows this gateway's interest.
@@ -170,7 +174,8 @@ struct StompProtocolTests {
             let edited = try #require(native.dispatches("message.edited").first { $0.data["chat_id"] as? String == messageId }?.data)
             #expect(edited["content"] as? String == "edited" && edited["conversation_id"] as? String == cid && edited["kind"] as? String == "channel")
             #expect(socketIO.events("message.edited").contains { $0["chat_id"] as? String == messageId && $0["content"] as? String == "edited" })
-            #expect(receiver.messages.contains { $0["type"] as? String == "modify" && $0["id"] as? String == messageId && $0["message"] as? String == "edited" })
+            #expect(
+                receiver.messages.contains { $0["type"] as? String == "modify" && $0["id"] as? String == messageId && $0["message"] as? String == "edited" })
             #expect(receiver.messages.contains { $0["type"] as? String == "delete" && $0["id"] as? String == messageId })
             // Typing: to the others (the STOMP receiver with the typist's name, native), never back to the typist.
             #expect(receiver.messages.contains { $0["type"] as? String == "typing" && $0["name"] as? String == "에이" })

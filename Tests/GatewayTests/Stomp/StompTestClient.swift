@@ -72,7 +72,8 @@ final class StompTestClient: Sendable {
             if predicate(frames) { return frames }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("timed out waiting for \(what); received: \(received.suffix(5).map { "\($0.command.rawValue) \($0.headers.entries) \($0.bodyString ?? "")" })")
+        Issue.record(
+            "timed out waiting for \(what); received: \(received.suffix(5).map { "\($0.command.rawValue) \($0.headers.entries) \($0.bodyString ?? "")" })")
         throw TimedOut()
     }
 

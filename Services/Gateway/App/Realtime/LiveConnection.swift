@@ -18,7 +18,7 @@ final class LiveConnection: Sendable {
         var closeTaken = false
         var lastHeartbeat: ContinuousClock.Instant
         var identified = false
-            /// An identify or resume is being answered (the reading task waits for chat meanwhile,
+        /// An identify or resume is being answered (the reading task waits for chat meanwhile,
         /// so heartbeats are not read): not a zombie.
         var busy = false
     }

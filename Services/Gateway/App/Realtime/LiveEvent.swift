@@ -81,8 +81,16 @@ enum LiveEvent: Sendable {
 /// An event on its way to its recipients, with what each protocol rendered from it: every
 /// recipient of one protocol shares the same bytes (a message is encoded once, not per socket).
 final class LiveDelivery: Sendable {
+    /// What a rendering is for: a protocol's format, and the target it depends on (a Socket.IO
+    /// packet names its namespace; a STOMP body does not). Cheap to hash: looked up per recipient.
+    struct RenderingKey: Hashable, Sendable {
+        enum Format: Hashable, Sendable { case socketIO, stomp }
+        var format: Format
+        var target: UUID?
+    }
+
     let event: LiveEvent
-    private let rendered = Mutex<[String: OutboundText]>([:])
+    private let rendered = Mutex<[RenderingKey: OutboundText]>([:])
     private let json = Mutex<ByteBuffer?>(nil)
 
     init(_ event: LiveEvent) {
@@ -102,7 +110,7 @@ final class LiveDelivery: Sendable {
 
     /// What `key`'s protocol made of the event for every recipient sharing `key` (say, one
     /// Socket.IO namespace), made once.
-    func rendering(_ key: String, _ make: (LiveDelivery) -> OutboundText) -> OutboundText {
+    func rendering(_ key: RenderingKey, _ make: (LiveDelivery) -> OutboundText) -> OutboundText {
         if let done = rendered.withLock({ $0[key] }) { return done }
         let made = make(self)
         return rendered.withLock { rendered in

@@ -255,7 +255,7 @@ extension EngineSession: LiveSubscriber {
         case .presence, .signal: return
         default: name = delivery.event.dispatchType
         }
-        let packet = delivery.rendering(namespace.name) {
+        let packet = delivery.rendering(.init(format: .socketIO, target: follow.id)) {
             OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: name, json: String(buffer: $0.payload))))
         }
         if !send(packet) { server.close(self, reason: "send queue full") }

@@ -40,7 +40,8 @@ struct StompOperations: Sendable {
 
     /// `DELETE …/chats/{id}`.
     func delete(_ message: UUID, in conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
-        try await call(.DELETE, chatURL + path(conversation, workspace: workspace) + "/chats/\(message.lowercased)", body: nil, user: user, requestId: requestId)
+        try await call(
+            .DELETE, chatURL + path(conversation, workspace: workspace) + "/chats/\(message.lowercased)", body: nil, user: user, requestId: requestId)
     }
 
     /// `PUT …/read`: everything in the conversation up to now is read.

@@ -235,7 +235,8 @@ final class StompServer: Sendable {
         case .modify(let kind):
             let (conversation, workspace) = try await resolve(body.string("channelId"), kind: kind, session)
             guard let message = body.string("id").flatMap(UUID.init(uuidString:)) else { throw .init(message: "modify needs the message id") }
-            try await operations.edit(message, content: body.string("content") ?? "", in: conversation, workspace: workspace, as: session.userId, requestId: requestId)
+            try await operations.edit(
+                message, content: body.string("content") ?? "", in: conversation, workspace: workspace, as: session.userId, requestId: requestId)
         case .delete(let kind):
             let (conversation, workspace) = try await resolve(body.string("channelId"), kind: kind, session)
             guard let message = body.string("id").flatMap(UUID.init(uuidString:)) else { throw .init(message: "delete needs the message id") }
@@ -251,7 +252,13 @@ final class StompServer: Sendable {
             // `home` (the app's home screen) reads nothing; `c-{id}` / `r-{id}` mark the room read.
             guard let room = body.string("channel_id"), room != "home" else { return }
             let kind: StompConversationKind
-            if room.hasPrefix("c-") { kind = .channel } else if room.hasPrefix("r-") { kind = .direct } else { throw .init(message: "channel_id must be home, c-{id} or r-{id}") }
+            if room.hasPrefix("c-") {
+                kind = .channel
+            } else if room.hasPrefix("r-") {
+                kind = .direct
+            } else {
+                throw .init(message: "channel_id must be home, c-{id} or r-{id}")
+            }
             let (conversation, workspace) = try await resolve(String(room.dropFirst(2)), kind: kind, session)
             try await operations.markRead(conversation, workspace: workspace, as: session.userId, requestId: requestId)
         case .communitySignaling:

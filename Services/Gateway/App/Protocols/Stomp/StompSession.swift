@@ -22,6 +22,23 @@ final class StompSession: Sendable {
         var ack: AckMode
         /// What the hub routes for it: the conversation, or the workspace.
         var follow: LiveFollow
+        /// The MESSAGE frame's first headers, escaped once: `MESSAGE`, `destination`,
+        /// `subscription`, `content-type` (each message adds its id and length).
+        let head: String
+
+        init(id: String, destination: String, topic: StompTopic, ack: AckMode, follow: LiveFollow) {
+            self.id = id
+            self.destination = destination
+            self.topic = topic
+            self.ack = ack
+            self.follow = follow
+            let headers = StompHeaders([
+                (StompHeaderName.destination, destination), (StompHeaderName.subscription, id), (StompHeaderName.contentType, "application/json"),
+            ])
+            var encoded = StompFrame(command: .message, headers: headers).encoded()
+            encoded.removeLast(2)  // the blank line's LF and the NUL: per-message headers follow
+            head = String(decoding: encoded, as: UTF8.self)
+        }
     }
 
     private struct State: Sendable {
@@ -106,18 +123,16 @@ final class StompSession: Sendable {
         if due { _ = connection.send(OutboundText("\n")) }
     }
 
-    /// A MESSAGE frame for `subscription` around a body other subscribers share.
+    /// A MESSAGE frame for `subscription` around a body other subscribers share: the
+    /// subscription's escaped head, this message's id (our own characters: no escaping) and
+    /// length, the body, the NUL.
     private func message(_ subscription: Subscription, body: ByteBuffer, number: Int) -> OutboundText {
         let messageId = "\(id)-\(number)"
-        var headers = StompHeaders([
-            (StompHeaderName.destination, subscription.destination), (StompHeaderName.subscription, subscription.id),
-            (StompHeaderName.messageId, messageId), (StompHeaderName.contentType, "application/json"),
-            (StompHeaderName.contentLength, String(body.readableBytes)),
-        ])
-        if subscription.ack != .auto { headers.append(StompHeaderName.ack, messageId) }
-        var head = StompFrame(command: .message, headers: headers).encoded()
-        head.removeLast()  // the NUL: the body and the NUL follow
-        return OutboundText(head: String(decoding: head, as: UTF8.self), shared: body, tail: "\0")
+        var head = subscription.head
+        head += "message-id:\(messageId)\n"
+        if subscription.ack != .auto { head += "ack:\(messageId)\n" }
+        head += "content-length:\(body.readableBytes)\n\n"
+        return OutboundText(head: head, shared: body, tail: "\0")
     }
 
     /// Queues `body` to every subscription `matching`; a full queue drops the client.
@@ -142,19 +157,19 @@ extension StompSession: LiveSubscriber {
         switch delivery.event {
         case .presence(let change):
             let workspaces = Set(change.workspaceIds.map(\.uuid))
-            let body = delivery.rendering("stomp") { _ in OutboundText(StompMessages.presenceBody(of: change)) }.head
+            let body = delivery.rendering(.init(format: .stomp)) { _ in OutboundText(StompMessages.presenceBody(of: change)) }.head
             send(body) { subscription in
                 if case .room = subscription.topic, let workspace = subscription.follow.workspace { return workspaces.contains(workspace) }
                 return false
             }
         case .signal(let signal):
-            let body = delivery.rendering("stomp") { _ in OutboundText(StompMessages.signalBody(of: signal)) }.head
+            let body = delivery.rendering(.init(format: .stomp)) { _ in OutboundText(StompMessages.signalBody(of: signal)) }.head
             send(body) { subscription in
                 if case .community = subscription.topic { return subscription.follow.id == signal.communityId }
                 return false
             }
         default:
-            let body = delivery.rendering("stomp") { OutboundText(StompMessages.conversationBody(of: $0.event) ?? ByteBuffer()) }.head
+            let body = delivery.rendering(.init(format: .stomp)) { OutboundText(StompMessages.conversationBody(of: $0.event) ?? ByteBuffer()) }.head
             guard body.readableBytes > 0 else { return }
             send(body) { $0.follow.id == follow.id && $0.follow.kind != .workspace }
         }

@@ -30,7 +30,8 @@ struct StompTransport: Sendable {
                     refusals: .init(
                         binary: { $0.close(code: 1003, reason: "binary frames are not spoken") },
                         tooLarge: { connection, limit in
-                            _ = connection.send(OutboundText(String(decoding: StompFrame.error(message: "frame larger than \(limit) bytes").encoded(), as: UTF8.self)))
+                            _ = connection.send(
+                                OutboundText(String(decoding: StompFrame.error(message: "frame larger than \(limit) bytes").encoded(), as: UTF8.self)))
                             connection.close(code: 1009, reason: "frame too large")
                         }
                     ),
