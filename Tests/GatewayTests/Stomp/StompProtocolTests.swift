@@ -192,6 +192,73 @@ struct StompProtocolTests {
             try await replica.stop()
         }
     }
+
+    @Test(
+        "a community signal reaches every subscriber of the community, the sender included (a broadcast, as the original broker does); join-channel marks the room read; leaving a channel ends its subscription with `out` and no more of its messages"
+    )
+    func communityReadAndRevocation() async throws {
+        let gatewayId = "gw-stomp-c-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, general) = try await s.sharedChannel(a, b)
+            let extra = id(try await s.createChannel(a, in: wid), "channel_id")
+            #expect(try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(extra)/join", b, json: "{}").status == .ok)
+            try await s.waitForChatMember(b.id, channel: extra)
+            let extraPath = "/v1/workspaces/\(wid)/channels/\(extra)/chats"
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-stomp-c")
+            let port = try #require(s.client.port)
+
+            let alice = StompTestClient(port: port)
+            alice.connect(token: a.token)
+            _ = try await alice.waitFor(.connected)
+            alice.send("SUBSCRIBE\nid:c\ndestination:/topic/community/\(wid)\n\n\0")
+            let bob = StompTestClient(port: port)
+            bob.connect(token: b.token)
+            _ = try await bob.waitFor(.connected)
+            bob.send("SUBSCRIBE\nid:c\ndestination:/topic/community/\(wid)\nreceipt:c\n\n\0")
+            bob.send("SUBSCRIBE\nid:x\ndestination:/topic/group/\(extra)\nreceipt:x\n\n\0")
+            try await bob.waitFor("both receipts") { $0.filter { $0.command == .receipt }.count == 2 }
+            var probes = 0
+            try await eventually("bob gets the extra channel's messages", timeout: .seconds(60)) {
+                probes += 1
+                _ = try await s.send(.post, extraPath, a, json: #"{"content":"probe \#(probes)"}"#)
+                try await Task.sleep(for: .milliseconds(300))
+                return bob.messages.contains { ($0["message"] as? String ?? "").hasPrefix("probe") }
+            }
+
+            // The signal: to every community subscription, Alice's own too. Retried until the
+            // fan-out knows this gateway's interest in the workspace (announced with the subscriptions).
+            try await eventually("bob gets alice's community signal", timeout: .seconds(30)) {
+                alice.send(
+                    "SEND\ndestination:/kafka/community-signaling\ncontent-type:application/json\n\n"
+                        + #"{"user_id":"\#(a.id)","type":"before-enter","community_id":"\#(wid)"}"# + "\0")
+                try await Task.sleep(for: .milliseconds(300))
+                return bob.messages.contains { $0["type"] as? String == "before-enter" }
+            }
+            let signal = try #require(bob.messages.first { $0["type"] as? String == "before-enter" })
+            #expect(signal["userId"] as? String == a.id && signal["communityId"] as? String == wid)
+            try await alice.waitFor("alice's own signal") { _ in alice.messages.contains { $0["type"] as? String == "before-enter" } }
+
+            // join-channel marks the room read: Bob's unread count of the extra channel drops to 0.
+            bob.send(
+                "SEND\ndestination:/kafka/join-channel\nreceipt:read\n\n" + #"{"user_id":"\#(b.id)","type":"state","channel_id":"c-\#(extra)"}"# + "\0")
+            try await bob.waitFor("the read receipt") { $0.contains { $0.command == .receipt && $0.headers["receipt-id"] == "read" } }
+            let unreads = try await s.get("/v1/workspaces/\(wid)/unreads", b)
+            let summary = (jsonObject(unreads)?["channels"] as? [[String: Any]])?.first { $0["channel_id"] as? String == extra }
+            #expect(summary?["count"] as? Int == 0 && summary?["readAt"] is String, "unreads: \(String(buffer: unreads.body))")
+
+            // Leaving the channel ends the subscription with `out`; later messages do not arrive.
+            #expect(try await s.get("/v1/workspaces/\(wid)/channels/\(extra)/exit", b).status == .ok)
+            try await bob.waitFor("out") { _ in bob.messages.contains { $0["type"] as? String == "out" && $0["channelId"] as? String == extra } }
+            let secret = id(jsonObject(try await s.send(.post, extraPath, a, json: #"{"content":"after"}"#)), "chat_id")
+            _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(general)/chats", a, json: #"{"content":"general"}"#)
+            try await Task.sleep(for: .seconds(1))
+            #expect(!bob.messages.contains { $0["id"] as? String == secret })
+            for c in [alice, bob] { await c.stop() }
+            try await replica.stop()
+        }
+    }
 }
 
 /// stomp.py's WebSocket client running `clients/stomp_steps.py`, observed through its JSON lines.
