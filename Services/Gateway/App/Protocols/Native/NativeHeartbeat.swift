@@ -6,10 +6,14 @@ struct NativeHeartbeat: Service {
     let gateway: NativeGateway
 
     func run() async throws {
+        // The sleep is cancelled at shutdown: the service ends at once, not up to a tick later
+        // (services stop one after another, and the launcher gives them 15 s together).
         await withGracefulShutdownHandler {
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                do { try await Task.sleep(for: .seconds(1)) } catch { break }
-                gateway.sweep(now: .now)
+            try? await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: .seconds(1))
+                    gateway.sweep(now: .now)
+                }
             }
         } onGracefulShutdown: {
             gateway.shutdown()

@@ -63,10 +63,14 @@ struct StompHeartbeat: Service {
     let server: StompServer
 
     func run() async throws {
+        // The sleep is cancelled at shutdown: the service ends at once, not up to a tick later
+        // (services stop one after another, and the launcher gives them 15 s together).
         await withGracefulShutdownHandler {
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                do { try await Task.sleep(for: .seconds(1)) } catch { break }
-                server.sweep(now: .now)
+            try? await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: .seconds(1))
+                    server.sweep(now: .now)
+                }
             }
         } onGracefulShutdown: {
             server.shutdown()
