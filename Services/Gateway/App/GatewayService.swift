@@ -157,8 +157,8 @@ private func realtime(
     platform.addService(publisher)
     platform.addService(GatewayLiveness(gatewayId: gatewayId, intervalMilliseconds: livenessIntervalMilliseconds, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
-    platform.addService(NativeHeartbeat(gateway: native))
-    platform.addService(StompHeartbeat(server: stomp))
+    platform.addService(SweepService(sweep: native.sweep, shutdown: native.shutdown))
+    platform.addService(SweepService(sweep: stomp.sweep, shutdown: stomp.shutdown))
     platform.addGatedService { checkpoints }
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }

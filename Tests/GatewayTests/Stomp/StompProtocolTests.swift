@@ -25,7 +25,7 @@ struct StompProtocolTests {
     }
 
     @Test(
-        "CONNECTED with version and heart-beat; RECEIPT; ERROR then close for a bad token, another user's user-id, a frame before CONNECT, an unknown command, an oversized frame, a room of someone else, an unknown subscription; a silent client is dropped"
+        "CONNECTED with version and heart-beat; RECEIPT; ERROR then close for a bad token, another user's user-id, a frame before CONNECT, SENDs refused (foreign room, another user's name, unknown destination, not JSON, reply without parent), an unknown command, a frame over the byte limit, a room of someone else, an unknown subscription; a silent client is dropped"
     )
     func refusals() async throws {
         let gatewayId = "gw-stomp-\(UUID().uuidString.prefix(8).lowercased())"
@@ -33,7 +33,7 @@ struct StompProtocolTests {
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let stranger = try await s.user("씨")
-            let (_, cid) = try await s.sharedChannel(a, b)
+            let (wid, cid) = try await s.sharedChannel(a, b)
             let port = try #require(s.client.port)
 
             let badToken = StompTestClient(port: port)
@@ -67,6 +67,36 @@ struct StompProtocolTests {
             #expect(try await Self.error(foreign) == "not a member of /topic/group/\(cid)")
             #expect(try await foreign.closed().code == .protocolError)
 
+            // SENDs that are refused, each on its own connection (an ERROR closes it): to a room
+            // the user is not in (chat's E13), in someone else's name, to no destination we
+            // know, with a body that is not a JSON object, a reply without its parent.
+            let channel = "/kafka/send-channel-message"
+            let refusedSends: [(String, String, String)] = [
+                (stranger.token, channel, #"{"content":"hi","channelId":"\#(cid)"}"#),
+                (a.token, channel, #"{"content":"hi","channelId":"\#(cid)","userId":"\#(b.id)"}"#),
+                (a.token, "/kafka/send-everything", #"{"content":"hi","channelId":"\#(cid)"}"#),
+                (a.token, channel, "not json"),
+                (a.token, "/kafka/send-channel-reply", #"{"content":"hi","channelId":"\#(cid)"}"#),
+            ]
+            var refusals: [String] = []
+            for (token, destination, body) in refusedSends {
+                let sender = StompTestClient(port: port)
+                sender.connect(token: token)
+                _ = try await sender.waitFor(.connected)
+                sender.send("SEND\ndestination:\(destination)\nreceipt:r\n\n\(body)\0")
+                let error = try await sender.waitFor(.error)
+                #expect(error.headers["receipt-id"] == "r", "the ERROR names the failed frame's receipt")
+                refusals.append(error.headers["message"] ?? "")
+                await sender.stop()
+            }
+            #expect(
+                refusals == [
+                    "E13", "userId is not the connected user", "unknown destination", "the body must be a JSON object", "a reply needs a parentId",
+                ])
+            // None of them was stored.
+            let history = try await s.get("/v1/workspaces/\(wid)/channels/\(cid)/chats", a)
+            #expect(!String(buffer: history.body).contains(#""content":"hi""#), "refused sends are not stored")
+
             let unknown = StompTestClient(port: port)
             unknown.connect(token: a.token)
             _ = try await unknown.waitFor(.connected)
@@ -79,6 +109,13 @@ struct StompProtocolTests {
             huge.send("SEND\ndestination:/kafka/send-channel-message\n\n" + String(repeating: "x", count: 70_000) + "\0")
             #expect(try await Self.error(huge) == "frame larger than 65536 bytes")
             #expect(try await huge.closed().code == .messageTooLarge)
+            // The limit is in bytes: 22 000 Hangul syllables are 66 000 UTF-8 bytes.
+            let wide = StompTestClient(port: port)
+            wide.connect(token: a.token)
+            _ = try await wide.waitFor(.connected)
+            wide.send("SEND\ndestination:/kafka/send-channel-message\n\n" + String(repeating: "가", count: 22_000) + "\0")
+            #expect(try await Self.error(wide) == "frame larger than 65536 bytes")
+            await wide.stop()
 
             // heart-beat 1000,1000 against the server's 1000,1000: both sides every second; this
             // client never sends one, so after twice that it is dropped.

@@ -212,7 +212,7 @@ final class NativeGateway: Sendable {
     // MARK: housekeeping
 
     /// Closes connections that never identified or stopped heartbeating, and ends sessions
-    /// detached for longer than the resume window (run by `NativeHeartbeat` every second).
+    /// detached for longer than the resume window (run by a `SweepService` every second).
     func sweep(now: ContinuousClock.Instant) {
         for connection in connections.withLock({ Array($0.values) }) {
             switch connection.health(now: now, interval: settings.heartbeatInterval, writeTimeout: hub.settings.writeTimeout) {

@@ -286,7 +286,7 @@ final class StompServer: Sendable {
 
     // MARK: housekeeping
 
-    /// Every second (`StompHeartbeat`): heart-beats that are due, connections that never
+    /// Every second (a `SweepService`): heart-beats that are due, connections that never
     /// connected or whose client went silent (twice its negotiated interval), stalled writes.
     func sweep(now: ContinuousClock.Instant) {
         for link in connections.withLock({ Array($0.values) }) {

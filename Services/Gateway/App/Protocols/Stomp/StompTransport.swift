@@ -3,7 +3,6 @@ import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
-import ServiceLifecycle
 
 /// STOMP's WebSockets: `/my-chat/websocket` (the raw-WebSocket transport of the SockJS endpoint
 /// `/my-chat` that Smooth's client connects to) and `/v1/stomp`; plus SockJS's `/my-chat/info`
@@ -53,27 +52,6 @@ struct StompTransport: Sendable {
             let entropy = UInt32.random(in: 0...UInt32.max)
             let body = #"{"entropy":\#(entropy),"origins":["*:*"],"cookie_needed":false,"websocket":true}"#
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
-        }
-    }
-}
-
-/// One loop for every STOMP connection (no task per socket): heart-beats, CONNECT deadlines,
-/// silent clients, stalled writes; at shutdown, an ERROR to each.
-struct StompHeartbeat: Service {
-    let server: StompServer
-
-    func run() async throws {
-        // The sleep is cancelled at shutdown: the service ends at once, not up to a tick later
-        // (services stop one after another, and the launcher gives them 15 s together).
-        await withGracefulShutdownHandler {
-            try? await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: .seconds(1))
-                    server.sweep(now: .now)
-                }
-            }
-        } onGracefulShutdown: {
-            server.shutdown()
         }
     }
 }
