@@ -56,10 +56,23 @@ public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
         public let pattern: String
         /// No access token at the edge (sign-up, login, refresh).
         public let isPublic: Bool
+        /// A legacy read its client sends without a token (Smooth's chat history): public while
+        /// the edge's compatibility setting allows it, and checked when a token comes anyway.
+        public let isAnonymousCompatible: Bool
+
+        init(method: String?, pattern: String, isPublic: Bool, isAnonymousCompatible: Bool = false) {
+            self.method = method
+            self.pattern = pattern
+            self.isPublic = isPublic
+            self.isAnonymousCompatible = isAnonymousCompatible
+        }
 
         public static func any(_ pattern: String) -> Route { Route(method: nil, pattern: pattern, isPublic: false) }
         public static func publicPost(_ pattern: String) -> Route { Route(method: "POST", pattern: pattern, isPublic: true) }
         public static func publicGet(_ pattern: String) -> Route { Route(method: "GET", pattern: pattern, isPublic: true) }
+        public static func anonymousCompatibleGet(_ pattern: String) -> Route {
+            Route(method: "GET", pattern: pattern, isPublic: false, isAnonymousCompatible: true)
+        }
     }
 
     public init(
@@ -117,12 +130,22 @@ extension ServiceEntry {
             .any("/v1/users/**"),
             .any("/v1/friends/**"),
             .any("/v1/static/profiles/**"),
+            // Smooth's `/auth-server` (docs/smooth-api.md): the edge maps its prefix onto `/smooth/auth`.
+            .publicPost("/smooth/auth/sign-in"),
+            .publicPost("/smooth/auth/sign-up"),
+            .publicPost("/smooth/auth/send-mail"),
+            .publicGet("/smooth/auth/check-email"),
+            .any("/smooth/auth/**"),
         ]
     )
 
     public static let workspace = ServiceEntry(
         name: "workspace", port: 8082, database: .init("workspace", extensions: ["pg_trgm"]), storesFiles: true,
-        routes: [.any("/v1/workspaces/**"), .any("/v1/invites/*"), .any("/v1/static/workspaces/**")]
+        routes: [
+            .any("/v1/workspaces/**"), .any("/v1/invites/*"), .any("/v1/static/workspaces/**"),
+            // Smooth's `/community-server` (its DM rooms are chat's).
+            .any("/smooth/community/**"),
+        ]
     )
 
     public static let chat = ServiceEntry(
@@ -136,6 +159,13 @@ extension ServiceEntry {
             .any("/v1/workspaces/*/dms/**"),
             // Attachments (`/v1/static/<yyyyMMdd>/<file>`); profiles and covers are more specific.
             .any("/v1/static/**"),
+            // Smooth's `/chat-server`; its client reads history without a token.
+            .anonymousCompatibleGet("/smooth/chat/community"),
+            .anonymousCompatibleGet("/smooth/chat/direct"),
+            .any("/smooth/chat/**"),
+            // Smooth's DM and group rooms sit under `/community-server` but are chat's.
+            .any("/smooth/community/room"),
+            .any("/smooth/community/room/**"),
         ]
     )
 

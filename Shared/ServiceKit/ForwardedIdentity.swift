@@ -8,8 +8,11 @@ public enum GatewayHeader {
     /// The authenticated user id (from a verified access token).
     public static let userId = HTTPField.Name("X-Chatsuite-User-Id")!
     public static let requestId = HTTPField.Name("X-Request-Id")!
+    /// The gateway's URL as the client reached it (legacy answers that name the server, such as
+    /// Smooth's sign-in `url`).
+    public static let publicURL = HTTPField.Name("X-Chatsuite-Public-URL")!
     /// Headers a client may never set itself.
-    public static let reserved: [HTTPField.Name] = [userId]
+    public static let reserved: [HTTPField.Name] = [userId, publicURL]
 }
 
 extension RequestContext {

@@ -228,6 +228,15 @@ public struct ServiceSettings: Sendable {
         do { return try reader.requiredInt(forKey: ConfigKey(key)) } catch { throw Self.invalid(key, error) }
     }
 
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`).
+    public func bool(_ key: String) throws -> Bool {
+        switch try string(key).lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        case let other: throw StartupError("\(key) must be true or false, not \(other)")
+        }
+    }
+
     static func invalid(_ key: String, _ error: any Error) -> StartupError {
         let env = key.uppercased().replacingOccurrences(of: ".", with: "_").replacingOccurrences(of: "-", with: "_")
         let flag = "--" + key.replacingOccurrences(of: ".", with: "-")

@@ -74,6 +74,13 @@ public enum GatewayService {
         "gateway.stomp.connect-timeout-ms": 10_000,
         "gateway.stomp.max-queued-frames": 2_000,
         "gateway.stomp.max-queued-bytes": 4_194_304,
+        // Smooth's REST surface (docs/smooth-api.md).
+        "gateway.smooth.auth-prefix": "/auth-server",
+        "gateway.smooth.community-prefix": "/community-server",
+        "gateway.smooth.chat-prefix": "/chat-server",
+        "gateway.smooth.anonymous-history": "true",
+        // The gateway's URL as clients reach it; empty = `http://` + the request's Host.
+        "gateway.public-url": "",
     ]
 }
 
@@ -82,6 +89,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let gateway = try GatewaySettings(settings)
     // Every setting is read before anything that must be shut down (the HTTP client) exists.
     let protocols = try ProtocolSettings(settings)
+    let smooth = try SmoothSettings(settings)
     let document = try APIDocument.load()
     let schemas = try EventSchemaDocuments.load()
     var platform = try await ServicePlatform.make(settings: settings, logger: logger)
@@ -113,6 +121,10 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
+    SmoothEdge(
+        settings: smooth, gateway: gateway, routes: routes, verifier: verifier, proxy: edge.proxy, userLimiter: edge.userLimiter,
+        addressLimiter: edge.addressLimiter
+    ).addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
     let upgrades = realtime(
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
         platform: &platform, verifier: verifier,

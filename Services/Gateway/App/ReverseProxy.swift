@@ -25,12 +25,16 @@ struct ReverseProxy: Sendable {
 
     /// Forwards `request` to `base`; `bodyLimit` bounds a streamed body (a chunked one has no
     /// length the edge could check up front).
+    /// - Parameters:
+    ///   - path: the upstream path (default: the request's own).
+    ///   - publicURL: sent as `X-Chatsuite-Public-URL` (legacy answers that name the server).
     func forward(
-        _ request: Request, to base: String, userId: String?, requestId: String, clientAddress: String, bodyLimit: Int
+        _ request: Request, to base: String, path: String? = nil, userId: String?, requestId: String, clientAddress: String, bodyLimit: Int,
+        publicURL: String? = nil
     ) async throws -> Response {
         var query = ""
         if let q = request.uri.query, !q.isEmpty { query = "?" + q }
-        var upstream = HTTPClientRequest(url: base + request.uri.path + query)
+        var upstream = HTTPClientRequest(url: base + (path ?? request.uri.path) + query)
         upstream.method = HTTPMethod(rawValue: request.method.rawValue)
         // With tracing on, AsyncHTTPClient's client span puts the edge's trace context on the
         // request (continuing the client's `traceparent`, if any), so the client's own headers are
@@ -46,6 +50,7 @@ struct ReverseProxy: Sendable {
             upstream.headers.add(name: field.name.rawName, value: field.value)
         }
         if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }
+        if let publicURL { upstream.headers.add(name: GatewayHeader.publicURL.rawName, value: publicURL) }
         upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
         upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
         var upload: UploadBody?

@@ -15,12 +15,15 @@ struct RouteTable: Sendable {
         let segments: [Substring]
         let upstream: String
         let isPublic: Bool
+        let isAnonymousCompatible: Bool
     }
 
     struct Match: Sendable, Equatable {
         /// The catalog name of the service (`ServiceEntry.name`).
         let upstream: String
         let isPublic: Bool
+        /// See `ServiceEntry.Route.isAnonymousCompatible`.
+        var isAnonymousCompatible = false
         /// The matched pattern (bounded label for metrics and access logs).
         let pattern: String
     }
@@ -34,7 +37,8 @@ struct RouteTable: Sendable {
                 routes.append(
                     Route(
                         methods: route.method.flatMap { HTTPRequest.Method($0) }.map { [$0] },
-                        segments: route.pattern.split(separator: "/"), upstream: service.name, isPublic: route.isPublic
+                        segments: route.pattern.split(separator: "/"), upstream: service.name, isPublic: route.isPublic,
+                        isAnonymousCompatible: route.isAnonymousCompatible
                     ))
             }
         }
@@ -46,7 +50,9 @@ struct RouteTable: Sendable {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true)
         for route in routes where route.methods?.contains(method) ?? true {
             if Self.matches(route.segments[...], parts[...]) {
-                return Match(upstream: route.upstream, isPublic: route.isPublic, pattern: "/" + route.segments.joined(separator: "/"))
+                return Match(
+                    upstream: route.upstream, isPublic: route.isPublic, isAnonymousCompatible: route.isAnonymousCompatible,
+                    pattern: "/" + route.segments.joined(separator: "/"))
             }
         }
         return nil

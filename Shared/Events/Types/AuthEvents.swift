@@ -11,15 +11,25 @@ public enum AuthEvents {
         public var profileImage: String?
         public var provider: String?
         public var createdAt: Date
+        /// The user's integer alias for legacy clients (`Database.IntegerAlias`); nil in events
+        /// written before aliases existed.
+        public var alias: Int64?
+        /// The user's four-character tag (`name#code`), nil in older events.
+        public var code: String?
         public var subject: String { userId.description }
 
-        public init(userId: UserID, email: String, nickname: String, profileImage: String?, provider: String?, createdAt: Date) {
+        public init(
+            userId: UserID, email: String, nickname: String, profileImage: String?, provider: String?, createdAt: Date, alias: Int64? = nil,
+            code: String? = nil
+        ) {
             self.userId = userId
             self.email = email
             self.nickname = nickname
             self.profileImage = profileImage
             self.provider = provider
             self.createdAt = Timestamp.truncated(createdAt)
+            self.alias = alias
+            self.code = code
         }
     }
 
@@ -31,13 +41,18 @@ public enum AuthEvents {
         public var email: String
         public var nickname: String
         public var profileImage: String?
+        /// As in `UserRegistered` (nil in older events).
+        public var alias: Int64?
+        public var code: String?
         public var subject: String { userId.description }
 
-        public init(userId: UserID, email: String, nickname: String, profileImage: String?) {
+        public init(userId: UserID, email: String, nickname: String, profileImage: String?, alias: Int64? = nil, code: String? = nil) {
             self.userId = userId
             self.email = email
             self.nickname = nickname
             self.profileImage = profileImage
+            self.alias = alias
+            self.code = code
         }
     }
 

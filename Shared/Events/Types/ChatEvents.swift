@@ -9,12 +9,15 @@ public enum ChatEvents {
         public var email: String
         public var nickname: String
         public var profileImage: String?
+        /// The sender's integer alias for legacy clients (nil when chat does not know it yet).
+        public var alias: Int64?
 
-        public init(userId: UserID, email: String, nickname: String, profileImage: String?) {
+        public init(userId: UserID, email: String, nickname: String, profileImage: String?, alias: Int64? = nil) {
             self.userId = userId
             self.email = email
             self.nickname = nickname
             self.profileImage = profileImage
+            self.alias = alias
         }
     }
 

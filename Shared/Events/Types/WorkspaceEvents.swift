@@ -14,12 +14,18 @@ public enum WorkspaceEvents {
         public var ownerId: UserID
         public var defaultChannelId: ChannelID
         public var createdAt: Date
+        /// Integer aliases of the workspace and its default channel for legacy clients
+        /// (`Database.IntegerAlias`); nil in events written before aliases existed.
+        public var alias: Int64?
+        public var defaultChannelAlias: Int64?
         public var subject: String { workspaceId.description }
 
         public init(
             workspaceId: WorkspaceID, name: String, description: String?, coverImage: String?, ownerId: UserID,
-            defaultChannelId: ChannelID, createdAt: Date
+            defaultChannelId: ChannelID, createdAt: Date, alias: Int64? = nil, defaultChannelAlias: Int64? = nil
         ) {
+            self.alias = alias
+            self.defaultChannelAlias = defaultChannelAlias
             self.workspaceId = workspaceId
             self.name = name
             self.description = description
@@ -124,12 +130,15 @@ public enum WorkspaceEvents {
         public var ownerId: UserID
         public var isDefault: Bool
         public var createdAt: Date
+        /// The channel's integer alias for legacy clients; nil in events written before aliases existed.
+        public var alias: Int64?
         public var subject: String { workspaceId.description }
 
         public init(
             workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
-            isDefault: Bool, createdAt: Date
+            isDefault: Bool, createdAt: Date, alias: Int64? = nil
         ) {
+            self.alias = alias
             self.workspaceId = workspaceId
             self.channelId = channelId
             self.name = name

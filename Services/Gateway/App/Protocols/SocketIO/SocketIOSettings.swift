@@ -21,11 +21,7 @@ struct SocketIOSettings: Sendable {
         maxPayloadBytes = try settings.int("gateway.socketio.max-payload-bytes")
         maxQueuedPackets = try settings.int("gateway.socketio.max-queued-packets")
         maxQueuedBytes = try settings.int("gateway.socketio.max-queued-bytes")
-        switch try settings.string("gateway.socketio.anonymous").lowercased() {
-        case "true", "1", "yes": anonymous = true
-        case "false", "0", "no": anonymous = false
-        case let other: throw StartupError("gateway.socketio.anonymous must be true or false, not \(other)")
-        }
+        anonymous = try settings.bool("gateway.socketio.anonymous")
         guard pingInterval > .zero, pingTimeout > .zero, maxPayloadBytes >= 1024, maxQueuedPackets >= 1, maxQueuedBytes >= 65_536
         else {
             throw StartupError("gateway.socketio.* settings must be positive (max-payload-bytes at least 1024)")
