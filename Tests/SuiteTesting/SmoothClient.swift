@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import NIOFoundationCompat
 import Testing
 
 /// Smooth's client as its iOS app talks (client contract §2.0): no `SesacKey`,
