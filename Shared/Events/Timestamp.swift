@@ -30,6 +30,12 @@ public enum Timestamp {
         format(milliseconds: milliseconds(date))
     }
 
+    /// `yyyy-MM-ddTHH:mm:ss.SSS` (UTC, no zone): what Smooth's server wrote from a Java
+    /// `LocalDateTime` and what its client parses after appending `Z` (client contract §4.1).
+    public static func formatWithoutZone(_ date: Date) -> String {
+        String(format(date).dropLast())
+    }
+
     public static func format(milliseconds ms: Int64) -> String {
         var seconds = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
         let millis = Int(ms - Int64(seconds) * 1000)

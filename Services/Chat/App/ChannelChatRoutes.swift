@@ -40,10 +40,9 @@ extension ChatAPI {
         routes.get("chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
-                return JSONResponse(array: try await messages.history(.channel(channel), after: cursor, c).map { ChannelChatResponse($0, in: channel) })
+                return JSONResponse(array: try await history(.channel(channel), request, c).map { ChannelChatResponse($0, in: channel) })
             }
         }
         routes.get("unreads") { request, context -> ChannelUnreadResponse in

@@ -33,6 +33,8 @@ struct ChatAPI: Sendable {
         v1.addRoutes(unreadSummaryRoutes, atPath: "workspaces/:workspace")
         v1.addRoutes(searchRoutes, atPath: "workspaces/:workspace")
         v1.addRoutes(fileRoutes, atPath: "static")
+        // Smooth's `/chat-server` (docs/smooth-api.md); the edge decides who may call it.
+        addSmoothRoutes(to: router)
     }
 
     /// The gateway's internal routes: session, replay, reader check.
@@ -87,6 +89,21 @@ struct ChatAPI: Sendable {
 
     /// A `cursor_date` / `after` value in epoch milliseconds: absent or empty is nil; otherwise the
     /// contract's format (E11 when unreadable).
+    /// A conversation's history as the query asks: by `cursor_date` (everything newer, the
+    /// contract's default) or, with `page` / `size`, one page newest-first (oldest first within it).
+    func history(_ conversation: Conversation, _ request: Request, _ c: PostgresConnection) async throws -> [StoredMessage] {
+        let query = request.uri.queryParameters
+        let (page, size) = (query.get("page"), query.get("size"))
+        guard page != nil || size != nil else {
+            return try await messages.history(conversation, after: try Self.milliseconds(query.get("cursor_date")), c)
+        }
+        guard query.get("cursor_date").map(\.isEmpty) ?? true else { throw APIError.badRequest("cursor_date and page are exclusive") }
+        guard let page = HistoryPage(page: page, size: size, defaultSize: 50) else {
+            throw APIError.badRequest("page ≥ 0 and size 1…\(HistoryPage.maximumSize), page × size ≤ \(HistoryPage.maximumDepth)")
+        }
+        return try await messages.page(conversation, page, c)
+    }
+
     static func milliseconds(_ text: String?) throws -> Int64? {
         guard let text, !text.isEmpty else { return nil }
         guard let milliseconds = Timestamp.parseMilliseconds(text) else { throw APIError.badRequest("dates are yyyy-MM-ddTHH:mm:ss.SSSZ") }

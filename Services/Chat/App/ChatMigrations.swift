@@ -92,5 +92,15 @@ enum ChatMigrations {
             CREATE INDEX messages_edited ON messages (conversation_id, edited_at) WHERE edited_at IS NOT NULL AND deleted_at IS NULL;
             CREATE INDEX messages_deleted ON messages (conversation_id, deleted_at) WHERE deleted_at IS NOT NULL;
             """),
+        Migration(
+            103, "integer aliases for legacy clients (Smooth): users and channels from events, rooms of our own",
+            """
+            \(IntegerAlias.createFunction);
+            \(ProfileProjection.addLegacyColumns);
+            -- The channel's alias as workspace.v1 carries it (null for channels created before aliases).
+            ALTER TABLE channels ADD COLUMN alias bigint;
+            CREATE UNIQUE INDEX channels_alias ON channels (alias);
+            \(IntegerAlias.addColumn(to: "dm_rooms"));
+            """),
     ]
 }

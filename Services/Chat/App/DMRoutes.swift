@@ -64,10 +64,9 @@ extension ChatAPI {
         routes.get(":conversation/chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            let cursor = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
             return try await postgres.withConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
-                return JSONResponse(array: try await messages.history(.room(room), after: cursor, c).map { DMChatResponse($0, in: room) })
+                return JSONResponse(array: try await history(.room(room), request, c).map { DMChatResponse($0, in: room) })
             }
         }
         routes.get(":conversation/unreads") { request, context -> DMUnreadResponse in

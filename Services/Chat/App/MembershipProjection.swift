@@ -13,8 +13,8 @@ enum MembershipProjection {
             let e = event.data
             _ = try await context.connection.query(
                 """
-                INSERT INTO channels (id, workspace_id, name) VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name))
-                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
+                INSERT INTO channels (id, workspace_id, name, alias) VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name), \(e.alias))
+                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = coalesce(EXCLUDED.alias, channels.alias)
                 """, logger: context.logger)
         }
         router.on(WorkspaceEvents.ChannelUpdated.self) { event, context in

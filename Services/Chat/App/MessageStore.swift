@@ -44,6 +44,33 @@ struct StoredMessage: Sendable {
     var editedAt: Date? = nil
 }
 
+/// A page of history as Smooth asks for it: `number` 0 is the newest.
+struct HistoryPage: Sendable {
+    /// The deepest message a page may reach (`number × size`): OFFSET reads every row it skips.
+    static let maximumDepth = 100_000
+    static let maximumSize = 100
+
+    let number: Int
+    let size: Int
+
+    /// `page` and `size` query values (size defaults to `defaultSize`); nil when either is not a
+    /// number in range.
+    init?(page: String?, size: String?, defaultSize: Int) {
+        guard let number = Int(page ?? "0"), number >= 0 else { return nil }
+        guard let size = size.map({ Int($0) }) ?? defaultSize, (1...Self.maximumSize).contains(size) else { return nil }
+        guard number <= Self.maximumDepth / size else { return nil }
+        self.number = number
+        self.size = size
+    }
+}
+
+/// What a reply shows of the message it answers.
+struct ParentSummary: Sendable {
+    var senderName: String
+    var content: String?
+    var isDeleted: Bool
+}
+
 /// What a send stores besides the sender and the files.
 struct MessageDraft: Sendable {
     var content: String?
@@ -58,7 +85,7 @@ struct MessageStore: Sendable {
 
     static let epoch = "'1970-01-01T00:00:00Z'::timestamptz"
     static let columns = """
-        m.id, m.content, m.files, m.created_at, m.parent_id, m.mentions, m.reactions::text, m.edited_at, \(ProfileProjection.columns(userColumn: "m.sender_id"))
+        m.id, m.content, m.files, m.created_at, m.parent_id, m.mentions, m.reactions::text, m.edited_at, \(ProfileProjection.columns(userColumn: "m.sender_id")), p.alias
         """
 
     /// The channel when `user` is in it (per this service's read model), locked for the
@@ -72,6 +99,20 @@ struct MessageStore: Sendable {
             """, logger: logger
         ).decode(String.self) {
             return ChannelRef(id: id, workspaceId: workspace, name: name)
+        }
+        return nil
+    }
+
+    /// The channel with integer alias `alias`; when `member` is given, only if they are in it.
+    func channel(alias: Int64, member: UserID?, _ c: PostgresConnection) async throws -> ChannelRef? {
+        for try await (id, workspace, name) in try await c.query(
+            """
+            SELECT c.id, c.workspace_id, c.name FROM channels c
+            WHERE c.alias = \(alias) AND (\(member?.uuid)::uuid IS NULL
+                OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.user_id = \(member?.uuid)))
+            """, logger: logger
+        ).decode((UUID, UUID, String).self) {
+            return ChannelRef(id: ChannelID(id), workspaceId: WorkspaceID(workspace), name: name)
         }
         return nil
     }
@@ -126,12 +167,12 @@ struct MessageStore: Sendable {
     }
 
     func sender(_ user: UserID, _ c: PostgresConnection) async throws -> ChatEvents.Sender {
-        for try await (email, nickname, image) in try await c.query(
+        for try await (email, nickname, image, alias) in try await c.query(
             """
-            SELECT p.email, p.nickname, p.profile_image FROM user_profiles p WHERE p.user_id = \(user.uuid)
+            SELECT p.email, p.nickname, p.profile_image, p.alias FROM user_profiles p WHERE p.user_id = \(user.uuid)
             """, logger: logger
-        ).decode((String, String, String?).self) {
-            return ChatEvents.Sender(userId: user, email: email, nickname: nickname, profileImage: image)
+        ).decode((String, String, String?, Int64?).self) {
+            return ChatEvents.Sender(userId: user, email: email, nickname: nickname, profileImage: image, alias: alias)
         }
         return ChatEvents.Sender(userId: user, email: "", nickname: "", profileImage: nil)
     }
@@ -157,6 +198,35 @@ struct MessageStore: Sendable {
                 """, logger: logger)
         }
         return try await messages(rows)
+    }
+
+    /// Page `page` (0 = the newest) of `size` live messages, oldest first within the page (client
+    /// contract §2.1: Smooth pages newest-first). The one read here that skips rows (OFFSET over
+    /// the history index): callers bound `page × size` (`HistoryPage.maximumDepth`).
+    func page(_ conversation: Conversation, _ page: HistoryPage, _ c: PostgresConnection) async throws -> [StoredMessage] {
+        let newestFirst = try await messages(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM messages m LEFT JOIN user_profiles p ON p.user_id = m.sender_id
+                WHERE m.conversation_id = \(conversation.id) AND m.deleted_at IS NULL
+                ORDER BY m.created_at DESC, m.id DESC LIMIT \(page.size) OFFSET \(page.number * page.size)
+                """, logger: logger))
+        return newestFirst.reversed()
+    }
+
+    /// The messages `ids` names (any conversation, deleted ones too): what a reply shows of its parent.
+    func parents(_ ids: [MessageID], _ c: PostgresConnection) async throws -> [MessageID: ParentSummary] {
+        guard !ids.isEmpty else { return [:] }
+        var result: [MessageID: ParentSummary] = [:]
+        for try await (id, content, deleted, nickname) in try await c.query(
+            """
+            SELECT m.id, m.content, m.deleted_at IS NOT NULL, coalesce(p.nickname, '') FROM messages m
+            LEFT JOIN user_profiles p ON p.user_id = m.sender_id WHERE m.id = ANY(\(ids.map(\.uuid)))
+            """, logger: logger
+        ).decode((UUID, String?, Bool, String).self) {
+            result[MessageID(id)] = ParentSummary(senderName: nickname, content: content, isDeleted: deleted)
+        }
+        return result
     }
 
     /// Messages of others strictly newer than `after` (epoch milliseconds).
@@ -194,12 +264,13 @@ struct MessageStore: Sendable {
     /// Rows selected with `columns` (from `messages m LEFT JOIN user_profiles p`).
     func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
         var result: [StoredMessage] = []
-        for try await (id, content, files, createdAt, parent, mentions, reactions, editedAt, sender, email, nickname, image) in rows.decode(
-            (UUID, String?, [String], Date, UUID?, [UUID], String?, Date?, UUID, String, String, String?).self
+        for try await (id, content, files, createdAt, parent, mentions, reactions, editedAt, sender, email, nickname, image, alias) in rows.decode(
+            (UUID, String?, [String], Date, UUID?, [UUID], String?, Date?, UUID, String, String, String?, Int64?).self
         ) {
             result.append(
                 StoredMessage(
-                    id: MessageID(id), sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image),
+                    id: MessageID(id),
+                    sender: ChatEvents.Sender(userId: UserID(sender), email: email, nickname: nickname, profileImage: image, alias: alias),
                     content: content, files: files, createdAt: createdAt, parentId: parent.map(MessageID.init), mentions: mentions.map(UserID.init),
                     reactions: try reactions.map(ReactionStore.decode) ?? [], editedAt: editedAt
                 ))
