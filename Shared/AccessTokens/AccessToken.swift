@@ -11,8 +11,15 @@ public struct AccessTokenClaims: JWTPayload, Equatable {
     public var nbf: NotBeforeClaim
     public var iat: IssuedAtClaim
     public var jti: IDClaim
+    /// The user's integer alias for legacy clients (Smooth's `user-id` on STOMP CONNECT); absent
+    /// in tokens issued before aliases existed.
+    public var alias: Int64?
 
-    public init(userId: String, audience: String, issuer: String, issuedAt: Date, ttl: TimeInterval, tokenId: String = UUID().uuidString) {
+    public init(
+        userId: String, audience: String, issuer: String, issuedAt: Date, ttl: TimeInterval, tokenId: String = UUID().uuidString,
+        alias: Int64? = nil
+    ) {
+        self.alias = alias
         sub = SubjectClaim(value: userId)
         aud = AudienceClaim(value: [audience])
         iss = IssuerClaim(value: issuer)

@@ -30,7 +30,8 @@ extension ChatAPI {
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
                         ChatEvents.ChannelMessageCreated(
                             messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
-                            content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil
+                            content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
+                            channelAlias: channel.alias
                         )
                     }
                     return (JSONResponse(ChannelChatResponse(message, in: channel)), isNew)

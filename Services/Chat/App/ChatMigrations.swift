@@ -101,6 +101,9 @@ enum ChatMigrations {
             ALTER TABLE channels ADD COLUMN alias bigint;
             CREATE UNIQUE INDEX channels_alias ON channels (alias);
             \(IntegerAlias.addColumn(to: "dm_rooms"));
+            -- Workspaces' aliases (Smooth's community ids), from workspace.v1: the gateway asks chat
+            -- whether a user is in a community it names by alias.
+            CREATE TABLE workspace_aliases (workspace_id uuid PRIMARY KEY, alias bigint NOT NULL UNIQUE);
             """),
     ]
 }

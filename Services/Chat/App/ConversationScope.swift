@@ -32,7 +32,7 @@ extension Conversation {
     /// How events name it (a room with its participants, so delivery needs no lookup).
     var event: ChatEvents.Conversation {
         switch self {
-        case .channel(let channel): .channel(channel.id)
+        case .channel(let channel): .channel(channel.id, alias: channel.alias)
         case .room(let room): .room(room.id, participants: Array(Set(room.participants)).sorted())
         }
     }

@@ -9,6 +9,13 @@ import PostgresNIO
 /// applied as an idempotent upsert or delete.
 enum MembershipProjection {
     static func register(into router: inout EventRouter) {
+        router.on(WorkspaceEvents.WorkspaceCreated.self) { event, context in
+            guard let alias = event.data.alias else { return }
+            _ = try await context.connection.query(
+                """
+                INSERT INTO workspace_aliases (workspace_id, alias) VALUES (\(event.data.workspaceId.uuid), \(alias)) ON CONFLICT DO NOTHING
+                """, logger: context.logger)
+        }
         router.on(WorkspaceEvents.ChannelCreated.self) { event, context in
             let e = event.data
             _ = try await context.connection.query(
@@ -37,6 +44,7 @@ enum MembershipProjection {
                 DELETE FROM read_cursors WHERE conversation_id IN (SELECT id FROM dm_rooms WHERE workspace_id = \(workspace))
                 """, logger: context.logger)
             _ = try await context.connection.query("DELETE FROM dm_rooms WHERE workspace_id = \(workspace)", logger: context.logger)
+            _ = try await context.connection.query("DELETE FROM workspace_aliases WHERE workspace_id = \(workspace)", logger: context.logger)
             try await WorkspaceMembersProjection.deleted(event.data, context)
         }
         router.on(WorkspaceEvents.MemberJoined.self) { event, context in

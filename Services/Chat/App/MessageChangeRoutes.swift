@@ -34,7 +34,7 @@ extension ChatAPI {
                 try await append(
                     ChatEvents.MessageEdited(
                         messageId: messageId, workspaceId: conversation.workspaceId, conversation: conversation.event, senderId: me,
-                        content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date()
+                        content: content, mentions: message.mentionsOrNil, editedAt: message.editedAt ?? Date(), senderAlias: message.sender.alias
                     ), c)
                 return JSONResponse(MessageResponse(message, in: conversation))
             }

@@ -30,6 +30,8 @@ struct ChannelRef: Sendable {
     var id: ChannelID
     var workspaceId: WorkspaceID
     var name: String
+    /// The integer alias legacy clients know it by (null before workspace.v1 carried one).
+    var alias: Int64? = nil
 }
 
 struct StoredMessage: Sendable {
@@ -91,14 +93,14 @@ struct MessageStore: Sendable {
     /// The channel when `user` is in it (per this service's read model), locked for the
     /// transaction when `lock` (which serialises inserts per channel).
     func channel(_ id: ChannelID, in workspace: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> ChannelRef? {
-        for try await (name) in try await c.query(
+        for try await (name, alias) in try await c.query(
             """
-            SELECT c.name FROM channels c JOIN channel_members m ON m.channel_id = c.id
+            SELECT c.name, c.alias FROM channels c JOIN channel_members m ON m.channel_id = c.id
             WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid)
             \(unescaped: lock ? "FOR NO KEY UPDATE OF c" : "")
             """, logger: logger
-        ).decode(String.self) {
-            return ChannelRef(id: id, workspaceId: workspace, name: name)
+        ).decode((String, Int64?).self) {
+            return ChannelRef(id: id, workspaceId: workspace, name: name, alias: alias)
         }
         return nil
     }
@@ -112,7 +114,7 @@ struct MessageStore: Sendable {
                 OR EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = c.id AND m.user_id = \(member?.uuid)))
             """, logger: logger
         ).decode((UUID, UUID, String).self) {
-            return ChannelRef(id: ChannelID(id), workspaceId: WorkspaceID(workspace), name: name)
+            return ChannelRef(id: ChannelID(id), workspaceId: WorkspaceID(workspace), name: name, alias: alias)
         }
         return nil
     }

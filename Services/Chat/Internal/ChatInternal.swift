@@ -22,8 +22,26 @@ public enum ChatInternal {
             "\(prefix)/conversations/\(conversation.lowercased)/readers/\(user.lowercased)"
         }
 
+        /// The same check for a conversation a legacy client names by its integer alias:
+        /// `c-{alias}` a channel, `r-{alias}` a room; the answer names the conversation's id.
+        public static func path(alias: Int64, kind: ChatEvents.Conversation.Kind, user: UUID) -> String {
+            "\(prefix)/conversations/\(kind == .dm ? "r" : "c")-\(alias)/readers/\(user.lowercased)"
+        }
+
         public static let kindHeader = HTTPField.Name("Chatsuite-Conversation-Kind")!
+        public static let idHeader = HTTPField.Name("Chatsuite-Conversation-Id")!
         public static let workspaceHeader = HTTPField.Name("Chatsuite-Conversation-Workspace")!
+    }
+
+    /// `GET /internal/v1/communities/{community}/members/{user}`: 204 with the workspace's id in
+    /// `ReaderCheck.workspaceHeader` when the user is a member of the workspace, which is named by
+    /// its id or by its integer alias (a Smooth community id); else 404; 400 for malformed ids.
+    public enum CommunityCheck {
+        public static let route = "communities/:community/members/:user"
+
+        public static func path(community: String, user: UUID) -> String {
+            "\(prefix)/communities/\(community)/members/\(user.lowercased)"
+        }
     }
 
     /// `GET /internal/v1/users/{user}/session` → a `SessionSnapshot` (JSON); 400 for a malformed id.
@@ -56,10 +74,13 @@ extension ChatInternal {
     public struct Readable: Sendable, Equatable {
         public var kind: ChatEvents.Conversation.Kind
         public var workspaceId: UUID?
+        /// The conversation's id (answered for an alias check; nil in older answers).
+        public var conversationId: UUID?
 
-        public init(kind: ChatEvents.Conversation.Kind, workspaceId: UUID?) {
+        public init(kind: ChatEvents.Conversation.Kind, workspaceId: UUID?, conversationId: UUID? = nil) {
             self.kind = kind
             self.workspaceId = workspaceId
+            self.conversationId = conversationId
         }
 
         /// The 204's headers.
@@ -67,6 +88,7 @@ extension ChatInternal {
             var fields = HTTPFields()
             fields[ChatInternal.ReaderCheck.kindHeader] = kind.rawValue
             if let workspaceId { fields[ChatInternal.ReaderCheck.workspaceHeader] = workspaceId.lowercased }
+            if let conversationId { fields[ChatInternal.ReaderCheck.idHeader] = conversationId.lowercased }
             return fields
         }
 
@@ -75,6 +97,7 @@ extension ChatInternal {
         public init(header: (HTTPField.Name) -> String?) {
             kind = header(ChatInternal.ReaderCheck.kindHeader).flatMap(ChatEvents.Conversation.Kind.init) ?? .channel
             workspaceId = header(ChatInternal.ReaderCheck.workspaceHeader).flatMap(UUID.init(uuidString:))
+            conversationId = header(ChatInternal.ReaderCheck.idHeader).flatMap(UUID.init(uuidString:))
         }
     }
 }

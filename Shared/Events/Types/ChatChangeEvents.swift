@@ -13,19 +13,29 @@ extension ChatEvents {
         public var id: UUID
         /// A DM room's participants (one for a note-to-self room); nil for a channel.
         public var participants: [UserID]?
+        /// The conversation's integer alias for legacy clients, when it has one.
+        public var alias: Int64?
 
-        public static func channel(_ id: ChannelID) -> Self { Self(kind: .channel, id: id.uuid, participants: nil) }
+        public init(kind: Kind, id: UUID, participants: [UserID]?, alias: Int64? = nil) {
+            self.kind = kind
+            self.id = id
+            self.participants = participants
+            self.alias = alias
+        }
+
+        public static func channel(_ id: ChannelID, alias: Int64? = nil) -> Self { Self(kind: .channel, id: id.uuid, participants: nil, alias: alias) }
         public static func room(_ id: RoomID, participants: [UserID]) -> Self { Self(kind: .dm, id: id.uuid, participants: participants) }
 
         public var key: String { id.uuidString.lowercased() }
 
-        enum CodingKeys: String, CodingKey { case kind, id, participants }
+        enum CodingKeys: String, CodingKey { case kind, id, participants, alias }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(kind, forKey: .kind)
             try c.encodeLowercased(id, forKey: .id)
             try c.encodeIfPresent(participants, forKey: .participants)
+            try c.encodeIfPresent(alias, forKey: .alias)
         }
     }
 
@@ -53,12 +63,15 @@ extension ChatEvents {
         public var content: String?
         public var mentions: [UserID]?
         public var editedAt: Date
+        /// The sender's integer alias for legacy clients, when chat knows it.
+        public var senderAlias: Int64?
         public var subject: String { conversation.key }
 
         public init(
             messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, senderId: UserID, content: String?,
-            mentions: [UserID]?, editedAt: Date
+            mentions: [UserID]?, editedAt: Date, senderAlias: Int64? = nil
         ) {
+            self.senderAlias = senderAlias
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.conversation = conversation

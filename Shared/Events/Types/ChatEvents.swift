@@ -36,12 +36,15 @@ public enum ChatEvents {
         public var parentId: MessageID?
         /// Users mentioned with `@nickname` or `<@user-id>` (members of the channel only); nil for none.
         public var mentions: [UserID]?
+        /// The channel's integer alias for legacy clients, when it has one.
+        public var channelAlias: Int64?
         public var subject: String { channelId.description }
 
         public init(
             messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
-            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil
+            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil, channelAlias: Int64? = nil
         ) {
+            self.channelAlias = channelAlias
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.channelId = channelId

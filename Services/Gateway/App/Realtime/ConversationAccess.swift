@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ChatInternalAPI
+import Database
 import Events
 import Foundation
 import HTTPTypes
@@ -19,7 +20,27 @@ struct ConversationAccess: Sendable {
     /// The conversation's kind and workspace when `user` may read it, nil when not.
     func mayRead(user: String, conversation: UUID) async -> ChatInternal.Readable? {
         guard let userId = UUID(uuidString: user) else { return nil }
-        let url = chatURL + ChatInternal.ReaderCheck.path(conversation: conversation, user: userId)
+        return await check(chatURL + ChatInternal.ReaderCheck.path(conversation: conversation, user: userId))
+    }
+
+    /// The same for a conversation a legacy client names by its integer alias; the answer
+    /// carries the conversation's id.
+    func mayRead(user: String, alias: Int64, kind: ChatEvents.Conversation.Kind) async -> ChatInternal.Readable? {
+        guard let userId = UUID(uuidString: user) else { return nil }
+        guard let readable = await check(chatURL + ChatInternal.ReaderCheck.path(alias: alias, kind: kind, user: userId)),
+            readable.conversationId != nil
+        else { return nil }
+        return readable
+    }
+
+    /// The workspace `community` names (its id, or its integer alias as Smooth sends it) when
+    /// `user` is a member of it; nil when not.
+    func community(_ community: String, member user: UserID) async -> UUID? {
+        guard UUID(uuidString: community) != nil || IntegerAlias.parse(community) != nil else { return nil }
+        return await check(chatURL + ChatInternal.CommunityCheck.path(community: community, user: user.uuid))?.workspaceId
+    }
+
+    private func check(_ url: String) async -> ChatInternal.Readable? {
         do {
             let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(3))
             _ = try? await response.body.collect(upTo: 1024)

@@ -93,8 +93,13 @@ final class RealtimeHub: Sendable {
 
     /// The user of an access token (bare or `Bearer …`), nil when it does not verify.
     func user(ofToken token: String?) async -> UserID? {
-        guard let token, let bare = bareToken(fromAuthorizationHeader: token), let claims = try? await verifier.verify(bare) else { return nil }
-        return UserID(claims.userId)
+        await claims(ofToken: token).flatMap { UserID($0.userId) }
+    }
+
+    /// The verified claims of a token (nil: missing, malformed, expired or forged).
+    func claims(ofToken token: String?) async -> AccessTokenClaims? {
+        guard let token, let bare = bareToken(fromAuthorizationHeader: token) else { return nil }
+        return try? await verifier.verify(bare)
     }
 
     // MARK: follows

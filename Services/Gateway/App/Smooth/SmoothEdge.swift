@@ -58,10 +58,14 @@ struct SmoothEdge: Sendable {
         }
         if let userId, !userLimiter.allow(userId) { throw APIError.tooManyRequests }
         guard let base = gateway.upstreams[route.upstream] else { throw APIError.internalError }
-        return try await proxy.forward(
+        let response = try await proxy.forward(
             request, to: base, path: path, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress,
             bodyLimit: bodyLimit, publicURL: publicURL(of: request)
         )
+        // A path under a served prefix that no Smooth route has: the service's router answered
+        // in the suite's shape; the client gets Smooth's.
+        if response.status == .notFound || response.status == .methodNotAllowed { throw APIError.unknownRoute }
+        return response
     }
 
     /// `gateway.public-url`, else `http://` + the Host the client used.

@@ -4,9 +4,10 @@ import Foundation
 import NIOCore
 
 /// The bodies of the MESSAGE frames Smooth's client reads (client contract §2.2): JSON objects
-/// whose values are all strings. Ids are the suite's canonical ids until the Smooth-surface issue
-/// gives its integer aliases. Events Smooth has no frame for (reactions, read cursors) are not
-/// sent: its client decodes an unknown `type` as a plain message.
+/// whose values are all strings. Users and conversations are named by their integer aliases
+/// (Smooth's ids) where the event carries one, else by the suite's ids; message ids are the
+/// suite's (Smooth's were strings too). Events Smooth has no frame for (reactions, read cursors)
+/// are not sent: its client decodes an unknown `type` as a plain message.
 enum StompMessages {
     /// The body for a conversation topic (`/topic/group/{id}`, `/topic/direct/{id}`), nil when
     /// the event has no frame there.
@@ -16,16 +17,16 @@ enum StompMessages {
         switch event {
         case .channelMessage(let message):
             created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
-            json.member("channelId", message.channelId)
+            if let alias = message.channelAlias { json.member("channelId", String(alias)) } else { json.member("channelId", message.channelId) }
         case .directMessage(let message):
             created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
             json.member("channelId", message.roomId)
         case .edited(let change):
             json.member("type", "modify")
             json.member("id", change.messageId)
-            json.member("userId", change.senderId)
+            if let alias = change.senderAlias { json.member("userId", String(alias)) } else { json.member("userId", change.senderId) }
             json.member("message", change.content ?? "")
-            json.member("time", Timestamp.format(change.editedAt))
+            json.member("time", Timestamp.formatWithoutZone(change.editedAt))
         case .deleted(let change):
             json.member("type", "delete")
             json.member("id", change.messageId)
@@ -47,7 +48,7 @@ enum StompMessages {
     ) {
         json.member("type", parent == nil ? "message" : "reply")
         json.member("id", id)
-        json.member("userId", sender.userId)
+        if let alias = sender.alias { json.member("userId", String(alias)) } else { json.member("userId", sender.userId) }
         json.member("name", sender.nickname)
         json.member("profileImage", sender.profileImage ?? "")
         if let file = files.first, (content ?? "").isEmpty {
@@ -56,7 +57,7 @@ enum StompMessages {
         } else {
             json.member("message", content ?? "")
         }
-        json.member("time", Timestamp.format(createdAt))
+        json.member("time", Timestamp.formatWithoutZone(createdAt))
         json.member("parentId", parent)
     }
 

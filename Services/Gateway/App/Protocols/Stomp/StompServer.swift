@@ -1,4 +1,6 @@
+import AccessTokens
 import ChatInternalAPI
+import Database
 import Events
 import Foundation
 import Logging
@@ -149,18 +151,20 @@ final class StompServer: Sendable {
         connection.setBusy(true)
         defer { connection.setBusy(false) }
         guard let token = frame.headers["access-token"] ?? frame.headers["Authorization"] ?? frame.headers[StompHeaderName.passcode],
-            let user = await hub.user(ofToken: token)
+            let claims = await hub.claims(ofToken: token), let user = UserID(claims.userId)
         else {
             fail(connection, "authentication failed", code: 1008)
             return nil
         }
-        if let claimed = frame.headers["user-id"], claimed.lowercased() != user.description {
+        // Smooth sends its integer id; other clients the user id.
+        if let claimed = frame.headers["user-id"], claimed.lowercased() != user.description, claimed != claims.alias.map(String.init) {
             fail(connection, "user-id is not the token's user", code: 1008)
             return nil
         }
         let offer = StompHeartBeat(sendInterval: settings.heartbeatMilliseconds, receiveInterval: settings.heartbeatMilliseconds)
         let session = StompSession(
-            id: randomSessionId(), userId: user, connection: connection, schedule: StompHeartBeat.negotiate(client: clientBeat, server: offer))
+            id: randomSessionId(), userId: user, userAlias: claims.alias, connection: connection,
+            schedule: StompHeartBeat.negotiate(client: clientBeat, server: offer))
         connections.withLock { $0[ObjectIdentifier(connection)]?.session = session }
         hub.sessionOpened(session.id, user: user, protocol: .stomp)
         send(.connected(version: version, heartBeat: offer, server: "chatsuite", session: session.id), on: connection)
@@ -181,26 +185,30 @@ final class StompServer: Sendable {
         guard let ack = StompSession.AckMode(rawValue: frame.headers[StompHeaderName.ack] ?? "auto") else {
             throw .init(message: "ack must be auto, client or client-individual")
         }
-        guard let target = UUID(uuidString: topic.id) else { throw .init(message: "no such destination: \(destination)") }
+        let target = StompTarget(topic.id)
+        guard target != nil else { throw .init(message: "no such destination: \(destination)") }
         guard hub.admission.allowJoin(from: session.userId.description) else { throw .init(message: "too many subscriptions; slow down") }
+        let user = session.userId.description
         let follow: LiveFollow
         switch topic {
         case .group, .direct:
-            guard let readable = await hub.access.mayRead(user: session.userId.description, conversation: target) else {
+            let expected: ChatEvents.Conversation.Kind = if case .group = topic { .channel } else { .dm }
+            guard let (conversation, readable) = await readable(target, kind: expected, user: user) else {
                 throw .init(message: "not a member of \(destination)")
             }
-            let expected: ChatEvents.Conversation.Kind = if case .group = topic { .channel } else { .dm }
             guard readable.kind == expected else { throw .init(message: "no such destination: \(destination)") }
-            follow = LiveFollow(id: target, kind: .init(readable.kind), workspaceId: readable.workspaceId, userId: session.userId)
+            follow = LiveFollow(id: conversation, kind: .init(readable.kind), workspaceId: readable.workspaceId, userId: session.userId)
         case .room:
-            guard let readable = await hub.access.mayRead(user: session.userId.description, conversation: target), let workspace = readable.workspaceId
-            else { throw .init(message: "not a member of \(destination)") }
+            // A channel's or a room's id (Smooth's integer ids: a channel's first).
+            var found = await readable(target, kind: .channel, user: user)
+            if found == nil, case .alias = target { found = await readable(target, kind: .dm, user: user) }
+            guard let workspace = found?.1.workspaceId else { throw .init(message: "not a member of \(destination)") }
             follow = LiveFollow(id: workspace, kind: .workspace, workspaceId: workspace, userId: session.userId)
         case .community:
-            guard await operations.isMember(session.userId, of: target, requestId: UUIDv7.generate().lowercased) else {
+            guard let community = await hub.access.community(topic.id, member: session.userId) else {
                 throw .init(message: "not a member of \(destination)")
             }
-            follow = LiveFollow(id: target, kind: .workspace, workspaceId: target, userId: session.userId)
+            follow = LiveFollow(id: community, kind: .workspace, workspaceId: community, userId: session.userId)
         }
         let subscription = StompSession.Subscription(id: id, destination: destination, topic: topic, ack: ack, follow: follow)
         if session.subscribe(subscription) { hub.follow(session, follow) }
@@ -220,7 +228,9 @@ final class StompServer: Sendable {
             throw .init(message: "unknown destination")
         }
         guard let body = StompSendBody(frame.body) else { throw .init(message: "the body must be a JSON object") }
-        if let claimed = body.string("userId") ?? body.string("user_id"), claimed.lowercased() != session.userId.description {
+        if let claimed = body.string("userId") ?? body.string("user_id"), claimed.lowercased() != session.userId.description,
+            claimed != session.userAlias.map(String.init)
+        {
             throw .init(message: "userId is not the connected user")
         }
         let requestId = frame.headers[StompHeaderName.receipt].flatMap { $0.utf8.count <= 64 ? "stomp-\($0)" : nil } ?? UUIDv7.generate().lowercased
@@ -262,12 +272,14 @@ final class StompServer: Sendable {
             let (conversation, workspace) = try await resolve(String(room.dropFirst(2)), kind: kind, session)
             try await operations.markRead(conversation, workspace: workspace, as: session.userId, requestId: requestId)
         case .communitySignaling:
-            guard let community = body.string("community_id").flatMap(UUID.init(uuidString:)) else { throw .init(message: "community_id is required") }
+            guard let named = body.string("community_id"), StompTarget(named) != nil else { throw .init(message: "community_id is required") }
             let signal = body.string("type") ?? ""
             guard (1...32).contains(signal.utf8.count), signal.allSatisfy({ ("a"..."z").contains($0) || $0 == "-" }) else {
                 throw .init(message: "type must be 1–32 of a–z and -")
             }
-            guard await operations.isMember(session.userId, of: community, requestId: requestId) else { throw .init(message: "not a member of the community") }
+            guard let community = await hub.access.community(named, member: session.userId) else {
+                throw .init(message: "not a member of the community")
+            }
             hub.events.publish(GatewayEvents.CommunitySignal(communityId: community, userId: session.userId, signal: signal, at: Date()))
         }
     }
@@ -275,13 +287,29 @@ final class StompServer: Sendable {
     /// The conversation a SEND names and its workspace: one a subscription resolved, else chat's
     /// reader check (which also refuses a conversation the user may not read).
     private func resolve(_ id: String?, kind: StompConversationKind, _ session: StompSession) async throws(StompOperations.Refusal) -> (LiveFollow, UUID) {
-        guard let id = id.flatMap(UUID.init(uuidString:)) else { throw .init(message: "channelId is required") }
+        guard let target = id.flatMap(StompTarget.init) else { throw .init(message: "channelId is required") }
         let expected: LiveFollow.Kind = kind == .channel ? .channel : .dm
-        if let known = session.knownConversation(id), known.kind == expected, let workspace = known.workspaceId { return (known, workspace) }
-        guard let readable = await hub.access.mayRead(user: session.userId.description, conversation: id), LiveFollow.Kind(readable.kind) == expected,
-            let workspace = readable.workspaceId
+        if case .id(let id) = target, let known = session.knownConversation(id), known.kind == expected, let workspace = known.workspaceId {
+            return (known, workspace)
+        }
+        guard let (conversation, readable) = await readable(target, kind: kind == .channel ? .channel : .dm, user: session.userId.description),
+            LiveFollow.Kind(readable.kind) == expected, let workspace = readable.workspaceId
         else { throw .init(message: "E13") }
-        return (LiveFollow(id: id, kind: expected, workspaceId: workspace, userId: session.userId), workspace)
+        return (LiveFollow(id: conversation, kind: expected, workspaceId: workspace, userId: session.userId), workspace)
+    }
+
+    /// Chat's reader check for a conversation named by id or (Smooth) by integer alias: its id
+    /// and what chat answered; nil when the user may not read it.
+    private func readable(_ target: StompTarget?, kind: ChatEvents.Conversation.Kind, user: String) async -> (UUID, ChatInternal.Readable)? {
+        switch target {
+        case .id(let id)?:
+            return await hub.access.mayRead(user: user, conversation: id).map { (id, $0) }
+        case .alias(let alias)?:
+            guard let readable = await hub.access.mayRead(user: user, alias: alias, kind: kind), let id = readable.conversationId else { return nil }
+            return (id, readable)
+        case nil:
+            return nil
+        }
     }
 
     // MARK: housekeeping
@@ -331,6 +359,22 @@ struct StompSendBody {
         case let string as String: string
         case let number as NSNumber: number.stringValue
         default: nil
+        }
+    }
+}
+
+/// An id in a destination or a body: the suite's UUID, or a legacy client's integer alias.
+enum StompTarget: Equatable, Sendable {
+    case id(UUID)
+    case alias(Int64)
+
+    init?(_ text: String) {
+        if let id = UUID(uuidString: text) {
+            self = .id(id)
+        } else if let alias = IntegerAlias.parse(text) {
+            self = .alias(alias)
+        } else {
+            return nil
         }
     }
 }

@@ -51,14 +51,17 @@ final class StompSession: Sendable {
 
     let id: String
     let userId: UserID
+    /// The user's integer alias (from the token), which Smooth names the user by.
+    let userAlias: Int64?
     let connection: LiveConnection
     /// How often the server sends a heart-beat, and how often the client must (nil: never).
     let schedule: StompHeartBeatSchedule
     private let state = Mutex(State())
 
-    init(id: String, userId: UserID, connection: LiveConnection, schedule: StompHeartBeatSchedule) {
+    init(id: String, userId: UserID, userAlias: Int64? = nil, connection: LiveConnection, schedule: StompHeartBeatSchedule) {
         self.id = id
         self.userId = userId
+        self.userAlias = userAlias
         self.connection = connection
         self.schedule = schedule
     }
