@@ -31,7 +31,7 @@ extension ChatAPI {
                         ChatEvents.ChannelMessageCreated(
                             messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
                             content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
-                            channelAlias: channel.alias
+                            channelAlias: channel.alias, parentName: m.parent?.senderName, parentContent: m.parent?.content
                         )
                     }
                     return (JSONResponse(ChannelChatResponse(message, in: channel)), isNew)

@@ -44,6 +44,8 @@ struct StoredMessage: Sendable {
     var mentions: [UserID] = []
     var reactions: [ChatEvents.Reaction] = []
     var editedAt: Date? = nil
+    /// What a reply shows of its parent (set when the reply is posted).
+    var parent: ParentSummary? = nil
 }
 
 /// A page of history as Smooth asks for it: `number` 0 is the newest.

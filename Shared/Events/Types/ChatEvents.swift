@@ -38,13 +38,20 @@ public enum ChatEvents {
         public var mentions: [UserID]?
         /// The channel's integer alias for legacy clients, when it has one.
         public var channelAlias: Int64?
+        /// For a reply: the parent's sender's nickname and its text when the reply was sent (what
+        /// Smooth's reply frames show).
+        public var parentName: String?
+        public var parentContent: String?
         public var subject: String { channelId.description }
 
         public init(
             messageId: MessageID, workspaceId: WorkspaceID, channelId: ChannelID, channelName: String, sender: Sender,
-            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil, channelAlias: Int64? = nil
+            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil, channelAlias: Int64? = nil,
+            parentName: String? = nil, parentContent: String? = nil
         ) {
             self.channelAlias = channelAlias
+            self.parentName = parentName
+            self.parentContent = parentContent
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.channelId = channelId
@@ -77,12 +84,18 @@ extension ChatEvents {
         public var parentId: MessageID?
         /// Participants mentioned in the content; nil for none.
         public var mentions: [UserID]?
+        /// For a reply, as in `ChannelMessageCreated`.
+        public var parentName: String?
+        public var parentContent: String?
         public var subject: String { roomId.description }
 
         public init(
             messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
-            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil
+            content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil,
+            parentName: String? = nil, parentContent: String? = nil
         ) {
+            self.parentName = parentName
+            self.parentContent = parentContent
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.roomId = roomId

@@ -17,9 +17,11 @@ enum StompMessages {
         switch event {
         case .channelMessage(let message):
             created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
+            parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
             if let alias = message.channelAlias { json.member("channelId", String(alias)) } else { json.member("channelId", message.channelId) }
         case .directMessage(let message):
             created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
+            parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
             json.member("channelId", message.roomId)
         case .edited(let change):
             json.member("type", "modify")
@@ -59,6 +61,13 @@ enum StompMessages {
         }
         json.member("time", Timestamp.formatWithoutZone(createdAt))
         json.member("parentId", parent)
+    }
+
+    /// A reply's `parentName` and `parentContent` (contract §2.2: the message fields plus these).
+    private static func parent(_ name: String?, _ content: String?, of parent: MessageID?, to json: inout JSONWriter) {
+        guard parent != nil else { return }
+        json.member("parentName", name ?? "")
+        json.member("parentContent", content ?? "")
     }
 
     static func fileType(of path: String) -> String {
