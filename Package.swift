@@ -169,6 +169,7 @@ var targets: [Target] = [
             "Events", "Kafka", "Common",
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             openAPIKit, yams, httpClient, nioHTTP1,
         ],
         path: "Tests/SuiteTesting",
