@@ -41,7 +41,7 @@ let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
 let serviceFolders: [String: [Target.Dependency]] = [
     "Auth": [
         .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"), "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", crypto, httpClient, jwt,
-        metrics, nioCore, nioHTTP1,
+        metrics, nioCore, nioHTTP1, lifecycle,
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],

@@ -110,5 +110,14 @@ enum AuthMigrations {
             CREATE UNIQUE INDEX email_codes_hash ON email_codes (code_hash);
             CREATE INDEX email_codes_expiry ON email_codes (expires_at);
             """),
+        Migration(
+            108, "users whose alias no event has carried yet",
+            """
+            -- Users from before aliases: their alias and tag go out once in a UserProfileUpdated
+            -- (AliasAnnouncement, at start). Users created from now on announce theirs on creation.
+            ALTER TABLE users ADD COLUMN alias_announced boolean NOT NULL DEFAULT false;
+            ALTER TABLE users ALTER COLUMN alias_announced SET DEFAULT true;
+            CREATE INDEX users_alias_unannounced ON users (id) WHERE NOT alias_announced;
+            """),
     ]
 }

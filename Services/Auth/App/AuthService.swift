@@ -59,6 +59,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")
     )
     platform.addInboxConsumer(group: "auth.coins", topics: [.payment], router: CoinBalances.projection)
+    platform.addGatedService { AliasAnnouncement(postgres: postgres, store: store, logger: logger) }
     let router = platform.makeRouter()
     accounts.add(to: router)
     FriendRoutes(postgres: postgres, logger: logger).add(to: router)

@@ -40,6 +40,33 @@ struct UserStore: Sendable {
         return nil
     }
 
+    private static func decodeAll(_ rows: PostgresRowSequence) async throws -> [UserRecord] {
+        var users: [UserRecord] = []
+        for try await (id, email, hash, nickname, phone, image, provider, createdAt, alias, code, bio) in rows.decode(
+            (UUID, String, String?, String, String?, String?, String?, Date, Int64, String, String?).self
+        ) {
+            users.append(
+                UserRecord(
+                    id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
+                    profileImage: image, provider: provider, createdAt: createdAt, alias: alias, code: code, bio: bio))
+        }
+        return users
+    }
+
+    /// Up to `limit` users whose alias no event carried yet, locked (others' locked rows skipped,
+    /// so replicas share the work); marked announced in the caller's transaction.
+    func takeUnannouncedAliases(limit: Int, on connection: PostgresConnection) async throws -> [UserRecord] {
+        let users = try await Self.decodeAll(
+            connection.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM users WHERE NOT alias_announced ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """, logger: logger))
+        if !users.isEmpty {
+            _ = try await connection.query("UPDATE users SET alias_announced = true WHERE id = ANY(\(users.map(\.id.uuid)))", logger: logger)
+        }
+        return users
+    }
+
     func emailExists(_ email: String) async throws -> Bool {
         for try await _ in try await postgres.query("SELECT 1 FROM users WHERE lower(email) = lower(\(email))", logger: logger) { return true }
         return false
