@@ -41,7 +41,7 @@ let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
 let serviceFolders: [String: [Target.Dependency]] = [
     "Auth": [
         .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"), "AccessTokens", "ClientContract", "Uploads", "OutboundHTTP", crypto, httpClient, jwt,
-        metrics, nioCore, nioHTTP1,
+        metrics, nioCore, nioHTTP1, lifecycle,
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
@@ -169,6 +169,7 @@ var targets: [Target] = [
             "Events", "Kafka", "Common",
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             openAPIKit, yams, httpClient, nioHTTP1,
         ],
         path: "Tests/SuiteTesting",

@@ -135,6 +135,8 @@ extension ServiceEntry {
             .publicPost("/smooth/auth/sign-up"),
             .publicPost("/smooth/auth/send-mail"),
             .publicGet("/smooth/auth/check-email"),
+            // Profile images as Smooth's app loads them: plain URLs, no token (random file names).
+            .publicGet("/smooth/auth/static/profiles/*"),
             .any("/smooth/auth/**"),
         ]
     )

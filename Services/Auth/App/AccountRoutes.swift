@@ -110,10 +110,7 @@ struct AccountRoutes: Sendable {
                     id: id, email: email, passwordHash: hash, nickname: nickname, phone: phone, provider: nil, on: connection
                 )
             else { throw APIError.duplicate("email") }
-            let event = AuthEvents.UserRegistered(
-                userId: user.id, email: user.email, nickname: user.nickname, profileImage: nil, provider: nil, createdAt: user.createdAt
-            )
-            try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+            try await Outbox.append(CloudEvent(source: Self.source, data: user.registeredEvent), on: connection, logger: logger)
             return user
         }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
@@ -153,11 +150,7 @@ struct AccountRoutes: Sendable {
                     guard try await store.link(provider: identity.provider, subject: identity.subject, to: created.id, on: connection) else {
                         throw APIError.duplicate("identity linked concurrently")
                     }
-                    let event = AuthEvents.UserRegistered(
-                        userId: created.id, email: created.email, nickname: created.nickname, profileImage: nil,
-                        provider: identity.provider, createdAt: created.createdAt
-                    )
-                    try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+                    try await Outbox.append(CloudEvent(source: Self.source, data: created.registeredEvent), on: connection, logger: logger)
                     return created
                 }
             } catch {
@@ -190,18 +183,21 @@ struct AccountRoutes: Sendable {
     }
 
     private func editImage(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
-        let id = context.identity
         guard request.isMultipart else { throw APIError.badRequest("multipart/form-data with an 'image' part is required") }
         let parts = try await request.multipartParts(limit: images.multipartLimit)
         guard let part = parts.first(where: { $0.name == "image" }) else { throw APIError.badRequest("multipart part 'image' is required") }
+        return .editedProfile(try await replaceImage(of: context.identity, with: part))
+    }
+
+    /// Stores `part` as the user's profile image (validated by its bytes; E11 when it is not an
+    /// image or too large), announces the profile, then deletes the previous image file.
+    func replaceImage(of id: UserID, with part: FormPart) async throws -> UserRecord {
         let path = try images.store(part)
         let result: (UserRecord, String?)
         do {
             result = try await postgres.withTransaction(logger: logger) { connection -> (UserRecord, String?) in
                 guard let updated = try await store.updateImage(id: id, path: path, on: connection) else { throw APIError.notFound("user") }
-                let user = updated.0
-                let event = AuthEvents.UserProfileUpdated(userId: user.id, email: user.email, nickname: user.nickname, profileImage: user.profileImage)
-                try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+                try await Outbox.append(CloudEvent(source: Self.source, data: updated.0.profileUpdatedEvent), on: connection, logger: logger)
                 return updated
             }
         } catch {
@@ -209,7 +205,7 @@ struct AccountRoutes: Sendable {
             throw error
         }
         images.remove(result.1)
-        return .editedProfile(result.0)
+        return result.0
     }
 
     private func editProfile(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
@@ -221,8 +217,7 @@ struct AccountRoutes: Sendable {
             guard let user = try await store.updateProfile(id: id, nickname: nickname, phone: phone, on: connection) else {
                 throw APIError.notFound("user")
             }
-            let event = AuthEvents.UserProfileUpdated(userId: user.id, email: user.email, nickname: user.nickname, profileImage: user.profileImage)
-            try await Outbox.append(CloudEvent(source: Self.source, data: event), on: connection, logger: logger)
+            try await Outbox.append(CloudEvent(source: Self.source, data: user.profileUpdatedEvent), on: connection, logger: logger)
             return user
         }
         return .editedProfile(user)

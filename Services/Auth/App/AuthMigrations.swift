@@ -83,5 +83,41 @@ enum AuthMigrations {
              WHERE d.token = newer.token AND (d.updated_at, d.user_id) < (newer.updated_at, newer.user_id);
             CREATE UNIQUE INDEX device_tokens_token ON device_tokens (token);
             """),
+        Migration(
+            105, "integer aliases of users and friendships (legacy clients)",
+            IntegerAlias.createFunction + ";\n" + IntegerAlias.addColumn(to: "users") + ";\n" + IntegerAlias.addColumn(to: "friendships")),
+        Migration(
+            106, "user bios",
+            """
+            -- Smooth's profile text (its server's column was 190 long).
+            ALTER TABLE users ADD COLUMN bio text CHECK (char_length(bio) <= 190);
+            """),
+        Migration(
+            107, "email verification codes",
+            """
+            -- One pending code per address (Smooth's send-mail / check-email). The code is stored as
+            -- an HMAC only; it expires, allows a few wrong tries when checked by address, and the
+            -- last send time rate-limits new codes.
+            CREATE TABLE email_codes (
+                email text PRIMARY KEY,
+                code_hash bytea NOT NULL,
+                sent_at timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz NOT NULL,
+                attempts integer NOT NULL DEFAULT 0,
+                verified_at timestamptz
+            );
+            -- A key-only check finds its code by hash; two pending addresses never share one.
+            CREATE UNIQUE INDEX email_codes_hash ON email_codes (code_hash);
+            CREATE INDEX email_codes_expiry ON email_codes (expires_at);
+            """),
+        Migration(
+            108, "users whose alias no event has carried yet",
+            """
+            -- Users from before aliases: their alias and tag go out once in a UserProfileUpdated
+            -- (AliasAnnouncement, at start). Users created from now on announce theirs on creation.
+            ALTER TABLE users ADD COLUMN alias_announced boolean NOT NULL DEFAULT false;
+            ALTER TABLE users ALTER COLUMN alias_announced SET DEFAULT true;
+            CREATE INDEX users_alias_unannounced ON users (id) WHERE NOT alias_announced;
+            """),
     ]
 }

@@ -27,6 +27,15 @@ public enum AuthService {
         "apple.audience": "",
         "kakao.api-url": "https://kapi.kakao.com",
         "auth.files-directory": "data/auth-files",
+        // Smooth's `/auth-server` (docs/smooth-api.md): 100 days, as its server gave (its app never refreshes).
+        "auth.smooth.access-ttl-seconds": 8_640_000,
+        "auth.smooth.public-prefix": "/auth-server",
+        // The relay of email verification codes; no host = send-mail refuses (2301).
+        "auth.smtp.host": "",
+        "auth.smtp.port": 25,
+        "auth.smtp.from": "",
+        "auth.smtp.username": "",
+        "auth.smtp.timeout-seconds": 10,
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = AuthMigrations.all
@@ -42,7 +51,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let postgres = platform.postgres
     let store = UserStore(postgres: postgres, logger: logger)
     let hasher = PasswordHasher(cost: authSettings.bcryptCost, maxPending: authSettings.bcryptMaxPending, maxWait: authSettings.bcryptMaxWait)
-    let routes = AccountRoutes(
+    let accounts = AccountRoutes(
         postgres: postgres, store: store, tokens: try await Tokens(settings: authSettings, store: store), hasher: hasher,
         logger: logger, dummyHash: try await hasher.hash(UUID().uuidString, sheddable: false),
         apple: AppleSignIn(jwksURL: authSettings.appleJWKSURL, audience: authSettings.appleAudience, issuer: authSettings.appleIssuer, client: httpClient),
@@ -50,8 +59,15 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         images: try ImageDirectory(directory: try settings.string("auth.files-directory"), setting: "auth.files-directory", urlPrefix: "/static/profiles/")
     )
     platform.addInboxConsumer(group: "auth.coins", topics: [.payment], router: CoinBalances.projection)
+    platform.addGatedService { AliasAnnouncement(postgres: postgres, store: store, logger: logger) }
     let router = platform.makeRouter()
-    routes.add(to: router)
+    accounts.add(to: router)
     FriendRoutes(postgres: postgres, logger: logger).add(to: router)
+    SmoothAuthRoutes(
+        account: accounts, friends: FriendBook(postgres: postgres, logger: logger),
+        codes: EmailCodes(postgres: postgres, logger: logger, key: EmailCodes.key(from: authSettings.jwtPrivateKeyPEM)),
+        mailer: SMTPClient(settings: authSettings.smtp), accessTokenTTL: authSettings.smoothAccessTokenTTL, publicPrefix: authSettings.smoothPublicPrefix,
+        codeGuesses: FailureThrottle(limit: SmoothAuthRoutes.maxCodeGuesses, window: SmoothAuthRoutes.codeGuessWindow)
+    ).add(to: router)
     return platform.makeApplication(responder: router.buildResponder())
 }

@@ -30,18 +30,13 @@ struct FriendRequestBody: Decodable {
     var code: String?
 }
 
-/// `/v1/friends`: request by `name#code`, accept, ban, refuse or delete, list.
+/// `/v1/friends`: request by `name#code`, accept, ban, refuse or delete, list (the rules are
+/// `FriendBook`'s, shared with Smooth's `/auth-server/auth/friend`).
 struct FriendRoutes: Sendable {
     let postgres: PostgresClient
     let logger: Logger
 
-    private struct Row {
-        var id: UUID
-        var requester: UUID
-        var addressee: UUID
-        var accepted: Bool
-        var bannedBy: UUID?
-    }
+    var book: FriendBook { FriendBook(postgres: postgres, logger: logger) }
 
     func add(to router: some RouterMethods<SuiteRequestContext>) {
         router.group("v1/friends", context: AuthenticatedContext.self).addRoutes(routes)
@@ -58,23 +53,26 @@ struct FriendRoutes: Sendable {
             }
             throw APIError.unknownAccount
         }
-        routes.get { _, context -> [FriendResponse] in try await list(for: context.identity) }
+        routes.get { _, context -> [FriendResponse] in try await book.list(for: context.identity).map(FriendResponse.init) }
         routes.post { request, context -> FriendResponse in
             let body = try await request.decodeBody(as: FriendRequestBody.self, context: context)
-            // `name` is a nickname (the same limits); `code` four ASCII digits.
-            guard let name = body.name?.trimmingCharacters(in: .whitespaces), !name.isEmpty, Validation.nicknameLimit.allows(name),
-                let code = body.code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
-            else { throw APIError.badRequest("name and a 4-digit code are required") }
-            return try await sendRequest(from: context.identity, name: name, code: code)
+            guard let (name, code) = FriendBook.tag(name: body.name, code: body.code) else {
+                throw APIError.badRequest("name and a 4-digit code are required")
+            }
+            return try await entry(try await book.request(from: context.identity, name: name, code: code), for: context.identity)
         }
         routes.patch(":id") { _, context -> FriendResponse in
-            try await change(try friendshipId(context), by: context.identity, to: .accepted)
+            let id = try friendshipId(context)
+            _ = try await book.change(id, by: context.identity, to: .accepted)
+            return try await entry(id, for: context.identity)
         }
         routes.patch(":id/ban") { _, context -> FriendResponse in
-            try await change(try friendshipId(context), by: context.identity, to: .banned)
+            let id = try friendshipId(context)
+            _ = try await book.change(id, by: context.identity, to: .banned)
+            return try await entry(id, for: context.identity)
         }
         routes.delete(":id") { _, context -> HTTPResponse.Status in
-            _ = try await change(try friendshipId(context), by: context.identity, to: .removed)
+            _ = try await book.change(try friendshipId(context), by: context.identity, to: .removed)
             return .ok
         }
         return routes
@@ -85,16 +83,88 @@ struct FriendRoutes: Sendable {
         return id
     }
 
-    private func sendRequest(from me: UserID, name: String, code: String) async throws -> FriendResponse {
-        let id: UUID
+    /// The friendship as `me` now sees it.
+    private func entry(_ id: UUID, for me: UserID) async throws -> FriendResponse {
+        guard let entry = try await book.list(for: me).first(where: { $0.id == id }) else { throw APIError.notFound("friendship") }
+        return FriendResponse(entry)
+    }
+}
+
+extension FriendResponse {
+    init(_ entry: FriendBook.Entry) {
+        self.init(
+            id: FriendshipID(entry.id), user_id: UserID(entry.user), name: entry.name, code: entry.code, profileImage: entry.profileImage,
+            state: entry.state.rawValue)
+    }
+}
+
+/// The friendship rules, whatever the surface: one relationship per pair; a request by
+/// `name#code`; only the invited side accepts; a request back accepts theirs; a ban hides the
+/// relationship from the banned side; either side (the banner only, once banned) deletes it.
+/// Every change publishes `FriendshipChanged` to both sides in the same transaction.
+struct FriendBook: Sendable {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    /// How the viewer sees a friendship (Smooth's `FriendState`).
+    enum State: String, Sendable {
+        /// They asked; I have not answered.
+        case wait = "WAIT"
+        /// I asked; they have not answered.
+        case request = "REQUEST"
+        case accept = "ACCEPT"
+        /// I banned them (the banned side no longer sees the friendship).
+        case ban = "BAN"
+    }
+
+    /// A friendship as the viewer sees it: the friendship, the other user, the state.
+    struct Entry: Sendable {
+        var id: UUID
+        var alias: Int64
+        var user: UUID
+        var userAlias: Int64
+        var name: String
+        var code: String
+        var profileImage: String?
+        var state: State
+    }
+
+    private struct Row {
+        var id: UUID
+        var requester: UUID
+        var addressee: UUID
+        var accepted: Bool
+        var bannedBy: UUID?
+    }
+
+    /// A `name#code` tag from a request body: `name` within the nickname limits, `code` four
+    /// ASCII digits; nil otherwise.
+    static func tag(name: String?, code: String?) -> (name: String, code: String)? {
+        guard let name = name?.trimmingCharacters(in: .whitespaces), !name.isEmpty, Validation.nicknameLimit.allows(name),
+            let code = code?.trimmingCharacters(in: .whitespaces), code.utf8.count == 4, code.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+        else { return nil }
+        return (name, code)
+    }
+
+    /// The friendship a legacy client's integer id names (nil for none; whether the caller may
+    /// see it is `change`'s business).
+    func friendship(alias: Int64) async throws -> UUID? {
+        for try await id in try await postgres.query("SELECT id FROM friendships WHERE alias = \(alias)", logger: logger).decode(UUID.self) {
+            return id
+        }
+        return nil
+    }
+
+    /// Asks `name#code` to be friends; returns the friendship. A pending request from them is
+    /// accepted instead. E13 no such user (or one who banned me), E12 already related or the tag
+    /// is ambiguous, E11 myself.
+    func request(from me: UserID, name: String, code: String) async throws -> UUID {
         do {
-            id = try await insertRequest(from: me, name: name, code: code)
+            return try await insertRequest(from: me, name: name, code: code)
         } catch let error where error.isUniqueViolation {
             // Both asked each other at the same moment: the pair index let one insert through.
             throw APIError.duplicate("already requested or friends")
         }
-        guard let response = try await list(for: me).first(where: { $0.id.uuid == id }) else { throw APIError.notFound("friendship") }
-        return response
     }
 
     private func insertRequest(from me: UserID, name: String, code: String) async throws -> UUID {
@@ -126,8 +196,11 @@ struct FriendRoutes: Sendable {
         }
     }
 
-    private func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> FriendResponse {
-        let other = try await postgres.withTransaction(logger: logger) { connection -> UUID in
+    /// Accepts, bans or removes a friendship of `me`; returns the other user. E13 when it is not
+    /// `me`'s (or `me` is the banned side), E14 accepting one's own request or an accepted one.
+    @discardableResult
+    func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> UUID {
+        try await postgres.withTransaction(logger: logger) { connection -> UUID in
             var found: Row?
             for try await (fid, requester, addressee, accepted, bannedBy) in try await connection.query(
                 """
@@ -155,25 +228,23 @@ struct FriendRoutes: Sendable {
             try await publish(id, me.uuid, other, state, on: connection)
             return other
         }
-        if state == .removed {
-            return FriendResponse(id: FriendshipID(id), user_id: UserID(other), name: "", code: "", profileImage: nil, state: "REMOVED")
-        }
-        guard let response = try await list(for: me).first(where: { $0.id.uuid == id }) else { throw APIError.notFound("friendship") }
-        return response
     }
 
-    private func list(for me: UserID) async throws -> [FriendResponse] {
-        var out: [FriendResponse] = []
+    /// `me`'s friendships, oldest first; a ban shows only to the banner.
+    func list(for me: UserID) async throws -> [Entry] {
+        var out: [Entry] = []
         let rows = try await postgres.query(
             """
-            SELECT f.id, u.id, u.nickname, u.user_code, u.profile_image, f.requester_id = \(me.uuid), f.accepted, f.banned_by
+            SELECT f.id, f.alias, u.id, u.alias, u.nickname, u.user_code, u.profile_image, f.requester_id = \(me.uuid), f.accepted, f.banned_by
             FROM friendships f JOIN users u ON u.id = CASE WHEN f.requester_id = \(me.uuid) THEN f.addressee_id ELSE f.requester_id END
             WHERE (f.requester_id = \(me.uuid) OR f.addressee_id = \(me.uuid)) AND (f.banned_by IS NULL OR f.banned_by = \(me.uuid))
             ORDER BY f.created_at, f.id
             """, logger: logger)
-        for try await (id, user, name, code, image, iAsked, accepted, bannedBy) in rows.decode((UUID, UUID, String, String, String?, Bool, Bool, UUID?).self) {
-            let state = bannedBy != nil ? "BAN" : accepted ? "ACCEPT" : iAsked ? "REQUEST" : "WAIT"
-            out.append(FriendResponse(id: FriendshipID(id), user_id: UserID(user), name: name, code: code, profileImage: image, state: state))
+        for try await (id, alias, user, userAlias, name, code, image, iAsked, accepted, bannedBy) in rows.decode(
+            (UUID, Int64, UUID, Int64, String, String, String?, Bool, Bool, UUID?).self)
+        {
+            let state: State = bannedBy != nil ? .ban : accepted ? .accept : iAsked ? .request : .wait
+            out.append(Entry(id: id, alias: alias, user: user, userAlias: userAlias, name: name, code: code, profileImage: image, state: state))
         }
         return out
     }

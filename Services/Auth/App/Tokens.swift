@@ -19,19 +19,21 @@ struct Tokens: Sendable {
         self.store = store
     }
 
-    func accessToken(for user: UserID) async throws -> String {
-        try await signer.sign(userId: user.description, ttl: settings.accessTokenTTL)
+    /// - Parameter ttl: the lifetime; `auth.access-ttl-seconds` when nil.
+    func accessToken(for user: UserID, ttl: TimeInterval? = nil) async throws -> String {
+        try await signer.sign(userId: user.description, ttl: ttl ?? settings.accessTokenTTL)
     }
 
     /// A new token pair; the refresh token is recorded (hashed) for `user`.
-    func issuePair(for user: UserID) async throws -> TokenPair {
+    /// - Parameter accessTTL: the access token's lifetime; `auth.access-ttl-seconds` when nil.
+    func issuePair(for user: UserID, accessTTL: TimeInterval? = nil) async throws -> TokenPair {
         var bytes = [UInt8](repeating: 0, count: 32)
         var rng = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = rng.next() }
         let refresh = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         try await store.storeRefreshToken(hash: Self.hash(refresh), userId: user, expiresAt: Date().addingTimeInterval(settings.refreshTokenTTL))
-        return TokenPair(accessToken: try await accessToken(for: user), refreshToken: refresh)
+        return TokenPair(accessToken: try await accessToken(for: user, ttl: accessTTL), refreshToken: refresh)
     }
 
     static func hash(_ token: String) -> [UInt8] {

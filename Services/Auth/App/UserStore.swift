@@ -12,6 +12,12 @@ struct UserRecord: Sendable {
     var profileImage: String?
     var provider: String?
     var createdAt: Date
+    /// The integer id legacy clients (Smooth) know the user by (`Database.IntegerAlias`).
+    var alias: Int64
+    /// The four-digit tag of `name#code`.
+    var code: String
+    /// Smooth's profile text (at most 190 characters).
+    var bio: String?
 }
 
 /// The users aggregate's SQL (all parameters bound).
@@ -19,18 +25,46 @@ struct UserStore: Sendable {
     let postgres: PostgresClient
     let logger: Logger
 
-    private static let columns = "id, email, password_hash, nickname, phone, profile_image, provider, created_at"
-    private static let userColumns = "u.id, u.email, u.password_hash, u.nickname, u.phone, u.profile_image, u.provider, u.created_at"
+    private static let columns = "id, email, password_hash, nickname, phone, profile_image, provider, created_at, alias, user_code, bio"
+    private static let userColumns =
+        "u.id, u.email, u.password_hash, u.nickname, u.phone, u.profile_image, u.provider, u.created_at, u.alias, u.user_code, u.bio"
 
     private static func decode(_ rows: PostgresRowSequence) async throws -> UserRecord? {
-        for try await (id, email, hash, nickname, phone, image, provider, createdAt) in rows.decode(
-            (UUID, String, String?, String, String?, String?, String?, Date).self
+        for try await (id, email, hash, nickname, phone, image, provider, createdAt, alias, code, bio) in rows.decode(
+            (UUID, String, String?, String, String?, String?, String?, Date, Int64, String, String?).self
         ) {
             return UserRecord(
                 id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
-                profileImage: image, provider: provider, createdAt: createdAt)
+                profileImage: image, provider: provider, createdAt: createdAt, alias: alias, code: code, bio: bio)
         }
         return nil
+    }
+
+    private static func decodeAll(_ rows: PostgresRowSequence) async throws -> [UserRecord] {
+        var users: [UserRecord] = []
+        for try await (id, email, hash, nickname, phone, image, provider, createdAt, alias, code, bio) in rows.decode(
+            (UUID, String, String?, String, String?, String?, String?, Date, Int64, String, String?).self
+        ) {
+            users.append(
+                UserRecord(
+                    id: UserID(id), email: email, passwordHash: hash, nickname: nickname, phone: phone,
+                    profileImage: image, provider: provider, createdAt: createdAt, alias: alias, code: code, bio: bio))
+        }
+        return users
+    }
+
+    /// Up to `limit` users whose alias no event carried yet, locked (others' locked rows skipped,
+    /// so replicas share the work); marked announced in the caller's transaction.
+    func takeUnannouncedAliases(limit: Int, on connection: PostgresConnection) async throws -> [UserRecord] {
+        let users = try await Self.decodeAll(
+            connection.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM users WHERE NOT alias_announced ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """, logger: logger))
+        if !users.isEmpty {
+            _ = try await connection.query("UPDATE users SET alias_announced = true WHERE id = ANY(\(users.map(\.id.uuid)))", logger: logger)
+        }
+        return users
     }
 
     func emailExists(_ email: String) async throws -> Bool {
@@ -49,12 +83,34 @@ struct UserStore: Sendable {
         try await Self.decode(postgres.query("SELECT \(unescaped: Self.columns) FROM users WHERE id = \(id.uuid)", logger: logger))
     }
 
+    /// The user a legacy client's integer id names.
+    func find(alias: Int64) async throws -> UserRecord? {
+        try await Self.decode(postgres.query("SELECT \(unescaped: Self.columns) FROM users WHERE alias = \(alias)", logger: logger))
+    }
+
+    /// A four-digit tag no user of that nickname (case-insensitively) has yet, picked at random
+    /// among the free ones; nil when all 10 000 are taken. Best effort (two concurrent sign-ups
+    /// of one name may still draw the same tag; a friend request to it then reads as ambiguous).
+    func freeCode(for nickname: String) async throws -> String? {
+        for try await code in try await postgres.query(
+            """
+            SELECT c.code FROM (SELECT lpad(n::text, 4, '0') AS code FROM generate_series(0, 9999) n) c
+            WHERE NOT EXISTS (SELECT 1 FROM users u WHERE lower(u.nickname) = lower(\(nickname)) AND u.user_code = c.code)
+            ORDER BY random() LIMIT 1
+            """, logger: logger
+        ).decode(String.self) {
+            return code
+        }
+        return nil
+    }
+
     /// Inserts the user; nil when the email is taken (unique index, not a pre-check race).
+    /// - Parameter code: the `name#code` tag; random when nil.
     func insert(
-        id: UserID, email: String, passwordHash: String?, nickname: String, phone: String?, provider: String?,
+        id: UserID, email: String, passwordHash: String?, nickname: String, phone: String?, provider: String?, code: String? = nil,
         on connection: PostgresConnection
     ) async throws -> UserRecord? {
-        let code = String(format: "%04d", Int.random(in: 0...9999))
+        let code = code ?? String(format: "%04d", Int.random(in: 0...9999))
         return try await Self.decode(
             connection.query(
                 """
@@ -95,6 +151,18 @@ struct UserStore: Sendable {
                 WHERE id = \(id.uuid)
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger))
+    }
+
+    /// Sets (or, with nil, clears) Smooth's profile text.
+    func updateBio(id: UserID, bio: String?) async throws -> Bool {
+        for try await _ in try await postgres.query(
+            """
+            UPDATE users SET bio = \(bio), updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = \(id.uuid) RETURNING 1
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
     }
 
     /// Sets the profile image; returns the updated user and the previous image path.
