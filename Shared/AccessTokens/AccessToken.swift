@@ -113,8 +113,9 @@ public struct AccessTokenSigner: Sendable {
         self.issuer = issuer
     }
 
-    public func sign(userId: String, ttl: TimeInterval, now: Date = Date()) async throws -> String {
-        try await keys.sign(AccessTokenClaims(userId: userId, audience: audience, issuer: issuer, issuedAt: now, ttl: ttl))
+    /// - Parameter alias: the user's integer alias, carried as the `alias` claim (legacy clients).
+    public func sign(userId: String, ttl: TimeInterval, now: Date = Date(), alias: Int64? = nil) async throws -> String {
+        try await keys.sign(AccessTokenClaims(userId: userId, audience: audience, issuer: issuer, issuedAt: now, ttl: ttl, alias: alias))
     }
 }
 

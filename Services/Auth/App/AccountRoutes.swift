@@ -114,7 +114,7 @@ struct AccountRoutes: Sendable {
             return user
         }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id))
+        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
     }
 
     private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
@@ -127,7 +127,7 @@ struct AccountRoutes: Sendable {
         let matches = try await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id))
+        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
     }
 
     /// Logs in the user linked to a provider identity, creating the account on first login.
@@ -161,7 +161,7 @@ struct AccountRoutes: Sendable {
         }
         guard let user else { throw APIError.unknownAccount }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id))
+        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
     }
 
     /// The old (normally expired) access token names the user; the refresh token must be that

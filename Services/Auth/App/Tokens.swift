@@ -20,20 +20,21 @@ struct Tokens: Sendable {
     }
 
     /// - Parameter ttl: the lifetime; `auth.access-ttl-seconds` when nil.
-    func accessToken(for user: UserID, ttl: TimeInterval? = nil) async throws -> String {
-        try await signer.sign(userId: user.description, ttl: ttl ?? settings.accessTokenTTL)
+    /// - Parameter alias: the user's integer alias, for the token's `alias` claim.
+    func accessToken(for user: UserID, ttl: TimeInterval? = nil, alias: Int64? = nil) async throws -> String {
+        try await signer.sign(userId: user.description, ttl: ttl ?? settings.accessTokenTTL, alias: alias)
     }
 
     /// A new token pair; the refresh token is recorded (hashed) for `user`.
     /// - Parameter accessTTL: the access token's lifetime; `auth.access-ttl-seconds` when nil.
-    func issuePair(for user: UserID, accessTTL: TimeInterval? = nil) async throws -> TokenPair {
+    func issuePair(for user: UserID, accessTTL: TimeInterval? = nil, alias: Int64? = nil) async throws -> TokenPair {
         var bytes = [UInt8](repeating: 0, count: 32)
         var rng = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = rng.next() }
         let refresh = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         try await store.storeRefreshToken(hash: Self.hash(refresh), userId: user, expiresAt: Date().addingTimeInterval(settings.refreshTokenTTL))
-        return TokenPair(accessToken: try await accessToken(for: user, ttl: accessTTL), refreshToken: refresh)
+        return TokenPair(accessToken: try await accessToken(for: user, ttl: accessTTL, alias: alias), refreshToken: refresh)
     }
 
     static func hash(_ token: String) -> [UInt8] {

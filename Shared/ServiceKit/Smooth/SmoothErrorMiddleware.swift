@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import PostgresNIO
 
 /// Renders every error of a Smooth route as the contract's envelope: a `SmoothError` as it is;
 /// the suite's own `APIError`s (thrown by the shared domain code) mapped by `surface`; anything
@@ -22,6 +23,9 @@ public struct SmoothErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as SmoothError {
             return error.response
+        } catch let error as PostgresTransactionError where error.closureError is SmoothError {
+            // Thrown inside a transaction: the refusal, not a database error.
+            return (error.closureError as? SmoothError)?.response ?? SmoothError.serverError.response
         } catch {
             let mapped = ErrorMiddleware<Context>.map(error)
             if mapped.status == .internalServerError {

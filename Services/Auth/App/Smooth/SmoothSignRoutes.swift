@@ -57,7 +57,7 @@ extension SmoothAuthRoutes {
         let matches = try await account.hasher.verify(password, hash: user?.passwordHash ?? account.dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw SmoothError.loginFailed }
         if let deviceToken { try await account.registerDeviceToken(deviceToken, for: user.id) }
-        let pair = try await account.tokens.issuePair(for: user.id, accessTTL: accessTokenTTL)
+        let pair = try await account.tokens.issuePair(for: user.id, accessTTL: accessTokenTTL, alias: user.alias)
         return SmoothSignIn(
             id: user.alias, name: user.nickname, code: user.code, email: user.email, accessToken: pair.accessToken, refreshToken: pair.refreshToken,
             deviceToken: deviceToken, type: type, url: url)
