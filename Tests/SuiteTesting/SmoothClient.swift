@@ -32,6 +32,14 @@ extension Stack {
         public let name: String
         public let code: String
         public let token: String
+
+        public init(id: Int, email: String, name: String, code: String, token: String) {
+            self.id = id
+            self.email = email
+            self.name = name
+            self.code = code
+            self.token = token
+        }
     }
 
     /// Smooth's headers: the token after one space, as Moya's `.custom("")` plugin sends it.
