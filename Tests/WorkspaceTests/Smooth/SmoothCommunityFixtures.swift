@@ -43,7 +43,8 @@ struct SmoothFixture {
     /// A user whose integer id and tag have not arrived from auth (null in the projection).
     func userWithoutAlias() async throws -> Member {
         let user = try await s.user()
-        return Member(smooth: Stack.SmoothUser(id: 0, email: user.email, name: "새싹이", code: "", token: user.token), uuid: try #require(UUID(uuidString: user.id)))
+        return Member(
+            smooth: Stack.SmoothUser(id: 0, email: user.email, name: "새싹이", code: "", token: user.token), uuid: try #require(UUID(uuidString: user.id)))
     }
 
     func smooth(_ method: HTTPRequest.Method, _ uri: String, _ user: Member?, json: String? = nil) async throws -> SmoothAnswer {

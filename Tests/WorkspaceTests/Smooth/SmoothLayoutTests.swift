@@ -63,7 +63,9 @@ struct SmoothLayoutTests {
             let community = try await f.shared(owner, member)
             let elsewhere = try await f.community(owner)
             for name in ["C", "B", "A"] {
-                #expect(try await f.smooth(.post, "/category", owner, json: #"{"communityId":\#(community),"name":"\#(name)","public":true}"#).outcome == "200 1000")
+                #expect(
+                    try await f.smooth(.post, "/category", owner, json: #"{"communityId":\#(community),"name":"\#(name)","public":true}"#).outcome == "200 1000"
+                )
             }
             let order = { try await f.layout(community, member).map { $0.category["name"] as? String ?? "?" } }
             #expect(try await order() == ["A", "B", "C", "채팅 채널", "음성 채널"])
@@ -150,7 +152,9 @@ struct SmoothLayoutTests {
                 #expect(try await f.smooth(.post, "/channel", member, json: bad).outcome == "400 1400", "\(bad)")
             }
             #expect(try await f.smooth(.post, "/channel", member, json: #"{"id":424242,"name":"x","type":"TEXT","public":true}"#).outcome == "400 4003")
-            #expect(try await f.smooth(.post, "/channel", try await f.user(), json: #"{"id":\#(text),"name":"x","type":"TEXT","public":true}"#).outcome == "400 4003")
+            #expect(
+                try await f.smooth(.post, "/channel", try await f.user(), json: #"{"id":\#(text),"name":"x","type":"TEXT","public":true}"#).outcome
+                    == "400 4003")
         }
     }
 
@@ -163,7 +167,8 @@ struct SmoothLayoutTests {
             let text = try await f.categoryId(community, owner, named: "채팅 채널")
             let voice = try await f.categoryId(community, owner, named: "음성 채널")
             for name in ["c", "b", "a"] {
-                #expect(try await f.smooth(.post, "/channel", owner, json: #"{"id":\#(text),"name":"\#(name)","type":"TEXT","public":true}"#).outcome == "200 1000")
+                #expect(
+                    try await f.smooth(.post, "/channel", owner, json: #"{"id":\#(text),"name":"\#(name)","type":"TEXT","public":true}"#).outcome == "200 1000")
             }
             #expect(try await f.names(community, member) == ["채팅 채널:a,b,c,일반", "음성 채널:일반"])
             let id = { (name: String, type: String) in try await f.channelId(community, owner, named: name, type: type) }

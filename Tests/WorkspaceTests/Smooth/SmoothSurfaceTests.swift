@@ -27,11 +27,12 @@ struct SmoothSurfaceTests {
                     #expect([1400, 4002, 4003, 4004, 4005].contains(answer.code ?? 0), "\(method) \(uri) \(body): \(answer.body)")
                 }
             }
-            let everything: [(HTTPRequest.Method, String)] = writes + [
-                (.get, "/community"), (.get, "/community/\(community)"), (.delete, "/community/\(community)"), (.patch, "/community/icon"),
-                (.get, "/community/\(community)/member"), (.delete, "/community/\(community)/member?id=1"),
-                (.get, "/community/\(community)/invitation"), (.delete, "/community/invitation?id=1"), (.delete, "/category/1"), (.delete, "/channel/1"),
-            ]
+            let everything: [(HTTPRequest.Method, String)] =
+                writes + [
+                    (.get, "/community"), (.get, "/community/\(community)"), (.delete, "/community/\(community)"), (.patch, "/community/icon"),
+                    (.get, "/community/\(community)/member"), (.delete, "/community/\(community)/member?id=1"),
+                    (.get, "/community/\(community)/invitation"), (.delete, "/community/invitation?id=1"), (.delete, "/category/1"), (.delete, "/channel/1"),
+                ]
             for (method, uri) in everything {
                 let anonymous = try await f.smooth(method, uri, nil, json: "{}")
                 #expect(anonymous.outcome == "401" && anonymous.body.isEmpty, "\(method) \(uri)")

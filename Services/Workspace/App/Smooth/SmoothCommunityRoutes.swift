@@ -34,10 +34,12 @@ extension WorkspaceAPI {
             let name = try SmoothName.valid(body.name)
             try await smoothWrite { c in
                 let community = try await requireCommunityOwner(body.id, me, c, lock: true)
-                guard let updated = try await workspaces.update(community.id, name: name, description: community.description, coverImage: community.coverImage, c)
+                guard
+                    let updated = try await workspaces.update(community.id, name: name, description: community.description, coverImage: community.coverImage, c)
                 else { throw SmoothError.invalidCommunity }
                 try await emit(
-                    WorkspaceEvents.WorkspaceUpdated(workspaceId: updated.id, name: updated.name, description: updated.description, coverImage: updated.coverImage), c)
+                    WorkspaceEvents.WorkspaceUpdated(
+                        workspaceId: updated.id, name: updated.name, description: updated.description, coverImage: updated.coverImage), c)
             }
             return SmoothDone()
         }
@@ -119,7 +121,8 @@ extension WorkspaceAPI {
                 guard let updated = try await workspaces.update(community.id, name: community.name, description: community.description, coverImage: icon, c)
                 else { throw SmoothError.invalidCommunity }
                 try await emit(
-                    WorkspaceEvents.WorkspaceUpdated(workspaceId: updated.id, name: updated.name, description: updated.description, coverImage: updated.coverImage), c)
+                    WorkspaceEvents.WorkspaceUpdated(
+                        workspaceId: updated.id, name: updated.name, description: updated.description, coverImage: updated.coverImage), c)
                 return community.coverImage
             }
         } catch {
