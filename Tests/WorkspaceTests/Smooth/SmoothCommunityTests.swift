@@ -97,8 +97,8 @@ struct SmoothCommunityTests {
         }
     }
 
-    @Test("PATCH /community/name and /community/icon: the owner's (1401 for members, 4002 for others)")
-    func renameAndIcon() async throws {
+    @Test("PATCH /community/name: the owner's (1401 for members, 4002 for others, 1400 for bad names)")
+    func rename() async throws {
         try await Stack.smoothCommunities { f in
             let owner = try await f.user()
             let member = try await f.user()
@@ -112,7 +112,16 @@ struct SmoothCommunityTests {
             #expect(try await f.smooth(.patch, "/community/name", stranger, json: #"{"id":\#(community),"name":"x"}"#).outcome == "400 4002")
             #expect(try await f.smooth(.patch, "/community/name", owner, json: #"{"id":\#(community),"name":""}"#).outcome == "400 1400")
             #expect(try await f.smooth(.patch, "/community/name", owner, json: #"{"name":"x"}"#).outcome == "400 4002")
+        }
+    }
 
+    @Test("PATCH /community/icon (multipart id, icon?): the owner's; no icon part clears it")
+    func icon() async throws {
+        try await Stack.smoothCommunities { f in
+            let owner = try await f.user()
+            let member = try await f.user()
+            let stranger = try await f.user()
+            let community = try await f.shared(owner, member)
             let withIcon = try await f.s.smoothMultipart(
                 .patch, "/community-server/community/icon", owner.smooth, fields: ["id": String(community)], file: pngBytes, fileField: "icon",
                 contentType: "image/png")
@@ -124,6 +133,10 @@ struct SmoothCommunityTests {
                 .patch, "/community-server/community/icon", member.smooth, fields: ["id": String(community)], file: pngBytes, fileField: "icon",
                 contentType: "image/png")
             #expect(refused.outcome == "400 1401")
+            let foreign = try await f.s.smoothMultipart(
+                .patch, "/community-server/community/icon", stranger.smooth, fields: ["id": String(community)], file: pngBytes, fileField: "icon",
+                contentType: "image/png")
+            #expect(foreign.outcome == "400 4002")
             // Without an icon part the community has none any more (and the old file is gone).
             let cleared = try await f.s.smoothMultipart(.patch, "/community-server/community/icon", owner.smooth, fields: ["id": String(community)])
             #expect(cleared.outcome == "200 1000")

@@ -9,8 +9,8 @@ import Testing
 /// Categories and channels on `/community-server`: creation, private ones, linked-list moves.
 @Suite("Smooth categories and channels")
 struct SmoothLayoutTests {
-    @Test("POST /category (first in the list; private ones with members, the iOS `menbers` spelling too), PATCH /category/name, DELETE /category/{id}")
-    func categories() async throws {
+    @Test("POST /category: first in the list; private ones seen by the creator, the members named (the iOS `menbers` spelling too) and the owner")
+    func createCategory() async throws {
         try await Stack.smoothCommunities { f in
             let owner = try await f.user()
             let member = try await f.user()
@@ -36,20 +36,47 @@ struct SmoothLayoutTests {
                     .outcome == "400 4010")
             #expect(try await f.smooth(.post, "/category", stranger, json: #"{"communityId":\#(community),"name":"x","public":true}"#).outcome == "400 4002")
             #expect(try await f.smooth(.post, "/category", member, json: #"{"communityId":\#(community),"name":"","public":true}"#).outcome == "400 1400")
+        }
+    }
 
+    @Test("PATCH /category/name: whoever sees the category; 4003 for unseen or unknown ones")
+    func renameCategory() async throws {
+        try await Stack.smoothCommunities { f in
+            let owner = try await f.user()
+            let member = try await f.user()
+            let named = try await f.user()
+            let other = try await f.user()
+            let community = try await f.shared(owner, member, named, other)
+            let secret = try await f.smooth(
+                .post, "/category", member, json: #"{"communityId":\#(community),"name":"비밀","public":false,"members":[\#(named.id)]}"#)
+            #expect(secret.outcome == "200 1000")
             let secretId = try await f.categoryId(community, member, named: "비밀")
             #expect(try await f.smooth(.patch, "/category/name", other, json: #"{"id":\#(secretId),"name":"보임?"}"#).outcome == "400 4003")
             #expect(try await f.smooth(.patch, "/category/name", named, json: #"{"id":\#(secretId),"name":"작전"}"#).outcome == "200 1000")
             #expect(try await f.names(community, owner).first == "작전:")
             #expect(try await f.smooth(.patch, "/category/name", named, json: #"{"id":424242,"name":"x"}"#).outcome == "400 4003")
+            #expect(try await f.smooth(.patch, "/category/name", named, json: #"{"id":\#(secretId),"name":" "}"#).outcome == "400 1400")
+            let general = try await f.categoryId(community, other, named: "채팅 채널")
+            #expect(try await f.smooth(.patch, "/category/name", other, json: #"{"id":\#(general),"name":"수다"}"#).outcome == "200 1000")
+            #expect(try await f.names(community, owner) == ["작전:", "수다:일반", "음성 채널:일반"])
+            #expect(try await f.smooth(.patch, "/category/name", try await f.user(), json: #"{"id":\#(general),"name":"x"}"#).outcome == "400 4003")
+        }
+    }
 
-            // Deleting takes its channels with it; it is the owner's.
+    @Test("DELETE /category/{id}: the owner's; its channels go with it")
+    func deleteCategory() async throws {
+        try await Stack.smoothCommunities { f in
+            let owner = try await f.user()
+            let member = try await f.user()
+            let community = try await f.shared(owner, member)
+            #expect(try await f.smooth(.post, "/category", member, json: #"{"communityId":\#(community),"name":"공지","public":true}"#).outcome == "200 1000")
             let notice = try await f.categoryId(community, owner, named: "공지")
             let channel = try await f.smooth(.post, "/channel", member, json: #"{"id":\#(notice),"name":"안내","type":"TEXT","public":true}"#)
             #expect(channel.outcome == "200 1000")
             #expect(try await f.smooth(.delete, "/category/\(notice)", member).outcome == "400 1401")
             #expect(try await f.smooth(.delete, "/category/\(notice)", owner).outcome == "200 1000")
-            #expect(try await f.names(community, member) == ["작전:", "채팅 채널:일반", "음성 채널:일반"])
+            #expect(try await f.names(community, member) == ["채팅 채널:일반", "음성 채널:일반"])
+            #expect(try await f.channelMemberships(member, community: community).count == 2)
             #expect(try await f.smooth(.delete, "/category/\(notice)", owner).outcome == "400 4003")
             #expect(try await f.smooth(.delete, "/category/abc", owner).outcome == "400 4003")
         }

@@ -50,13 +50,11 @@ struct SmoothMemberTests {
         }
     }
 
-    @Test("POST /community/invitation → {url}, one link per member; GET lists them; DELETE is the owner's; POST /community/member joins by link or code")
-    func invitationsAndJoin() async throws {
+    @Test("POST /community/invitation → {url}, one link per member; GET /community/{id}/invitation lists them; DELETE /community/invitation is the owner's")
+    func invitations() async throws {
         try await Stack.smoothCommunities { f in
             let owner = try await f.user("주인")
             let member = try await f.user()
-            let guest = try await f.user()
-            let late = try await f.user()
             let stranger = try await f.user()
             let community = try await f.shared(owner, member)
 
@@ -84,20 +82,6 @@ struct SmoothMemberTests {
             let invitationId = try #require(mine["invitationId"] as? Int)
             #expect(try await f.smooth(.get, "/community/\(community)/invitation", stranger).outcome == "400 4002")
 
-            // Join with the whole link (as pasted) or the bare code.
-            let joined = try await f.smooth(.post, "/community/member", guest, json: #"{"code":"\#(url)"}"#)
-            #expect(joined.outcome == "200 1000")
-            #expect(Set(joined.result?.keys.map { $0 } ?? []) == ["id", "name", "icon"])
-            #expect(joined.result?["id"] as? Int == community)
-            #expect(try await f.smooth(.post, "/community/member", guest, json: #"{"code":"\#(code)"}"#).outcome == "400 4013")
-            #expect(try await f.smooth(.post, "/community/member", late, json: #"{"code":" \#(code) "}"#).outcome == "200 1000")
-            // The joined user is in every open channel (chat's membership follows).
-            let open = Set(try await f.layout(community, owner).flatMap(\.channels).compactMap { $0["id"] as? Int })
-            #expect(try await f.channelMemberships(guest, community: community) == open)
-            for bad in [#"{"code":"nope"}"#, #"{"code":""}"#, #"{}"#, #"{"code":"https://x/invite/c/"}"#, #"{"code":"a b"}"#] {
-                #expect(try await f.smooth(.post, "/community/member", stranger, json: bad).outcome == "400 4005", "\(bad)")
-            }
-
             // Revoking is the owner's; a revoked link joins nobody.
             #expect(try await f.smooth(.delete, "/community/invitation?id=\(invitationId)", member).outcome == "400 1401")
             #expect(try await f.smooth(.delete, "/community/invitation?id=\(invitationId)", stranger).outcome == "400 4005")
@@ -105,10 +89,41 @@ struct SmoothMemberTests {
             #expect(try await f.smooth(.delete, "/community/invitation?id=\(invitationId)", owner).outcome == "400 4005")
             #expect(try await f.smooth(.delete, "/community/invitation?id=x", owner).outcome == "400 4005")
             #expect(try await f.smooth(.post, "/community/member", stranger, json: #"{"code":"\#(code)"}"#).outcome == "400 4005")
+            #expect(try await f.smooth(.post, "/community/member", stranger, json: #"{"code":"\#(theirs)"}"#).outcome == "200 1000")
             let left = try #require(try await f.smooth(.get, "/community/\(community)/invitation", owner).result?["invitations"] as? [[String: Any]])
             #expect(left.map { $0["inviteCode"] as? String } == [String(theirs.split(separator: "/").last ?? "")])
             // A new link for the owner after the revocation.
             #expect(try await f.smooth(.post, "/community/invitation", owner, json: #"{"id":\#(community)}"#).result?["url"] as? String != url)
+        }
+    }
+
+    @Test("POST /community/member {code}: joins by link or bare code into every open channel; 4013 twice, 4005 for bad codes")
+    func join() async throws {
+        try await Stack.smoothCommunities { f in
+            let owner = try await f.user()
+            let guest = try await f.user()
+            let late = try await f.user()
+            let stranger = try await f.user()
+            let community = try await f.community(owner)
+            let url = try #require(try await f.smooth(.post, "/community/invitation", owner, json: #"{"id":\#(community)}"#).result?["url"] as? String)
+            let code = String(try #require(url.split(separator: "/").last))
+            let text = try await f.categoryId(community, owner, named: "채팅 채널")
+            let secret = try await f.smooth(.post, "/channel", owner, json: #"{"id":\#(text),"name":"비밀","type":"TEXT","public":false}"#)
+            let secretId = try #require(secret.result?["id"] as? Int)
+            // Join with the whole link (as pasted) or the bare code.
+            let joined = try await f.smooth(.post, "/community/member", guest, json: #"{"code":"\#(url)"}"#)
+            #expect(joined.outcome == "200 1000")
+            #expect(Set(joined.result?.keys.map { $0 } ?? []) == ["id", "name", "icon"])
+            #expect(joined.result?["id"] as? Int == community)
+            #expect(try await f.smooth(.post, "/community/member", guest, json: #"{"code":"\#(code)"}"#).outcome == "400 4013")
+            #expect(try await f.smooth(.post, "/community/member", late, json: #"{"code":" \#(code) "}"#).outcome == "200 1000")
+            // The joined user is in every open channel (chat's membership follows), not the private one.
+            let open = Set(try await f.layout(community, guest).flatMap(\.channels).compactMap { $0["id"] as? Int })
+            #expect(open.count == 2 && !open.contains(secretId))
+            #expect(try await f.channelMemberships(guest, community: community) == open)
+            for bad in [#"{"code":"nope"}"#, #"{"code":""}"#, #"{}"#, #"{"code":"https://x/invite/c/"}"#, #"{"code":"a b"}"#] {
+                #expect(try await f.smooth(.post, "/community/member", stranger, json: bad).outcome == "400 4005", "\(bad)")
+            }
         }
     }
 

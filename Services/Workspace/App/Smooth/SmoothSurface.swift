@@ -1,7 +1,6 @@
 import Database
 import Events
 import Foundation
-import HTTPTypes
 import Hummingbird
 import PostgresNIO
 import ServiceKit
@@ -18,6 +17,9 @@ import ServiceKit
 extension WorkspaceAPI {
     /// Mounts the surface: the public icon route, then everything else for the signed-in user.
     func addSmoothRoutes(to router: some RouterMethods<SuiteRequestContext>) {
+        // On the router itself, so it also wraps the not-found answer of unknown paths and methods
+        // under the prefix (which no group's middleware sees).
+        router.add(middleware: SmoothPrefixErrors())
         let smooth = router.group("smooth/community").add(middleware: SmoothErrorMiddleware<SuiteRequestContext>(surface: .community))
         smooth.get("icons/:file") { _, context in try await icon(context) }
         let routes = smooth.group(context: AuthenticatedContext.self)
@@ -26,10 +28,6 @@ extension WorkspaceAPI {
         routes.addRoutes(smoothInvitationRoutes, atPath: "community")
         routes.addRoutes(smoothCategoryRoutes, atPath: "category")
         routes.addRoutes(smoothChannelRoutes, atPath: "channel")
-        // Any other path or method under the prefix: the envelope's bad request, not `/v1`'s 404.
-        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
-            smooth.on("**", method: method) { _, _ -> Response in throw SmoothError.badRequest }
-        }
     }
 
     // MARK: helpers
@@ -115,6 +113,19 @@ struct SmoothLinks: Sendable {
 
     /// The invitation link Smooth's client shows and strips back to the code.
     func invitation(_ code: String) -> String { publicURL + "/invite/c/" + code }
+}
+
+/// Every answer under `/smooth/community` in Smooth's envelope, unknown paths and methods included
+/// (1400, not `/v1`'s E97 404); other paths pass untouched.
+struct SmoothPrefixErrors: RouterMiddleware {
+    typealias Context = SuiteRequestContext
+    private let errors = SmoothErrorMiddleware<SuiteRequestContext>(surface: .community)
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        guard path == "/smooth/community" || path.hasPrefix("/smooth/community/") else { return try await next(request, context) }
+        return try await errors.handle(request, context: context, next: next)
+    }
 }
 
 /// Smooth's codes the shared catalogue does not name.
