@@ -145,7 +145,9 @@ extension ServiceEntry {
         name: "workspace", port: 8082, database: .init("workspace", extensions: ["pg_trgm"]), storesFiles: true,
         routes: [
             .any("/v1/workspaces/**"), .any("/v1/invites/*"), .any("/v1/static/workspaces/**"),
-            // Smooth's `/community-server` (its DM rooms are chat's).
+            // Smooth's `/community-server` (its DM rooms are chat's); community icons are loaded
+            // by URL without a token, as Smooth's public image URLs were.
+            .publicGet("/smooth/community/icons/*"),
             .any("/smooth/community/**"),
         ]
     )

@@ -8,10 +8,12 @@ import PostgresNIO
 struct CategoryStore: Sendable {
     let logger: Logger
 
-    private func categories(_ rows: PostgresRowSequence) async throws -> [CategoryRecord] {
+    static let columns = "id, name, alias, public"
+
+    func categories(_ rows: PostgresRowSequence) async throws -> [CategoryRecord] {
         var result: [CategoryRecord] = []
-        for try await (id, name) in rows.decode((UUID, String).self) {
-            result.append(CategoryRecord(id: CategoryID(id), name: name))
+        for try await (id, name, alias, isPublic) in rows.decode((UUID, String, Int64, Bool).self) {
+            result.append(CategoryRecord(id: CategoryID(id), name: name, alias: alias, isPublic: isPublic))
         }
         return result
     }
@@ -20,7 +22,7 @@ struct CategoryStore: Sendable {
         try await categories(
             c.query(
                 """
-                SELECT id, name FROM categories WHERE workspace_id = \(workspace.uuid) ORDER BY position, id
+                SELECT \(unescaped: Self.columns) FROM categories WHERE workspace_id = \(workspace.uuid) ORDER BY position, id
                 """, logger: logger))
     }
 
@@ -28,27 +30,31 @@ struct CategoryStore: Sendable {
         try await categories(
             c.query(
                 """
-                SELECT id, name FROM categories WHERE id = \(id.uuid) AND workspace_id = \(workspace.uuid)
+                SELECT \(unescaped: Self.columns) FROM categories WHERE id = \(id.uuid) AND workspace_id = \(workspace.uuid)
                 """, logger: logger)
         ).first
     }
 
     /// Inserts a category at the end of the workspace's list.
-    func insert(_ id: CategoryID, workspace: WorkspaceID, name: String, _ c: PostgresConnection) async throws -> CategoryRecord {
+    func insert(
+        _ id: CategoryID, workspace: WorkspaceID, name: String, isPublic: Bool = true, _ c: PostgresConnection
+    ) async throws -> CategoryRecord {
         let rows = try await categories(
             c.query(
                 """
-                INSERT INTO categories (id, workspace_id, name, position)
+                INSERT INTO categories (id, workspace_id, name, position, public)
                 VALUES (\(id.uuid), \(workspace.uuid), \(name),
-                        (SELECT coalesce(max(position) + 1, 0) FROM categories WHERE workspace_id = \(workspace.uuid)))
-                RETURNING id, name
+                        (SELECT coalesce(max(position) + 1, 0) FROM categories WHERE workspace_id = \(workspace.uuid)), \(isPublic))
+                RETURNING \(unescaped: Self.columns)
                 """, logger: logger))
         guard let category = rows.first else { throw PostgresStoreError("category insert returned no row") }
         return category
     }
 
     func rename(_ id: CategoryID, name: String, _ c: PostgresConnection) async throws -> CategoryRecord? {
-        try await categories(c.query("UPDATE categories SET name = \(name) WHERE id = \(id.uuid) RETURNING id, name", logger: logger)).first
+        try await categories(
+            c.query("UPDATE categories SET name = \(name) WHERE id = \(id.uuid) RETURNING \(unescaped: Self.columns)", logger: logger)
+        ).first
     }
 
     func delete(_ id: CategoryID, _ c: PostgresConnection) async throws {

@@ -104,7 +104,7 @@ extension WorkspaceAPI {
                     try await emit(
                         WorkspaceEvents.ChannelCreated(
                             workspaceId: id, channelId: channel.id, name: channel.name, description: channel.description, ownerId: me,
-                            isDefault: false, createdAt: channel.createdAt
+                            isDefault: false, createdAt: channel.createdAt, alias: channel.alias
                         ), c)
                     try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channel.id, userId: me), c)
                     return channel

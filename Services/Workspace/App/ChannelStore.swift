@@ -8,21 +8,23 @@ import PostgresNIO
 struct ChannelStore: Sendable {
     let logger: Logger
 
-    private static let columns = "c.id, c.workspace_id, c.category_id, c.name, c.description, c.cover_image, c.owner_id, c.is_default, c.created_at"
+    static let columns =
+        "c.id, c.workspace_id, c.category_id, c.name, c.description, c.cover_image, c.owner_id, c.is_default, c.created_at, c.alias, c.type, c.public"
     /// Channels in layout order: by category position, then channel position (the query joins
     /// `categories k`).
-    private static let layoutOrder = "ORDER BY k.position, c.position, c.id"
-    private static let withCategory = "JOIN categories k ON k.id = c.category_id"
+    static let layoutOrder = "ORDER BY k.position, c.position, c.id"
+    static let withCategory = "JOIN categories k ON k.id = c.category_id"
 
-    private func channels(_ rows: PostgresRowSequence) async throws -> [ChannelRecord] {
+    func channels(_ rows: PostgresRowSequence) async throws -> [ChannelRecord] {
         var result: [ChannelRecord] = []
-        for try await (id, workspace, category, name, description, cover, owner, isDefault, createdAt) in rows.decode(
-            (UUID, UUID, UUID, String, String?, String?, UUID, Bool, Date).self
+        for try await (id, workspace, category, name, description, cover, owner, isDefault, createdAt, alias, type, isPublic) in rows.decode(
+            (UUID, UUID, UUID, String, String?, String?, UUID, Bool, Date, Int64, String, Bool).self
         ) {
             result.append(
                 ChannelRecord(
                     id: ChannelID(id), workspaceId: WorkspaceID(workspace), categoryId: CategoryID(category), name: name,
-                    description: description, coverImage: cover, ownerId: UserID(owner), isDefault: isDefault, createdAt: createdAt
+                    description: description, coverImage: cover, ownerId: UserID(owner), isDefault: isDefault, createdAt: createdAt,
+                    alias: alias, type: ChannelType(rawValue: type) ?? .text, isPublic: isPublic
                 ))
         }
         return result
@@ -82,18 +84,19 @@ struct ChannelStore: Sendable {
                 """, logger: logger))
     }
 
-    /// Inserts a channel at the end of `category`; nil when the name is taken in the workspace.
+    /// Inserts a channel at the end of `category`; nil when the name is taken in the workspace
+    /// (among channels of its type).
     func insert(
         _ id: ChannelID, workspace: WorkspaceID, category: CategoryID, name: String, description: String?, coverImage: String?,
-        owner: UserID, isDefault: Bool, _ c: PostgresConnection
+        owner: UserID, isDefault: Bool, type: ChannelType = .text, isPublic: Bool = true, _ c: PostgresConnection
     ) async throws -> ChannelRecord? {
         try await channels(
             c.query(
                 """
-                INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default)
+                INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default, type, public)
                 VALUES (\(id.uuid), \(workspace.uuid), \(category.uuid),
                         (SELECT coalesce(max(position) + 1, 0) FROM channels WHERE category_id = \(category.uuid)),
-                        \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault))
+                        \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault), \(type.rawValue), \(isPublic))
                 ON CONFLICT DO NOTHING
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger)

@@ -7,17 +7,17 @@ import PostgresNIO
 struct InviteStore: Sendable {
     let logger: Logger
 
-    private static let columns = "code, workspace_id, created_by, max_uses, uses, expires_at, revoked, created_at"
+    static let columns = "code, workspace_id, created_by, max_uses, uses, expires_at, revoked, created_at, alias"
 
-    private func invites(_ rows: PostgresRowSequence) async throws -> [InviteRecord] {
+    func invites(_ rows: PostgresRowSequence) async throws -> [InviteRecord] {
         var result: [InviteRecord] = []
-        for try await (code, workspace, creator, maxUses, uses, expiresAt, revoked, createdAt) in rows.decode(
-            (String, UUID, UUID, Int32?, Int32, Date?, Bool, Date).self
+        for try await (code, workspace, creator, maxUses, uses, expiresAt, revoked, createdAt, alias) in rows.decode(
+            (String, UUID, UUID, Int32?, Int32, Date?, Bool, Date, Int64).self
         ) {
             result.append(
                 InviteRecord(
                     code: code, workspaceId: WorkspaceID(workspace), createdBy: UserID(creator), maxUses: maxUses.map(Int.init),
-                    uses: Int(uses), expiresAt: expiresAt, revoked: revoked, createdAt: createdAt
+                    uses: Int(uses), expiresAt: expiresAt, revoked: revoked, createdAt: createdAt, alias: alias
                 ))
         }
         return result

@@ -8,6 +8,21 @@ struct WorkspaceRecord: Sendable, Equatable {
     var coverImage: String?
     var ownerId: UserID
     var createdAt: Date
+    /// The integer id legacy clients see (`Database.IntegerAlias`).
+    var alias: Int64 = 0
+}
+
+/// What a workspace row is: a `/v1` workspace, or a Smooth community (the Discord-style app's
+/// "server", docs/smooth-api.md). Each surface sees only its own kind.
+enum WorkspaceKind: String, Sendable {
+    case workspace
+    case community
+}
+
+/// A channel's type: Smooth has text and voice channels; `/v1` channels are all text.
+enum ChannelType: String, Sendable, CaseIterable {
+    case text = "TEXT"
+    case voice = "VOICE"
 }
 
 struct ChannelRecord: Sendable, Equatable {
@@ -20,6 +35,10 @@ struct ChannelRecord: Sendable, Equatable {
     var ownerId: UserID
     var isDefault: Bool
     var createdAt: Date
+    var alias: Int64 = 0
+    var type: ChannelType = .text
+    /// Private channels are visible to their members (and the owner) only (Smooth).
+    var isPublic: Bool = true
 }
 
 struct MemberRecord: Sendable, Equatable {
@@ -32,6 +51,9 @@ struct MemberRecord: Sendable, Equatable {
 struct CategoryRecord: Sendable, Equatable {
     var id: CategoryID
     var name: String
+    var alias: Int64 = 0
+    /// Private categories are visible to their members (and the owner) only (Smooth).
+    var isPublic: Bool = true
 }
 
 struct InviteRecord: Sendable, Equatable {
@@ -43,4 +65,5 @@ struct InviteRecord: Sendable, Equatable {
     var expiresAt: Date?
     var revoked: Bool
     var createdAt: Date
+    var alias: Int64 = 0
 }

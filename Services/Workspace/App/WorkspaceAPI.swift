@@ -37,6 +37,7 @@ struct WorkspaceAPI: Sendable {
         v1.addRoutes(workspaceInviteRoutes, atPath: "workspaces/:workspace/invites")
         v1.addRoutes(inviteRoutes, atPath: "invites")
         v1.addRoutes(coverRoutes, atPath: "static/workspaces")
+        addSmoothRoutes(to: router)
     }
 
     // MARK: request helpers

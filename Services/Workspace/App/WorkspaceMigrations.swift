@@ -77,5 +77,44 @@ enum WorkspaceMigrations {
             );
             CREATE INDEX invites_workspace ON invites (workspace_id);
             """),
+        Migration(
+            102, "Smooth communities: integer aliases, kinds, channel types, private categories and channels, presence",
+            """
+            \(IntegerAlias.createFunction);
+            \(IntegerAlias.addColumn(to: "workspaces"));
+            \(IntegerAlias.addColumn(to: "categories"));
+            \(IntegerAlias.addColumn(to: "channels"));
+            \(IntegerAlias.addColumn(to: "invites"));
+            \(ProfileProjection.addLegacyColumns);
+            -- A Smooth community is a workspace of its own kind: each surface sees only its kind, and
+            -- community names (like Discord servers') need not be unique.
+            ALTER TABLE workspaces
+                ADD COLUMN kind text NOT NULL DEFAULT 'workspace' CHECK (kind IN ('workspace', 'community')),
+                ADD COLUMN public boolean NOT NULL DEFAULT true;
+            DROP INDEX workspaces_name;
+            CREATE UNIQUE INDEX workspaces_name ON workspaces (lower(name)) WHERE kind = 'workspace';
+            CREATE INDEX workspace_members_joined ON workspace_members (user_id, joined_at);
+            ALTER TABLE categories ADD COLUMN public boolean NOT NULL DEFAULT true;
+            -- Who sees a private category (its creator, the members named at creation, the owner).
+            CREATE TABLE category_members (
+                category_id uuid NOT NULL REFERENCES categories (id) ON DELETE CASCADE,
+                user_id uuid NOT NULL,
+                PRIMARY KEY (category_id, user_id)
+            );
+            CREATE INDEX category_members_user ON category_members (user_id);
+            ALTER TABLE channels
+                ADD COLUMN type text NOT NULL DEFAULT 'TEXT' CHECK (type IN ('TEXT', 'VOICE')),
+                ADD COLUMN public boolean NOT NULL DEFAULT true;
+            -- Names are unique per type: a text and a voice channel may share one (a community's two
+            -- default channels are both "일반"); /v1 channels are all text, so nothing changes there.
+            DROP INDEX channels_name;
+            CREATE UNIQUE INDEX channels_name ON channels (workspace_id, type, lower(name));
+            -- Projection of presence.v1: the status Smooth's member list shows.
+            CREATE TABLE presence (
+                user_id uuid PRIMARY KEY,
+                online boolean NOT NULL,
+                last_seen timestamptz NOT NULL
+            );
+            """),
     ]
 }

@@ -145,12 +145,13 @@ extension WorkspaceAPI {
         try await emit(
             WorkspaceEvents.WorkspaceCreated(
                 workspaceId: workspace.id, name: workspace.name, description: workspace.description, coverImage: workspace.coverImage,
-                ownerId: workspace.ownerId, defaultChannelId: channel.id, createdAt: workspace.createdAt
+                ownerId: workspace.ownerId, defaultChannelId: channel.id, createdAt: workspace.createdAt, alias: workspace.alias,
+                defaultChannelAlias: channel.alias
             ), c)
         try await emit(
             WorkspaceEvents.ChannelCreated(
                 workspaceId: workspace.id, channelId: channel.id, name: channel.name, description: channel.description,
-                ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt
+                ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt, alias: channel.alias
             ), c)
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: workspace.id, userId: workspace.ownerId, channelIds: [channel.id], via: .creation), c)
     }

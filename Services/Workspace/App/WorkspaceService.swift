@@ -8,7 +8,8 @@ import ServiceKit
 import Uploads
 
 /// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
-/// consumes `auth.user.v1` (member profiles) and `payment.v1` (coin saga replies).
+/// consumes `auth.user.v1` (member profiles), `payment.v1` (coin saga replies) and `presence.v1`
+/// (the online status Smooth's member list shows).
 public enum WorkspaceService {
     public static let name = ServiceEntry.workspace.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
@@ -17,6 +18,7 @@ public enum WorkspaceService {
         "workspace.creation-cost": 0,
         "workspace.saga-timeout-ms": 10_000,
         "workspace.files-directory": "data/workspace-files",
+        "workspace.smooth.community-prefix": "/community-server",
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = WorkspaceMigrations.all
@@ -37,6 +39,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addGatedService { saga }
     platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
     platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
+    platform.addInboxConsumer(group: "workspace.presence", topics: [.presence], router: api.presenceProjection)
     let router = platform.makeRouter()
     api.add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

@@ -10,15 +10,17 @@ import PostgresNIO
 struct WorkspaceStore: Sendable {
     let logger: Logger
 
-    private static let columns = "w.id, w.name, w.description, w.cover_image, w.owner_id, w.created_at"
+    static let columns = "w.id, w.name, w.description, w.cover_image, w.owner_id, w.created_at, w.alias"
 
-    private func workspaces(_ rows: PostgresRowSequence) async throws -> [WorkspaceRecord] {
+    func workspaces(_ rows: PostgresRowSequence) async throws -> [WorkspaceRecord] {
         var result: [WorkspaceRecord] = []
-        for try await (id, name, description, cover, owner, createdAt) in rows.decode((UUID, String, String?, String?, UUID, Date).self) {
+        for try await (id, name, description, cover, owner, createdAt, alias) in rows.decode(
+            (UUID, String, String?, String?, UUID, Date, Int64).self
+        ) {
             result.append(
                 WorkspaceRecord(
                     id: WorkspaceID(id), name: name, description: description, coverImage: cover,
-                    ownerId: UserID(owner), createdAt: createdAt))
+                    ownerId: UserID(owner), createdAt: createdAt, alias: alias))
         }
         return result
     }
@@ -37,23 +39,26 @@ struct WorkspaceStore: Sendable {
 
     // MARK: reads
 
-    /// Locks the active workspace row for the rest of the transaction.
-    func lock(_ id: WorkspaceID, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
-        try await workspaces(
-            c.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM workspaces w WHERE w.id = \(id.uuid) AND w.state = 'active' FOR NO KEY UPDATE
-                """, logger: logger)
-        ).first
-    }
-
-    /// The active workspace when `user` is a member (one round trip), locked when `lock`.
-    func find(_ id: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
+    /// Locks the active workspace row (of `kind`) for the rest of the transaction.
+    func lock(_ id: WorkspaceID, kind: WorkspaceKind = .workspace, _ c: PostgresConnection) async throws -> WorkspaceRecord? {
         try await workspaces(
             c.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM workspaces w
-                WHERE w.id = \(id.uuid) AND w.state = 'active'
+                WHERE w.id = \(id.uuid) AND w.state = 'active' AND w.kind = \(kind.rawValue) FOR NO KEY UPDATE
+                """, logger: logger)
+        ).first
+    }
+
+    /// The active workspace (of `kind`) when `user` is a member (one round trip), locked when `lock`.
+    func find(
+        _ id: WorkspaceID, member user: UserID, lock: Bool, kind: WorkspaceKind = .workspace, _ c: PostgresConnection
+    ) async throws -> WorkspaceRecord? {
+        try await workspaces(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM workspaces w
+                WHERE w.id = \(id.uuid) AND w.state = 'active' AND w.kind = \(kind.rawValue)
                   AND EXISTS (SELECT 1 FROM workspace_members m WHERE m.workspace_id = w.id AND m.user_id = \(user.uuid))
                 \(unescaped: lock ? "FOR NO KEY UPDATE OF w" : "")
                 """, logger: logger)
@@ -70,7 +75,7 @@ struct WorkspaceStore: Sendable {
             c.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM workspaces w JOIN workspace_members m ON m.workspace_id = w.id
-                WHERE m.user_id = \(user.uuid) AND w.state = 'active' ORDER BY w.created_at, w.id
+                WHERE m.user_id = \(user.uuid) AND w.state = 'active' AND w.kind = 'workspace' ORDER BY w.created_at, w.id
                 """, logger: logger))
     }
 
@@ -131,17 +136,19 @@ struct WorkspaceStore: Sendable {
 
     // MARK: writes
 
-    /// Inserts a workspace; nil when the name is taken (the unique index decides races).
+    /// Inserts a workspace; nil when the name is taken (the unique index decides races; names of
+    /// communities need not be unique).
     func insert(
         _ id: WorkspaceID, name: String, description: String?, coverImage: String?, owner: UserID,
-        pendingDebit: CoinRequestID?, _ c: PostgresConnection
+        pendingDebit: CoinRequestID?, kind: WorkspaceKind = .workspace, isPublic: Bool = true, _ c: PostgresConnection
     ) async throws -> WorkspaceRecord? {
         let state = pendingDebit == nil ? "active" : "pending"
         return try await workspaces(
             c.query(
                 """
-                INSERT INTO workspaces AS w (id, name, description, cover_image, owner_id, state, debit_request_id)
-                VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit?.uuid))
+                INSERT INTO workspaces AS w (id, name, description, cover_image, owner_id, state, debit_request_id, kind, public)
+                VALUES (\(id.uuid), \(name), \(description), \(coverImage), \(owner.uuid), \(state), \(pendingDebit?.uuid),
+                        \(kind.rawValue), \(isPublic))
                 ON CONFLICT DO NOTHING
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger)
@@ -224,7 +231,7 @@ struct WorkspaceStore: Sendable {
         ).first
     }
 
-    private func exists(_ rows: PostgresRowSequence) async throws -> Bool {
+    func exists(_ rows: PostgresRowSequence) async throws -> Bool {
         for try await _ in rows { return true }
         return false
     }
