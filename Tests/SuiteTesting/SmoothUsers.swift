@@ -29,3 +29,26 @@ extension Stack {
         return user
     }
 }
+
+extension Stack {
+    /// A /v1 user's integer alias (auth's `users.alias`), what Smooth's surfaces name them by.
+    public func userAlias(_ userId: String) async throws -> Int64 {
+        let auth = try #require(databases["auth"])
+        let id = try #require(UUID(uuidString: userId))
+        var found: Int64?
+        for try await alias in try await auth.query("SELECT alias FROM users WHERE id = \(id)").decode(Int64.self) { found = alias }
+        return try #require(found, "no user \(userId)")
+    }
+
+    /// A channel's integer alias, once chat has it from workspace.v1.
+    public func channelAlias(_ channel: String) async throws -> Int64 {
+        let db = try #require(chatDatabase)
+        let id = try #require(UUID(uuidString: channel))
+        var alias: Int64?
+        try await eventually("chat knows the channel's alias", timeout: .seconds(30)) {
+            for try await value in try await db.query("SELECT alias FROM channels WHERE id = \(id)").decode(Int64?.self) { alias = value }
+            return alias != nil
+        }
+        return try #require(alias)
+    }
+}

@@ -14,18 +14,6 @@ struct SmoothHistoryTests {
         "id", "name", "profileImage", "userId", "message", "thumbnail", "fileType", "type", "time", "parentId", "parentName", "parentContent",
     ]
 
-    /// The channel's integer alias, once chat has it from workspace.v1.
-    static func channelAlias(_ s: Stack, _ channel: String) async throws -> Int64 {
-        let db = try #require(s.chatDatabase)
-        let id = try #require(UUID(uuidString: channel))
-        var alias: Int64?
-        try await eventually("chat knows the channel's alias", timeout: .seconds(30)) {
-            for try await value in try await db.query("SELECT alias FROM channels WHERE id = \(id)").decode(Int64?.self) { alias = value }
-            return alias != nil
-        }
-        return try #require(alias)
-    }
-
     @Test("pages newest-first, oldest→newest within a page, every key present; replies name their parent; members, outsiders and anonymous reads")
     func pages() async throws {
         try await Stack.run(services: [.auth, .workspace, .chat]) { s in
@@ -41,7 +29,7 @@ struct SmoothHistoryTests {
             let reply = try await s.send(.post, path, member, json: #"{"content":"answer","parent_id":"\#(ids[3])"}"#)
             #expect(reply.status == .ok)
             #expect(try await s.send(.delete, "\(path)/\(ids[5])", member, json: "{}").status == .ok)
-            let alias = try await Self.channelAlias(s, channel)
+            let alias = try await s.channelAlias(channel)
 
             // 24 live messages (25 stored, one deleted): page 0 the newest 20, page 1 the 4 before.
             let first = try await s.smooth(.get, "/chat-server/community?ch_id=\(alias)&page=0&size=20")
@@ -50,7 +38,8 @@ struct SmoothHistoryTests {
             #expect(items.count == 20)
             for item in items { #expect(Set(item.keys) == Self.itemKeys, "\(item.keys.sorted())") }
             #expect(items.last?["message"] as? String == "answer", "the page ends with the newest")
-            #expect(items.first?["message"] as? String == "m6", "m5 is deleted: the page starts at m6")
+            // The newest 20 of 24 live: the answer, m23…m6 (m5 is deleted) and m4.
+            #expect(items.first?["message"] as? String == "m4", "m5 is deleted: the page reaches back to m4")
             let answer = try #require(items.last)
             #expect(answer["fileType"] as? String == "reply" && answer["parentId"] as? String == ids[3])
             #expect(answer["parentName"] as? String == "멤버" && answer["parentContent"] as? String == "m3")

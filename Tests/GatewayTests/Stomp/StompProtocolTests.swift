@@ -196,8 +196,11 @@ struct StompProtocolTests {
 
             let fromStomp = try #require(sender.frames.first { $0["message"] as? String == "from stomp" })
             let messageId = try #require(fromStomp["id"] as? String)
-            #expect(fromStomp["type"] as? String == "message" && fromStomp["userId"] as? String == a.id && fromStomp["name"] as? String == "에이")
-            #expect(fromStomp["channelId"] as? String == cid && (fromStomp["time"] as? String)?.isEmpty == false)
+            // Named by their integer ids, as Smooth's client knows them.
+            let (aAlias, cAlias) = (try await s.userAlias(a.id), try await s.channelAlias(cid))
+            #expect(fromStomp["type"] as? String == "message" && fromStomp["userId"] as? String == String(aAlias) && fromStomp["name"] as? String == "에이")
+            #expect(fromStomp["channelId"] as? String == String(cAlias))
+            #expect((fromStomp["time"] as? String)?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}/) != nil, "zone-less (Smooth appends Z)")
             try await native.waitFor("the deletion") { _ in native.dispatches("message.deleted").contains { $0.data["chat_id"] as? String == messageId } }
             try await receiver.waitFor("the deletion") { _ in receiver.messages.contains { $0["type"] as? String == "delete" } }
             try await eventually("Socket.IO gets the deletion") { socketIO.events("message.deleted").contains { $0["chat_id"] as? String == messageId } }
