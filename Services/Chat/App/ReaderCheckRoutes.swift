@@ -4,6 +4,7 @@ import Events
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import PostgresNIO
 import ServiceKit
 
@@ -20,18 +21,18 @@ extension ChatAPI {
             else {
                 return Response(status: .badRequest)
             }
-            // One of the three keys is set: the id, or a channel's or a room's alias.
-            let (id, channelAlias, roomAlias) = named.keys
+            // An alias is resolved first, so the check itself stays on the primary keys.
+            guard let conversation = try await named.id(postgres, logger: logger) else { return Response(status: .notFound) }
             let rows = try await postgres.query(
                 """
-                SELECT TRUE, ch.workspace_id, ch.id FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
-                WHERE (ch.id = \(id) OR ch.alias = \(channelAlias)) AND cm.user_id = \(user)
+                SELECT TRUE, ch.workspace_id FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
+                WHERE cm.channel_id = \(conversation) AND cm.user_id = \(user)
                 UNION ALL
-                SELECT FALSE, r.workspace_id, r.id FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
-                WHERE (r.id = \(id) OR r.alias = \(roomAlias)) AND \(user) IN (r.user_low, r.user_high)
+                SELECT FALSE, r.workspace_id FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
+                WHERE r.id = \(conversation) AND \(user) IN (r.user_low, r.user_high)
                 LIMIT 1
                 """, logger: logger)
-            for try await (isChannel, workspace, conversation) in rows.decode((Bool, UUID, UUID).self) {
+            for try await (isChannel, workspace) in rows.decode((Bool, UUID).self) {
                 let readable = ChatInternal.Readable(kind: isChannel ? .channel : .dm, workspaceId: workspace, conversationId: conversation)
                 return Response(status: .noContent, headers: readable.headerFields)
             }
@@ -41,14 +42,16 @@ extension ChatAPI {
             guard let community = context.parameters.get("community"), let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
                 return Response(status: .badRequest)
             }
-            let (id, alias) = (UUID(uuidString: community), IntegerAlias.parse(community))
-            guard id != nil || alias != nil else { return Response(status: .badRequest) }
+            var workspaceId = UUID(uuidString: community)
+            if workspaceId == nil {
+                guard let alias = IntegerAlias.parse(community) else { return Response(status: .badRequest) }
+                for try await id in try await postgres.query("SELECT workspace_id FROM workspace_aliases WHERE alias = \(alias)", logger: logger)
+                    .decode(UUID.self)
+                { workspaceId = id }
+            }
+            guard let workspaceId else { return Response(status: .notFound) }
             let rows = try await postgres.query(
-                """
-                SELECT w.workspace_id FROM workspace_members w LEFT JOIN workspace_aliases a ON a.workspace_id = w.workspace_id
-                WHERE w.user_id = \(user) AND (w.workspace_id = \(id) OR a.alias = \(alias))
-                LIMIT 1
-                """, logger: logger)
+                "SELECT workspace_id FROM workspace_members WHERE workspace_id = \(workspaceId) AND user_id = \(user)", logger: logger)
             for try await workspace in rows.decode(UUID.self) {
                 var headers = HTTPFields()
                 headers[ChatInternal.ReaderCheck.workspaceHeader] = workspace.lowercased
@@ -78,12 +81,15 @@ private enum ConversationName {
         }
     }
 
-    /// SQL parameters: the one that applies, the others null (which match nothing).
-    var keys: (UUID?, Int64?, Int64?) {
+    /// The conversation's id: as given, or the channel or room the alias names (nil: none).
+    func id(_ postgres: PostgresClient, logger: Logger) async throws -> UUID? {
+        let rows: PostgresRowSequence
         switch self {
-        case .id(let id): (id, nil, nil)
-        case .channelAlias(let alias): (nil, alias, nil)
-        case .roomAlias(let alias): (nil, nil, alias)
+        case .id(let id): return id
+        case .channelAlias(let alias): rows = try await postgres.query("SELECT id FROM channels WHERE alias = \(alias)", logger: logger)
+        case .roomAlias(let alias): rows = try await postgres.query("SELECT id FROM dm_rooms WHERE alias = \(alias)", logger: logger)
         }
+        for try await id in rows.decode(UUID.self) { return id }
+        return nil
     }
 }

@@ -130,7 +130,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         platform: &platform, verifier: verifier,
         access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
         operations: StompOperations(
-            client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", workspaceURL: gateway.upstreams[ServiceEntry.workspace.name] ?? ""),
+            client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? ""),
         router: router, logger: logger
     )
     return platform.makeApplication(

@@ -29,21 +29,12 @@ public enum SmoothEnvelope {
     public static let successCode = 1000
     public static let successMessage = "요청에 성공하였습니다."
 
+    /// A nil `result` is left out (synthesised `encodeIfPresent`): the contract's "–" answers.
     private struct Body<Result: Encodable>: Encodable {
         let isSuccess: Bool
         let code: Int
         let message: String
         let result: Result?
-
-        enum CodingKeys: String, CodingKey { case isSuccess, code, message, result }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(isSuccess, forKey: .isSuccess)
-            try c.encode(code, forKey: .code)
-            try c.encode(message, forKey: .message)
-            if let result { try c.encode(result, forKey: .result) }
-        }
     }
 
     /// The encoder of every Smooth body: keys as written, slashes unescaped.

@@ -52,6 +52,23 @@ struct SmoothEdgeTests {
             #expect(unknown.status == .notFound && unknown.code == 2100, "\(unknown.body)")
             let big = try await s.smooth(.post, "/auth-server/sign-in", json: "{\"email\":\"" + String(repeating: "a", count: 4096) + "\"}")
             #expect(big.status == .contentTooLarge && big.envelope?["isSuccess"] as? Bool == false, "\(big.outcome) \(big.body)")
+            // The limit counts bytes: 400 Hangul syllables are 400 characters but 1200 bytes.
+            let wide = try await s.smooth(.post, "/auth-server/sign-in", json: "{\"email\":\"" + String(repeating: "가", count: 400) + "\"}")
+            #expect(wide.status == .contentTooLarge, "\(wide.outcome)")
+            #expect(try await s.smooth(.get, "/chat/community?ch_id=4242").outcome == "400 4004", "the edge still answers")
+        }
+    }
+
+    @Test("too fast: past the per-address budget Smooth paths answer 429 with the envelope (1429); other clients are still served")
+    func tooFast() async throws {
+        try await Stack.run(services: [.auth, .chat], gateway: ["GATEWAY_ADDRESS_RATE_PER_SECOND": "1", "GATEWAY_ADDRESS_BURST": "5"]) { s in
+            var outcomes: [String] = []
+            for _ in 0..<12 { outcomes.append(try await s.smooth(.get, "/chat-server/community?ch_id=4242").outcome) }
+            #expect(outcomes.prefix(5).allSatisfy { $0 == "400 4004" }, "\(outcomes)")
+            #expect(outcomes.suffix(5).allSatisfy { $0 == "429 1429" }, "\(outcomes)")
+            // The services behind the edge were never reached by the refused ones and still answer.
+            let direct = try #require(s.services["chat"])
+            #expect(try await direct.execute(uri: "/health/ready", method: .get).status == .ok)
         }
     }
 }

@@ -134,6 +134,28 @@ struct SmoothScenarioTests {
                 _ = try await receiver.waitFor("the deletion") { _ in receiver.messages.contains { $0["type"] as? String == "delete" } }
                 #expect(receiver.messages.first { $0["type"] as? String == "delete" }?["id"] as? String == doomed)
 
+                // Someone else's id in a SEND is refused (ERROR, then close), and nothing is stored.
+                let impostor = StompTestClient(port: port)
+                impostor.connect(token: guest.token, userId: String(guest.id))
+                _ = try await impostor.waitFor(.connected)
+                impostor.send(
+                    "SEND\ndestination:/kafka/send-channel-message\n\n" + #"{"content":"가짜","channelId":\#(channelAlias),"userId":\#(owner.id)}"# + "\0")
+                #expect(try await impostor.waitFor(.error).headers["message"] == "userId is not the connected user")
+                // Communities by their integer id: members subscribe, a signal names the community
+                // by alias; someone outside is refused.
+                receiver.send("SUBSCRIBE\nid:sub-c\ndestination:/topic/community/\(community)\nreceipt:c\n\n\0")
+                try await receiver.waitFor("the community subscription's receipt") { frames in
+                    frames.contains { $0.command == .receipt && $0.headers["receipt-id"] == "c" }
+                }
+                send("/kafka/community-signaling", #"{"user_id":\#(owner.id),"type":"before-enter","community_id":\#(community)}"#)
+                _ = try await receiver.waitFor("the community signal") { _ in receiver.messages.contains { $0["type"] as? String == "before-enter" } }
+                let outsider = try await s.smoothUser(name: "남남이")
+                let stranger = StompTestClient(port: port)
+                stranger.connect(token: outsider.token, userId: String(outsider.id))
+                _ = try await stranger.waitFor(.connected)
+                stranger.send("SUBSCRIBE\nid:s\ndestination:/topic/community/\(community)\n\n\0")
+                #expect(try await stranger.waitFor(.error).headers["message"] == "not a member of /topic/community/\(community)")
+
                 // 6. History by page, as the app reads it (no token): the edit, the reply, not the deleted one.
                 let page = try await s.smooth(.get, "/chat-server/community?ch_id=\(channelAlias)&page=0&size=20")
                 let items = try #require(page.envelope?["result"] as? [[String: Any]])
@@ -142,6 +164,8 @@ struct SmoothScenarioTests {
                 #expect(items.allSatisfy { $0["userId"] as? Int == owner.id })
                 await receiver.stop()
                 await sender.stop()
+                await impostor.stop()
+                await stranger.stop()
                 try await replica.stop()
             }
         }

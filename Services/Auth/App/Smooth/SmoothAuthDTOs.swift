@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import ServiceKit
 
 // Smooth's `/auth-server` shapes (client contract §2.1; its iOS models `SignIn`, `User`,
 // `UserInfo`, `Friend`). Ids are integer aliases. A `?` key of the contract is omitted when
@@ -31,24 +32,9 @@ struct SmoothSignIn: Encodable, Sendable {
     var email: String
     var accessToken: String
     var refreshToken: String
-    var deviceToken: String?
-    var type: String?
+    @SmoothNull var deviceToken: String?
+    @SmoothNull var type: String?
     var url: String
-
-    enum CodingKeys: String, CodingKey { case id, name, code, email, accessToken, refreshToken, deviceToken, type, url }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(name, forKey: .name)
-        try c.encode(code, forKey: .code)
-        try c.encode(email, forKey: .email)
-        try c.encode(accessToken, forKey: .accessToken)
-        try c.encode(refreshToken, forKey: .refreshToken)
-        try c.encode(deviceToken, forKey: .deviceToken)
-        try c.encode(type, forKey: .type)
-        try c.encode(url, forKey: .url)
-    }
 }
 
 /// `GET /auth/info` and the sign-up result: `{id, email, name, code, profileImage?, bio?}`.
@@ -65,18 +51,8 @@ struct SmoothAccount: Encodable, Sendable {
 struct SmoothUserInfo: Encodable, Sendable {
     var name: String
     var code: String
-    var profileImage: String?
-    var bio: String?
-
-    enum CodingKeys: String, CodingKey { case name, code, profileImage, bio }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .name)
-        try c.encode(code, forKey: .code)
-        try c.encode(profileImage, forKey: .profileImage)
-        try c.encode(bio, forKey: .bio)
-    }
+    @SmoothNull var profileImage: String?
+    @SmoothNull var bio: String?
 }
 
 /// `GET /auth/friend` items: `{id (the friendship), userId, name, code, profileImage?, state}`.

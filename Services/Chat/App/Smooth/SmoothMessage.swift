@@ -1,5 +1,7 @@
+import ClientContract
 import Events
 import Foundation
+import ServiceKit
 
 /// A message as Smooth's history shows it (client contract §2.1, `MessageResponse` of its chat
 /// server): every key present, `null` where there is nothing; `userId` the sender's integer
@@ -7,16 +9,18 @@ import Foundation
 struct SmoothMessage: Encodable, Sendable {
     let id: String
     let name: String
-    let profileImage: String?
-    let userId: Int64?
-    let message: String?
-    let thumbnail: String?
+    @SmoothNull var profileImage: String?
+    @SmoothNull var userId: Int64?
+    @SmoothNull var message: String?
+    @SmoothNull var thumbnail: String?
     /// `image` / `video` / `file` for an attachment, `reply` for an answer, else null.
-    let fileType: String?
+    @SmoothNull var fileType: String?
+    /// Smooth's message `type`; history has none.
+    @SmoothNull var type: String? = nil
     let time: String
-    let parentId: String?
-    let parentName: String?
-    let parentContent: String?
+    @SmoothNull var parentId: String?
+    @SmoothNull var parentName: String?
+    @SmoothNull var parentContent: String?
 
     /// What Smooth shows for a reply whose parent is gone (its server's words).
     static let deletedParentContent = "삭제된 메세지입니다."
@@ -30,7 +34,7 @@ struct SmoothMessage: Encodable, Sendable {
         thumbnail = nil
         if let file = stored.files.first {
             message = file
-            fileType = Self.fileType(of: file)
+            fileType = AttachmentKind.of(path: file)
         } else {
             message = stored.content
             fileType = stored.parentId == nil ? nil : "reply"
@@ -48,34 +52,5 @@ struct SmoothMessage: Encodable, Sendable {
             parentName = nil
             parentContent = nil
         }
-    }
-
-    static func fileType(of path: String) -> String {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "jpg", "jpeg", "png", "gif", "webp", "heic": "image"
-        case "mp4", "mov", "m4v", "webm": "video"
-        default: "file"
-        }
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, name, profileImage, userId, message, thumbnail, fileType, type, time, parentId, parentName, parentContent
-    }
-
-    /// Every key, nulls included (the Java server's Jackson wrote them).
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(name, forKey: .name)
-        try c.encode(profileImage, forKey: .profileImage)
-        try c.encode(userId, forKey: .userId)
-        try c.encode(message, forKey: .message)
-        try c.encode(thumbnail, forKey: .thumbnail)
-        try c.encode(fileType, forKey: .fileType)
-        try c.encodeNil(forKey: .type)
-        try c.encode(time, forKey: .time)
-        try c.encode(parentId, forKey: .parentId)
-        try c.encode(parentName, forKey: .parentName)
-        try c.encode(parentContent, forKey: .parentContent)
     }
 }

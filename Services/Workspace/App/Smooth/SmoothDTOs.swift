@@ -1,5 +1,6 @@
 import Events
 import Foundation
+import ServiceKit
 
 // Smooth's shapes (client contract §2.1, §4 item 3): integer ids, camelCase keys, and every key
 // present — a missing value is an explicit `null`, as Smooth's Spring servers wrote them. Enum
@@ -10,21 +11,12 @@ import Foundation
 struct SmoothCommunity: Encodable, Sendable {
     var id: Int64
     var name: String
-    var icon: String?
-
-    enum CodingKeys: String, CodingKey { case id, name, icon }
+    @SmoothNull var icon: String?
 
     init(_ community: WorkspaceRecord, _ links: SmoothLinks) {
         id = community.alias
         name = community.name
         icon = links.icon(community.coverImage)
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(name, forKey: .name)
-        try c.encode(icon, forKey: .icon)
     }
 }
 
@@ -51,11 +43,18 @@ struct SmoothCategory: Encodable, Sendable {
 struct SmoothChannel: Encodable, Sendable {
     var id: Int64
     var categoryId: Int64
+    /// Smooth named a thread's creator here; channels have none.
+    @SmoothNull var username: String? = nil
     var name: String
     var type: String
     var isPublic: Bool
+    @SmoothNull var parent: [Int64]? = nil
+    var threads: [Int64] = []
 
-    enum CodingKeys: String, CodingKey { case id, categoryId, username, name, type, `public`, parent, threads }
+    enum CodingKeys: String, CodingKey {
+        case id, categoryId, username, name, type, parent, threads
+        case isPublic = "public"
+    }
 
     init(_ channel: ChannelRecord, categoryAlias: Int64) {
         id = channel.alias
@@ -63,19 +62,6 @@ struct SmoothChannel: Encodable, Sendable {
         name = channel.name
         type = channel.type.rawValue
         isPublic = channel.isPublic
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(categoryId, forKey: .categoryId)
-        // Smooth named a thread's creator here; channels have none.
-        try c.encodeNil(forKey: .username)
-        try c.encode(name, forKey: .name)
-        try c.encode(type, forKey: .type)
-        try c.encode(isPublic, forKey: .public)
-        try c.encodeNil(forKey: .parent)
-        try c.encode([String](), forKey: .threads)
     }
 }
 
@@ -89,14 +75,12 @@ struct SmoothMemberList: Encodable, Sendable {
 /// non-optional); the suite keeps no per-community nickname, so `communityName` is the nickname.
 struct SmoothMember: Encodable, Sendable {
     var id: Int64
-    var profileImage: String?
+    @SmoothNull var profileImage: String?
     var communityName: String
     var nickname: String
     var code: String
     var role: String
     var status: String
-
-    enum CodingKeys: String, CodingKey { case id, profileImage, communityName, nickname, code, role, status }
 
     init(_ member: SmoothMemberRecord, owner: UserID, _ links: SmoothLinks) {
         id = member.alias ?? 0
@@ -106,17 +90,6 @@ struct SmoothMember: Encodable, Sendable {
         code = member.code ?? ""
         role = member.userId == owner ? "OWNER" : "NONE"
         status = member.online ? "online" : "offline"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(profileImage, forKey: .profileImage)
-        try c.encode(communityName, forKey: .communityName)
-        try c.encode(nickname, forKey: .nickname)
-        try c.encode(code, forKey: .code)
-        try c.encode(role, forKey: .role)
-        try c.encode(status, forKey: .status)
     }
 }
 
@@ -133,21 +106,10 @@ struct SmoothInvitationList: Encodable, Sendable {
 /// `{invitationId, nickname, userCode, profileImage, inviteCode}`: an invitation and who made it.
 struct SmoothInvitation: Encodable, Sendable {
     var invitationId: Int64
-    var nickname: String?
-    var userCode: String?
-    var profileImage: String?
+    @SmoothNull var nickname: String?
+    @SmoothNull var userCode: String?
+    @SmoothNull var profileImage: String?
     var inviteCode: String
-
-    enum CodingKeys: String, CodingKey { case invitationId, nickname, userCode, profileImage, inviteCode }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(invitationId, forKey: .invitationId)
-        try c.encode(nickname, forKey: .nickname)
-        try c.encode(userCode, forKey: .userCode)
-        try c.encode(profileImage, forKey: .profileImage)
-        try c.encode(inviteCode, forKey: .inviteCode)
-    }
 }
 
 // Request bodies (JSON, or form-urlencoded where the shared decoder reads it).

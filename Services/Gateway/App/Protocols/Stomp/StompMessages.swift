@@ -55,7 +55,7 @@ enum StompMessages {
         json.member("profileImage", sender.profileImage ?? "")
         if let file = files.first, (content ?? "").isEmpty {
             json.member("message", file)
-            json.member("fileType", fileType(of: file))
+            json.member("fileType", AttachmentKind.of(path: file))
         } else {
             json.member("message", content ?? "")
         }
@@ -68,13 +68,6 @@ enum StompMessages {
         guard parent != nil else { return }
         json.member("parentName", name ?? "")
         json.member("parentContent", content ?? "")
-    }
-
-    static func fileType(of path: String) -> String {
-        let ext = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
-        if ["jpg", "jpeg", "png", "gif", "webp", "heic", "bmp"].contains(ext) { return "image" }
-        if ["mp4", "mov", "m4v", "webm"].contains(ext) { return "video" }
-        return "file"
     }
 
     /// `/topic/{roomId}`: a member of the room's workspace came online or went offline.

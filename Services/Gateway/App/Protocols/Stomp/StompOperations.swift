@@ -12,7 +12,6 @@ import ServiceKit
 struct StompOperations: Sendable {
     let client: HTTPClient
     let chatURL: String
-    let workspaceURL: String
 
     /// A refusal for the client: the service's error code (`E13`, …) or the gateway's reason.
     struct Refusal: Error, Sendable {
@@ -47,16 +46,6 @@ struct StompOperations: Sendable {
     /// `PUT …/read`: everything in the conversation up to now is read.
     func markRead(_ conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
         try await call(.PUT, chatURL + path(conversation, workspace: workspace) + "/read", body: [:], user: user, requestId: requestId)
-    }
-
-    /// Whether `user` is a member of the workspace (`GET /v1/workspaces/{w}` answers them only).
-    func isMember(_ user: UserID, of workspace: UUID, requestId: String) async -> Bool {
-        do {
-            try await call(.GET, workspaceURL + "/v1/workspaces/\(workspace.lowercased)", body: nil, user: user, requestId: requestId)
-            return true
-        } catch {
-            return false
-        }
     }
 
     private func call(_ method: HTTPMethod, _ url: String, body: [String: String]?, user: UserID, requestId: String) async throws(Refusal) {
