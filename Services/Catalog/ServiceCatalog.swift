@@ -161,13 +161,20 @@ extension ServiceEntry {
             .any("/v1/workspaces/*/chats/search"),
             .any("/v1/workspaces/*/unreads"),
             .any("/v1/workspaces/*/dms/**"),
+            // Personal rooms (friends and groups, outside workspaces).
+            .any("/v1/rooms"),
+            .any("/v1/rooms/**"),
             // Attachments (`/v1/static/<yyyyMMdd>/<file>`); profiles and covers are more specific.
             .any("/v1/static/**"),
             // Smooth's `/chat-server`; its client reads history without a token.
             .anonymousCompatibleGet("/smooth/chat/community"),
             .anonymousCompatibleGet("/smooth/chat/direct"),
+            // Attachments of live messages, loaded by URL without a token (UUIDv7 names).
+            .publicGet("/smooth/chat/files/*"),
             .any("/smooth/chat/**"),
-            // Smooth's DM and group rooms sit under `/community-server` but are chat's.
+            // Smooth's DM and group rooms sit under `/community-server` but are chat's; a group's
+            // icon is loaded by URL, without a token.
+            .publicGet("/smooth/community/room/icons/*"),
             .any("/smooth/community/room"),
             .any("/smooth/community/room/**"),
         ]

@@ -11,7 +11,7 @@ public enum EventCatalog {
         WorkspaceEvents.ChannelOwnerChanged.self, WorkspaceEvents.ChannelMemberJoined.self, WorkspaceEvents.ChannelMemberLeft.self,
         WorkspaceEvents.CoinDebitRequested.self, WorkspaceEvents.CoinRefundRequested.self,
         ChatEvents.ChannelMessageCreated.self, ChatEvents.DirectMessageCreated.self, ChatEvents.MessageEdited.self,
-        ChatEvents.MessageDeleted.self, ChatEvents.ReactionsChanged.self, ChatEvents.ReadCursorMoved.self,
+        ChatEvents.MessageDeleted.self, ChatEvents.ReactionsChanged.self, ChatEvents.ReadCursorMoved.self, ChatEvents.RoomChanged.self,
         GatewayEvents.SessionOpened.self, GatewayEvents.SessionClosed.self, GatewayEvents.GatewayAlive.self,
         GatewayEvents.GatewayStopped.self, GatewayEvents.InterestChanged.self, GatewayEvents.SessionCheckpoint.self,
         GatewayEvents.TypingStarted.self, GatewayEvents.CommunitySignal.self,

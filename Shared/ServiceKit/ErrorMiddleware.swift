@@ -43,6 +43,8 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         switch error {
         case let error as APIError:
             return error
+        case let error as any SurfaceRefusal:
+            return error.apiError
         case let error as PostgresTransactionError:
             if error.isDatabaseUnavailable { return .dependencyUnavailable("database unavailable: \(String(reflecting: error))") }
             if let inner = error.closureError { return map(inner) }

@@ -11,8 +11,11 @@ public enum GatewayHeader {
     /// The gateway's URL as the client reached it (legacy answers that name the server, such as
     /// Smooth's sign-in `url`).
     public static let publicURL = HTTPField.Name("X-Chatsuite-Public-URL")!
+    /// Where the gateway serves Smooth's three servers (`auth=/auth-server;community=…;chat=…`),
+    /// so services build absolute URLs under the prefixes the client uses (`Request.smoothPrefix`).
+    public static let smoothPrefixes = HTTPField.Name("X-Chatsuite-Smooth-Prefixes")!
     /// Headers a client may never set itself.
-    public static let reserved: [HTTPField.Name] = [userId, publicURL]
+    public static let reserved: [HTTPField.Name] = [userId, publicURL, smoothPrefixes]
 }
 
 extension RequestContext {

@@ -14,19 +14,34 @@ public struct UploadedFile: Sendable, Equatable {
     /// The client's file name, sanitised.
     public var filename: String
     public var size: Int
+    /// The form field the file came in (`files`, `image`, `thumbnail`, …).
+    public var field: String
 }
 
 /// Limits of one streamed multipart upload; exceeding any is E11.
 public struct UploadLimits: Sendable {
-    public var fileField: String
+    /// The parts that are files (streamed to disk); every other part is a text field.
+    public var fileFields: Set<String>
     public var maxFiles: Int
     public var maxFileBytes: Int
     public var maxTextBytes: Int
     /// Text parts (fields) in one body: a form has a handful; thousands of tiny ones are an attack.
     public var maxTextParts: Int
+    /// The status of a file over `maxFileBytes` (E11 either way): 400 for the contract's clients,
+    /// 413 where a surface answers an oversized part as an oversized body (Smooth's).
+    public var fileTooLargeStatus: HTTPResponse.Status = .badRequest
+    /// Whether a file whose client name has no known extension is named after its content (its
+    /// first bytes: an image signature, `%PDF`, a ZIP header), as Smooth's app names its parts
+    /// without one; otherwise such a file is refused. A known extension is checked against the
+    /// content either way.
+    public var kindFromContent = false
 
     public init(fileField: String, maxFiles: Int, maxFileBytes: Int, maxTextBytes: Int = 64 * 1024, maxTextParts: Int = 32) {
-        self.fileField = fileField
+        self.init(fileFields: [fileField], maxFiles: maxFiles, maxFileBytes: maxFileBytes, maxTextBytes: maxTextBytes, maxTextParts: maxTextParts)
+    }
+
+    public init(fileFields: Set<String>, maxFiles: Int, maxFileBytes: Int, maxTextBytes: Int = 64 * 1024, maxTextParts: Int = 32) {
+        self.fileFields = fileFields
         self.maxFiles = maxFiles
         self.maxFileBytes = maxFileBytes
         self.maxTextBytes = maxTextBytes
@@ -52,6 +67,18 @@ public enum UploadKind: String, Sendable, CaseIterable {
         case .webp: "image/webp"
         case .pdf: "application/pdf"
         case .zip: "application/zip"
+        }
+    }
+
+    /// The kind `head` (a file's first bytes) is, by its signature; nil when none is recognised.
+    public init?(sniffing head: ByteBuffer) {
+        // An image format's extension (jpg, png, gif, webp) is a kind of the same name.
+        if let image = ImageFormat(sniffing: head), let kind = UploadKind(rawValue: image.rawValue) {
+            self = kind
+        } else if let kind = [UploadKind.pdf, .zip].first(where: { $0.matches(head) }) {
+            self = kind
+        } else {
+            return nil
         }
     }
 
@@ -108,7 +135,7 @@ public enum UploadKind: String, Sendable, CaseIterable {
 
 extension Request {
     /// Reads a `multipart/form-data` body as it streams in: text parts are collected (bounded),
-    /// parts named `limits.fileField` are written straight to `directory` chunk by chunk (never
+    /// parts named in `limits.fileFields` are written straight to `directory` chunk by chunk (never
     /// held whole in memory), each checked for its kind and size. On any refusal the files
     /// written so far are removed. Malformed bodies, too many or too large files, unknown kinds
     /// are E11.
@@ -203,7 +230,10 @@ private final class StreamingUpload {
     /// Opens the file of a file part once its signature bytes are in, and writes them.
     private func openFile(_ part: inout Part) async throws {
         guard files.count < limits.maxFiles else { throw APIError.badRequest("at most \(limits.maxFiles) files") }
-        let filename = UploadKind.sanitise(part.filename ?? "file")
+        var filename = UploadKind.sanitise(part.filename ?? "file")
+        if UploadKind(filename: filename) == nil, limits.kindFromContent, let sniffed = UploadKind(sniffing: part.head) {
+            filename = UploadKind.sanitise(filename + "." + sniffed.rawValue)
+        }
         guard let kind = UploadKind(filename: filename) else {
             throw APIError.badRequest("files must be jpg, jpeg, png, gif, webp, pdf or zip")
         }
@@ -220,7 +250,7 @@ private final class StreamingUpload {
     private func append(_ chunk: ByteBuffer, to part: inout Part) async throws {
         guard let file = part.file, chunk.readableBytes > 0 else { return }
         guard part.written + Int64(chunk.readableBytes) <= Int64(limits.maxFileBytes) else {
-            throw APIError.badRequest("a file is over \(limits.maxFileBytes) bytes")
+            throw APIError("E11", status: limits.fileTooLargeStatus, detail: "a file is over \(limits.maxFileBytes) bytes")
         }
         try await file.handle.write(contentsOf: chunk, toAbsoluteOffset: part.written)
         part.written += Int64(chunk.readableBytes)
@@ -229,12 +259,13 @@ private final class StreamingUpload {
     private func write(_ chunk: ByteBuffer) async throws {
         begin()
         guard var part = current else { return }
-        if part.name != limits.fileField, !part.counted {
+        let isFile = limits.fileFields.contains(part.name)
+        if !isFile, !part.counted {
             part.counted = true
             textParts += 1
             guard textParts <= limits.maxTextParts else { throw APIError.badRequest("at most \(limits.maxTextParts) text fields") }
         }
-        if part.name == limits.fileField {
+        if isFile {
             if part.file == nil {
                 var chunk = chunk
                 part.head.writeBuffer(&chunk)
@@ -254,7 +285,8 @@ private final class StreamingUpload {
         begin()
         guard var part = current else { return }
         current = part
-        if part.name == limits.fileField, part.file == nil, part.head.readableBytes > 0 {
+        let isFile = limits.fileFields.contains(part.name)
+        if isFile, part.file == nil, part.head.readableBytes > 0 {
             try await openFile(&part)  // a file shorter than the signature length
             current = part
         }
@@ -262,8 +294,8 @@ private final class StreamingUpload {
         completedParts += 1
         if let file = part.file {
             try await file.handle.close()
-            files.append(UploadedFile(storedName: file.stored, filename: file.filename, size: Int(part.written)))
-        } else if part.name != limits.fileField {
+            files.append(UploadedFile(storedName: file.stored, filename: file.filename, size: Int(part.written), field: part.name))
+        } else if !isFile {
             fields[part.name] = String(buffer: part.text)
         }
     }

@@ -148,7 +148,11 @@ struct MessageChangeTests {
             #expect(try await s.request(.delete, place.chat(id(message, "chat_id")), token: member.token).status == .ok)
             #expect(outcome(try await s.get(url, owner)) == "400 E13")
             let directory = try #require(s.chatFilesDirectory)
-            let left = try FileManager.default.contentsOfDirectory(atPath: directory)
+            // Every file under the volume, its folders (group icons') searched too.
+            let left = (FileManager.default.enumerator(atPath: directory)?.allObjects as? [String] ?? []).filter { name in
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory) && !isDirectory.boolValue
+            }
             #expect(left.isEmpty, "files left on the volume: \(left)")
         }
     }

@@ -177,4 +177,42 @@ struct PushFlowTests {
             await session.kill()
         }
     }
+
+    @Test("a personal room's message (no workspace) notifies its other members: the group's name as title, no workspace_id")
+    func personalRoom() async throws {
+        let fcm = try await FakeFCM()
+        try await fcm.start()
+        let apns = try await FakeAPNs()
+        defer {
+            Task {
+                try? await fcm.stop()
+                await apns.stop()
+            }
+        }
+        try await Stack.run(services: [.auth, .workspace, .chat, try Self.push(fcm, apns)]) { s in
+            let db = try #require(s.databases[ServiceEntry.push.name])
+            let a = try await s.smoothUser(name: "보내는이", deviceToken: "fcm-room-a")
+            let b = try await s.smoothUser(name: "받는이", deviceToken: "fcm-room-b")
+            let c = try await s.smoothUser(name: "셋째", deviceToken: "fcm-room-c")
+            try await s.befriend(a, b)
+            try await s.befriend(a, c)
+            let (ua, ub, uc) = (try await s.v1User(a), try await s.v1User(b), try await s.v1User(c))
+            let room = try #require(
+                jsonObject(try await s.send(.post, "/v1/rooms", ua, json: #"{"member_ids":["\#(ub.id)","\#(uc.id)"],"name":"우리 셋"}"#)))
+            let roomId = try #require(room["room_id"] as? String)
+            try await eventually("push knows the three tokens", timeout: .seconds(30)) {
+                try await Self.count(db, "SELECT count(*) FROM device_tokens WHERE token LIKE 'fcm-room-%'") == 3
+            }
+            let sent = try #require(jsonObject(try await s.send(.post, "/v1/rooms/\(roomId)/chats", ua, json: #"{"content":"모두 안녕"}"#)))
+            let dm = try #require(sent["dm_id"] as? String)
+            try await eventually("both members are notified", timeout: .seconds(30)) {
+                fcm.sent(to: "fcm-room-b").count == 1 && fcm.sent(to: "fcm-room-c").count == 1
+            }
+            let toB = try #require(fcm.sent(to: "fcm-room-b").first)
+            #expect(toB.title == "우리 셋" && toB.body == "보내는이: 모두 안녕" && toB.badge == 1)
+            #expect(toB.data == ["type": "dm", "room_id": roomId, "dm_id": dm])
+            try await Task.sleep(for: .seconds(1))  // the sender's own device would have been notified by now
+            #expect(fcm.sent(to: "fcm-room-a").isEmpty, "not the sender")
+        }
+    }
 }

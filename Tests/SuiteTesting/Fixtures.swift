@@ -9,6 +9,12 @@ public struct User: Sendable {
     public let id: String
     public let email: String
     public let token: String
+
+    public init(id: String, email: String, token: String) {
+        self.id = id
+        self.email = email
+        self.token = token
+    }
 }
 
 extension Stack {

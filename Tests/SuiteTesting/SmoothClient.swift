@@ -10,6 +10,9 @@ import Testing
 /// `{isSuccess, code, message, result}` envelope.
 public struct SmoothAnswer: Sendable {
     public let response: TestResponse
+
+    public init(response: TestResponse) { self.response = response }
+
     public var status: HTTPResponse.Status { response.status }
     public var body: String { String(buffer: response.body) }
     /// The whole envelope.

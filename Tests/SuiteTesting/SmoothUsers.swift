@@ -52,3 +52,37 @@ extension Stack {
         return try #require(alias)
     }
 }
+
+extension Stack {
+    /// `a` asks `b` by name#code and `b` accepts (Smooth's friend endpoints); waits until chat's
+    /// projection knows both sides of the friendship (personal rooms are opened between friends).
+    public func befriend(_ a: SmoothUser, _ b: SmoothUser) async throws {
+        #expect(try await smooth(.post, "/auth-server/auth/friend", a, json: #"{"name":"\#(b.name)","code":"\#(b.code)"}"#).outcome == "200 1000")
+        let pending = try #require(try await smooth(.get, "/auth-server/auth/friend", b).resultArray)
+        let friendship = try #require(pending.first { $0["userId"] as? Int == a.id }?["id"] as? Int)
+        #expect(try await smooth(.patch, "/auth-server/auth/friend?id=\(friendship)", b).outcome == "200 1000")
+        let chat = try #require(chatDatabase)
+        try await eventually("chat knows the friendship") {
+            var rows = 0
+            for try await _ in try await chat.query(
+                """
+                SELECT 1 FROM friendships f JOIN user_profiles p ON p.user_id = f.user_id JOIN user_profiles q ON q.user_id = f.friend_id
+                WHERE f.state = 'accepted' AND ((p.alias = \(Int64(a.id)) AND q.alias = \(Int64(b.id))) OR (p.alias = \(Int64(b.id)) AND q.alias = \(Int64(a.id))))
+                """)
+            {
+                rows += 1
+            }
+            return rows == 2
+        }
+    }
+
+    /// A Smooth user as `/v1` names them (their UUID), with the same token.
+    public func v1User(_ user: SmoothUser) async throws -> User {
+        let auth = try #require(databases["auth"])
+        for try await id in try await auth.query("SELECT id FROM users WHERE alias = \(Int64(user.id))").decode(UUID.self) {
+            return User(id: id.uuidString.lowercased(), email: user.email, token: user.token)
+        }
+        Issue.record("no user with alias \(user.id)")
+        throw CancellationError()
+    }
+}

@@ -29,7 +29,6 @@ public enum AuthService {
         "auth.files-directory": "data/auth-files",
         // Smooth's `/auth-server` (docs/smooth-api.md): 100 days, as its server gave (its app never refreshes).
         "auth.smooth.access-ttl-seconds": 8_640_000,
-        "auth.smooth.public-prefix": "/auth-server",
         // The relay of email verification codes; no host = send-mail refuses (2301).
         "auth.smtp.host": "",
         "auth.smtp.port": 25,
@@ -66,7 +65,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     SmoothAuthRoutes(
         account: accounts, friends: FriendBook(postgres: postgres, logger: logger),
         codes: EmailCodes(postgres: postgres, logger: logger, key: EmailCodes.key(from: authSettings.jwtPrivateKeyPEM)),
-        mailer: SMTPClient(settings: authSettings.smtp), accessTokenTTL: authSettings.smoothAccessTokenTTL, publicPrefix: authSettings.smoothPublicPrefix,
+        mailer: SMTPClient(settings: authSettings.smtp), accessTokenTTL: authSettings.smoothAccessTokenTTL,
         codeGuesses: FailureThrottle(limit: SmoothAuthRoutes.maxCodeGuesses, window: SmoothAuthRoutes.codeGuessWindow)
     ).add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

@@ -23,9 +23,6 @@ struct AuthSettings: Sendable {
     var kakaoAPIURL: String
     /// Smooth's sign-in: the access token's lifetime (its app never refreshes).
     var smoothAccessTokenTTL: TimeInterval
-    /// The gateway's public prefix of Smooth's auth server (`gateway.smooth.auth-prefix`), for
-    /// the absolute profile-image URLs Smooth's app loads.
-    var smoothPublicPrefix: String
     /// Where email verification codes are sent from (an empty host: send-mail refuses).
     var smtp: SMTPSettings
 
@@ -44,11 +41,6 @@ struct AuthSettings: Sendable {
         appleIssuer = try settings.string("apple.issuer")
         kakaoAPIURL = try settings.string("kakao.api-url").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         smoothAccessTokenTTL = TimeInterval(try settings.int("auth.smooth.access-ttl-seconds"))
-        let prefix = try settings.string("auth.smooth.public-prefix")
-        smoothPublicPrefix = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-        guard smoothPublicPrefix.hasPrefix("/"), smoothPublicPrefix.count > 1 else {
-            throw StartupError("auth.smooth.public-prefix must be a path such as /auth-server (got \(prefix))")
-        }
         guard smoothAccessTokenTTL >= 10 else { throw StartupError("auth.smooth.access-ttl-seconds must be ≥ 10 (got \(Int(smoothAccessTokenTTL)))") }
         smtp = try SMTPSettings(settings)
         guard (10...16).contains(bcryptCost) else { throw StartupError("auth.bcrypt-cost must be between 10 and 16 (got \(bcryptCost))") }

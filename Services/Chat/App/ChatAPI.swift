@@ -6,12 +6,16 @@ import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceKit
+import Uploads
 
 /// What the chat routes share: the stores, request parsing, and the one way a message is posted.
 struct ChatAPI: Sendable {
     let postgres: PostgresClient
     let messages: MessageStore
     let rooms: RoomStore
+    let personalRooms: PersonalRooms
+    /// Group rooms' icons (served to Smooth's client without a token).
+    let roomIcons: ImageDirectory
     let reactions: ReactionStore
     let cursors: ReadCursorStore
     let files: ChatFiles
@@ -26,6 +30,7 @@ struct ChatAPI: Sendable {
         let v1 = router.group("v1", context: AuthenticatedContext.self)
         v1.addRoutes(channelChatRoutes, atPath: "workspaces/:workspace/channels/:conversation")
         v1.addRoutes(dmRoutes, atPath: "workspaces/:workspace/dms")
+        v1.addRoutes(personalRoomRoutes, atPath: "rooms")
         for kind in ConversationKind.allCases {
             v1.addRoutes(messageChangeRoutes(kind), atPath: kind.path)
             v1.addRoutes(readCursorRoutes(kind), atPath: kind.path)
@@ -35,6 +40,7 @@ struct ChatAPI: Sendable {
         v1.addRoutes(fileRoutes, atPath: "static")
         // Smooth's `/chat-server` (docs/smooth-api.md); the edge decides who may call it.
         addSmoothRoutes(to: router)
+        addSmoothRoomRoutes(to: router)
     }
 
     /// The gateway's internal routes: session, replay, reader check.

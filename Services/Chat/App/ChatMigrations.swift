@@ -105,5 +105,49 @@ enum ChatMigrations {
             -- whether a user is in a community it names by alias.
             CREATE TABLE workspace_aliases (workspace_id uuid PRIMARY KEY, alias bigint NOT NULL UNIQUE);
             """),
+        Migration(
+            104, "personal rooms: friends' rooms and groups outside workspaces; friendship and presence projections",
+            """
+            -- A personal room belongs to no workspace. A friends' room keeps its pair in
+            -- user_low/user_high (one per pair); a group has a name, an icon and an owner. Their
+            -- members are in room_members (a workspace room's are its pair).
+            ALTER TABLE dm_rooms
+                ALTER COLUMN workspace_id DROP NOT NULL,
+                ALTER COLUMN user_low DROP NOT NULL,
+                ALTER COLUMN user_high DROP NOT NULL,
+                ADD COLUMN is_group boolean NOT NULL DEFAULT false,
+                ADD COLUMN name text,
+                ADD COLUMN icon text,
+                ADD COLUMN owner_id uuid,
+                ADD CHECK (workspace_id IS NOT NULL OR is_group OR (user_low IS NOT NULL AND user_high IS NOT NULL)),
+                ADD CHECK (workspace_id IS NULL OR NOT is_group);
+            CREATE UNIQUE INDEX dm_rooms_friends ON dm_rooms (user_low, user_high) WHERE workspace_id IS NULL AND NOT is_group;
+            CREATE TABLE room_members (
+                room_id uuid NOT NULL REFERENCES dm_rooms (id) ON DELETE CASCADE,
+                user_id uuid NOT NULL,
+                joined_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                -- A friends' room closed by this member: hidden from their list until it is opened
+                -- again or a new message arrives (the member keeps reading it).
+                hidden boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (room_id, user_id)
+            );
+            CREATE INDEX room_members_user ON room_members (user_id);
+            -- Links that let anyone with the code join a group for a day.
+            CREATE TABLE room_invitations (
+                code text PRIMARY KEY,
+                room_id uuid NOT NULL REFERENCES dm_rooms (id) ON DELETE CASCADE,
+                created_by uuid NOT NULL,
+                expires_at timestamptz NOT NULL
+            );
+            CREATE INDEX room_invitations_room ON room_invitations (room_id, expires_at);
+            -- Projection of auth.user.v1's friendships, one row per side (as auth publishes them).
+            CREATE TABLE friendships (
+                user_id uuid NOT NULL,
+                friend_id uuid NOT NULL,
+                state text NOT NULL,
+                PRIMARY KEY (user_id, friend_id)
+            );
+            \(PresenceProjection.createTable);
+            """),
     ]
 }

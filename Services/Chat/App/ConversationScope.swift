@@ -5,24 +5,27 @@ import Hummingbird
 import PostgresNIO
 import ServiceKit
 
-/// The two kinds of conversation under `/v1/workspaces/{w}`: `channels/{c}` and `dms/{r}`. The
-/// routes that work alike on both (edit, delete, reactions, read cursors) are registered once
-/// per kind and resolve the conversation through this.
+/// The kinds of conversation under `/v1`: `workspaces/{w}/channels/{c}`, `workspaces/{w}/dms/{r}`
+/// and personal rooms `rooms/{r}`. The routes that work alike on all (edit, delete, reactions,
+/// read cursors) are registered once per kind and resolve the conversation through this.
 enum ConversationKind: Sendable, CaseIterable {
     case channel
     case dm
+    case room
 
     /// The route prefix under `/v1`; `:conversation` is the channel or room id.
     var path: RouterPath {
         switch self {
         case .channel: "workspaces/:workspace/channels/:conversation"
         case .dm: "workspaces/:workspace/dms/:conversation"
+        case .room: "rooms/:conversation"
         }
     }
 }
 
 extension Conversation {
-    var workspaceId: WorkspaceID {
+    /// nil for a personal room.
+    var workspaceId: WorkspaceID? {
         switch self {
         case .channel(let channel): channel.workspaceId
         case .room(let room): room.workspaceId
@@ -33,7 +36,7 @@ extension Conversation {
     var event: ChatEvents.Conversation {
         switch self {
         case .channel(let channel): .channel(channel.id, alias: channel.alias)
-        case .room(let room): .room(room.id, participants: Array(Set(room.participants)).sorted())
+        case .room(let room): .room(room.id, participants: Array(Set(room.participants)).sorted(), alias: room.alias)
         }
     }
 }
@@ -66,8 +69,15 @@ extension ChatAPI {
         _ c: PostgresConnection
     ) async throws -> Conversation {
         let me = context.identity
+        if kind == .room {
+            guard let room = try await personalRooms.store.room(try pathID(context, "conversation"), member: me, lock: lock, c) else {
+                throw APIError.notFound("room")
+            }
+            return .room(room)
+        }
         let workspace: WorkspaceID = try pathID(context, "workspace")
         switch kind {
+        case .room: throw APIError.notFound("room")
         case .channel:
             guard let channel = try await messages.channel(try pathID(context, "conversation"), in: workspace, member: me, lock: lock, c) else {
                 throw APIError.notFound("channel")

@@ -54,7 +54,7 @@ extension ChatAPI {
                         ChatEvents.DirectMessageCreated(
                             messageId: m.id, workspaceId: workspace, roomId: roomId, participants: Array(Set(room.participants)).sorted(),
                             sender: m.sender, content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId,
-                            mentions: m.mentionsOrNil, parentName: m.parent?.senderName, parentContent: m.parent?.content
+                            mentions: m.mentionsOrNil, parentName: m.parent?.senderName, parentContent: m.parent?.content, roomAlias: room.alias
                         )
                     }
                     return (JSONResponse(DMChatResponse(message, in: room)), isNew)

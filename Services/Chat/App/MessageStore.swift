@@ -265,6 +265,20 @@ struct MessageStore: Sendable {
         return false
     }
 
+    /// Whether the stored file `name` is an attachment of a message that is not deleted (in a
+    /// channel or a DM room: its path has either prefix).
+    func isLiveAttachment(named name: String, _ c: PostgresConnection) async throws -> Bool {
+        let paths = [ChatFiles.Prefix.channel, .dm].map { $0.rawValue + name }
+        for try await _ in try await c.query(
+            """
+            SELECT 1 FROM messages m WHERE m.files <> '{}' AND m.files && \(paths)::text[] AND m.deleted_at IS NULL LIMIT 1
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
+    }
+
     /// Rows selected with `columns` (from `messages m LEFT JOIN user_profiles p`).
     func messages(_ rows: PostgresRowSequence) async throws -> [StoredMessage] {
         var result: [StoredMessage] = []

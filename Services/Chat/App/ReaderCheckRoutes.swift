@@ -10,7 +10,7 @@ import ServiceKit
 
 /// The reader check (`ChatInternal.ReaderCheck`): 204 with the conversation's kind and workspace
 /// when the user may read the channel (a member) or the DM room (a participant still in its
-/// workspace), else 404; 400 for malformed ids. Asked by the gateway before a credentialed
+/// workspace, or a member of a personal room, which has no workspace), else 404; 400 for malformed ids. Asked by the gateway before a credentialed
 /// Socket.IO client joins a namespace (docs/realtime.md) and before a native session subscribes
 /// to a conversation.
 extension ChatAPI {
@@ -30,9 +30,12 @@ extension ChatAPI {
                 UNION ALL
                 SELECT FALSE, r.workspace_id FROM dm_rooms r JOIN workspace_members w ON w.workspace_id = r.workspace_id AND w.user_id = \(user)
                 WHERE r.id = \(conversation) AND \(user) IN (r.user_low, r.user_high)
+                UNION ALL
+                SELECT FALSE, NULL::uuid FROM dm_rooms r JOIN room_members m ON m.room_id = r.id AND m.user_id = \(user)
+                WHERE r.id = \(conversation) AND r.workspace_id IS NULL
                 LIMIT 1
                 """, logger: logger)
-            for try await (isChannel, workspace) in rows.decode((Bool, UUID).self) {
+            for try await (isChannel, workspace) in rows.decode((Bool, UUID?).self) {
                 let readable = ChatInternal.Readable(kind: isChannel ? .channel : .dm, workspaceId: workspace, conversationId: conversation)
                 return Response(status: .noContent, headers: readable.headerFields)
             }

@@ -4,11 +4,24 @@ import Foundation
 import Logging
 import PostgresNIO
 
+/// A DM room: two members of a workspace, or a personal room outside workspaces (two friends,
+/// or a group with a name, an icon and an owner; see `PersonalRoomStore`).
 struct RoomRef: Sendable {
     var id: RoomID
-    var workspaceId: WorkspaceID
+    /// nil for a personal room.
+    var workspaceId: WorkspaceID?
+    /// The members (a workspace room's pair; a personal room's members in joining order).
     var participants: [UserID]
     var createdAt: Date
+    /// The integer alias legacy clients know it by.
+    var alias: Int64? = nil
+    var group = false
+    /// A group's name and icon (stored path) and its owner.
+    var name: String? = nil
+    var icon: String? = nil
+    var ownerId: UserID? = nil
+
+    var isPersonal: Bool { workspaceId == nil }
 
     /// The participant who is not `user` (`user` itself in a note-to-self room).
     func other(than user: UserID) -> UserID { participants.first { $0 != user } ?? user }
@@ -32,13 +45,14 @@ struct RoomStore: Sendable {
 
     private func rooms(_ rows: PostgresRowSequence) async throws -> [RoomRef] {
         var result: [RoomRef] = []
-        for try await (id, workspace, low, high, createdAt) in rows.decode((UUID, UUID, UUID, UUID, Date).self) {
-            result.append(RoomRef(id: RoomID(id), workspaceId: WorkspaceID(workspace), participants: [UserID(low), UserID(high)], createdAt: createdAt))
+        for try await (id, workspace, low, high, createdAt, alias) in rows.decode((UUID, UUID, UUID, UUID, Date, Int64).self) {
+            result.append(
+                RoomRef(id: RoomID(id), workspaceId: WorkspaceID(workspace), participants: [UserID(low), UserID(high)], createdAt: createdAt, alias: alias))
         }
         return result
     }
 
-    private static let columns = "r.id, r.workspace_id, r.user_low, r.user_high, r.created_at"
+    private static let columns = "r.id, r.workspace_id, r.user_low, r.user_high, r.created_at, r.alias"
 
     /// The room of `a` and `b` in the workspace, created when missing (concurrent calls agree:
     /// the unique pair decides).
@@ -70,6 +84,29 @@ struct RoomStore: Sendable {
                 WHERE r.workspace_id = \(workspace.uuid) AND (r.user_low = \(user.uuid) OR r.user_high = \(user.uuid))
                 ORDER BY r.created_at DESC, r.id
                 """, logger: logger))
+    }
+
+    /// The room with integer alias `alias` (a workspace room or a personal one) when `user` may use
+    /// it; locked when `lock`.
+    func room(alias: Int64, participant user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> RoomRef? {
+        for try await (id, workspace) in try await c.query("SELECT id, workspace_id FROM dm_rooms WHERE alias = \(alias)", logger: logger)
+            .decode((UUID, UUID?).self)
+        {
+            if let workspace { return try await room(RoomID(id), in: WorkspaceID(workspace), participant: user, lock: lock, c) }
+            return try await PersonalRoomStore(logger: logger).room(RoomID(id), member: user, lock: lock, c)
+        }
+        return nil
+    }
+
+    /// The room with integer alias `alias`, whoever asks (Smooth's token-less history reads).
+    func room(alias: Int64, _ c: PostgresConnection) async throws -> RoomRef? {
+        for try await (id, workspace) in try await c.query("SELECT id, workspace_id FROM dm_rooms WHERE alias = \(alias)", logger: logger)
+            .decode((UUID, UUID?).self)
+        {
+            guard workspace != nil else { return try await PersonalRoomStore(logger: logger).room(RoomID(id), c) }
+            return try await rooms(c.query("SELECT \(unescaped: Self.columns) FROM dm_rooms r WHERE r.id = \(id)", logger: logger)).first
+        }
+        return nil
     }
 
     /// The room when `user` is a participant and still a member of its workspace; locked when `lock`.

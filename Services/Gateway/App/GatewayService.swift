@@ -88,8 +88,9 @@ public enum GatewayService {
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
     let gateway = try GatewaySettings(settings)
     // Every setting is read before anything that must be shut down (the HTTP client) exists.
-    let protocols = try ProtocolSettings(settings)
+    var protocols = try ProtocolSettings(settings)
     let smooth = try SmoothSettings(settings)
+    protocols.stomp.files = StompFileLinks(publicURL: smooth.publicURL, chatPrefix: smooth.chatPrefix)
     let document = try APIDocument.load()
     let schemas = try EventSchemaDocuments.load()
     var platform = try await ServicePlatform.make(settings: settings, logger: logger)
@@ -123,7 +124,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     }
     SmoothEdge(
         settings: smooth, gateway: gateway, routes: routes, verifier: verifier, proxy: edge.proxy, userLimiter: edge.userLimiter,
-        addressLimiter: edge.addressLimiter
+        addressLimiter: edge.addressLimiter, home: SmoothHome(client: httpClient, logger: logger)
     ).addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
     let upgrades = realtime(
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,

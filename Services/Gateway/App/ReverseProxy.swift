@@ -28,9 +28,10 @@ struct ReverseProxy: Sendable {
     /// - Parameters:
     ///   - path: the upstream path (default: the request's own).
     ///   - publicURL: sent as `X-Chatsuite-Public-URL` (legacy answers that name the server).
+    ///   - smoothPrefixes: sent as `X-Chatsuite-Smooth-Prefixes` (Smooth's absolute URLs).
     func forward(
         _ request: Request, to base: String, path: String? = nil, userId: String?, requestId: String, clientAddress: String, bodyLimit: Int,
-        publicURL: String? = nil
+        publicURL: String? = nil, smoothPrefixes: String? = nil
     ) async throws -> Response {
         var query = ""
         if let q = request.uri.query, !q.isEmpty { query = "?" + q }
@@ -51,6 +52,7 @@ struct ReverseProxy: Sendable {
         }
         if let userId { upstream.headers.add(name: GatewayHeader.userId.rawName, value: userId) }
         if let publicURL { upstream.headers.add(name: GatewayHeader.publicURL.rawName, value: publicURL) }
+        if let smoothPrefixes { upstream.headers.add(name: GatewayHeader.smoothPrefixes.rawName, value: smoothPrefixes) }
         upstream.headers.add(name: GatewayHeader.requestId.rawName, value: requestId)
         upstream.headers.add(name: "X-Forwarded-For", value: clientAddress)
         var upload: UploadBody?

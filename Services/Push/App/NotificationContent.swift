@@ -10,7 +10,7 @@ struct NotificationContent: Codable, Sendable, Equatable {
     var body: String
     var badge: Int
     /// String values only (FCM's `data` map takes strings): `type` (`channel` | `dm`),
-    /// `workspace_id`, `channel_id` + `chat_id` or `room_id` + `dm_id`.
+    /// `workspace_id` (absent for a personal room), `channel_id` + `chat_id` or `room_id` + `dm_id`.
     var data: [String: String]
 
     /// Longest body text, in characters (providers truncate around 4 KB; lock screens far sooner).
@@ -26,8 +26,9 @@ struct NotificationContent: Codable, Sendable, Equatable {
 
     static func dm(_ m: ChatEvents.DirectMessageCreated, workspace: String?, badge: Int) -> Self {
         Self(
-            title: place(workspace, "DM"), body: body(m.sender.nickname, m.content, files: m.files.count), badge: badge,
-            data: ["type": "dm", "workspace_id": m.workspaceId.description, "room_id": m.roomId.description, "dm_id": m.messageId.description])
+            title: place(workspace, m.roomName ?? "DM"), body: body(m.sender.nickname, m.content, files: m.files.count), badge: badge,
+            data: ["type": "dm", "workspace_id": m.workspaceId?.description, "room_id": m.roomId.description, "dm_id": m.messageId.description]
+                .compactMapValues { $0 })
     }
 
     private static func place(_ workspace: String?, _ conversation: String) -> String {

@@ -46,14 +46,21 @@ struct NotificationPlanner: Sendable {
         }
         router.on(ChatEvents.DirectMessageCreated.self) { event, context in
             let m = event.data
-            // The other participant, while still in the workspace (who left it reads nothing).
-            let readers = try await Self.uuids(
-                context.connection.query(
-                    """
-                    SELECT user_id FROM workspace_members WHERE workspace_id = \(m.workspaceId.uuid)
-                      AND user_id = ANY(\(m.participants.map(\.uuid))::uuid[]) AND user_id <> \(m.sender.userId.uuid)
-                    """, logger: context.logger))
-            let workspace = try await Self.workspaceName(m.workspaceId, context)
+            let readers: [UUID]
+            var workspace: String?
+            if let workspaceId = m.workspaceId {
+                // The other participant, while still in the workspace (who left it reads nothing).
+                readers = try await Self.uuids(
+                    context.connection.query(
+                        """
+                        SELECT user_id FROM workspace_members WHERE workspace_id = \(workspaceId.uuid)
+                          AND user_id = ANY(\(m.participants.map(\.uuid))::uuid[]) AND user_id <> \(m.sender.userId.uuid)
+                        """, logger: context.logger))
+                workspace = try await Self.workspaceName(workspaceId, context)
+            } else {
+                // A personal room: its members when the message was sent.
+                readers = m.participants.map(\.uuid).filter { $0 != m.sender.userId.uuid }
+            }
             try await plan(
                 readers: readers, conversation: m.roomId.uuid, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [],
                 context

@@ -15,22 +15,6 @@ extension WorkspaceAPI {
         return router
     }
 
-    /// `presence.v1` → whether each user is online (Smooth's member list shows it). Events of one
-    /// user arrive in order; an older one never overwrites a newer status.
-    var presenceProjection: EventRouter {
-        var router = EventRouter()
-        router.on(PresenceEvents.StatusChanged.self) { event, context in
-            let e = event.data
-            _ = try await context.connection.query(
-                """
-                INSERT INTO presence AS s (user_id, online, last_seen) VALUES (\(e.userId.uuid), \(e.status == .online), \(e.lastSeen))
-                ON CONFLICT (user_id) DO UPDATE SET online = EXCLUDED.online, last_seen = EXCLUDED.last_seen
-                WHERE s.last_seen <= EXCLUDED.last_seen
-                """, logger: context.logger)
-        }
-        return router
-    }
-
     /// `payment.v1` → the coin saga's replies: activate or discard the pending workspace, then
     /// notify the waiting request (delivered at commit). Repeated replies find no pending
     /// workspace and change nothing. A debit whose request no workspace holds any more (the

@@ -2,6 +2,7 @@ import Events
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceKit
 
 /// SQL of invite codes (Discord-style joins by code, with expiry and a use limit).
 struct InviteStore: Sendable {
@@ -23,13 +24,6 @@ struct InviteStore: Sendable {
         return result
     }
 
-    /// A new code: 10 characters from a 62-letter alphabet (~59.5 bits from the system CSPRNG).
-    static func newCode() -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
-    }
-
     func insert(workspace: WorkspaceID, creator: UserID, maxUses: Int?, expiresInSeconds: Int?, _ c: PostgresConnection) async throws -> InviteRecord {
         let maxUses32 = maxUses.map(Int32.init)
         let seconds = expiresInSeconds.map(Double.init)
@@ -37,7 +31,7 @@ struct InviteStore: Sendable {
             c.query(
                 """
                 INSERT INTO invites (code, workspace_id, created_by, max_uses, expires_at)
-                VALUES (\(Self.newCode()), \(workspace.uuid), \(creator.uuid), \(maxUses32),
+                VALUES (\(InviteCode.generate()), \(workspace.uuid), \(creator.uuid), \(maxUses32),
                         date_trunc('milliseconds', clock_timestamp()) + make_interval(secs => \(seconds)))
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger))

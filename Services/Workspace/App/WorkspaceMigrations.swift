@@ -110,11 +110,7 @@ enum WorkspaceMigrations {
             DROP INDEX channels_name;
             CREATE UNIQUE INDEX channels_name ON channels (workspace_id, type, lower(name));
             -- Projection of presence.v1: the status Smooth's member list shows.
-            CREATE TABLE presence (
-                user_id uuid PRIMARY KEY,
-                online boolean NOT NULL,
-                last_seen timestamptz NOT NULL
-            );
+            \(PresenceProjection.createTable);
             """),
     ]
 }

@@ -18,7 +18,6 @@ public enum WorkspaceService {
         "workspace.creation-cost": 0,
         "workspace.saga-timeout-ms": 10_000,
         "workspace.files-directory": "data/workspace-files",
-        "workspace.smooth.community-prefix": "/community-server",
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = WorkspaceMigrations.all
@@ -39,7 +38,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addGatedService { saga }
     platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
     platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
-    platform.addInboxConsumer(group: "workspace.presence", topics: [.presence], router: api.presenceProjection)
+    var presence = EventRouter()
+    PresenceProjection.register(into: &presence)
+    platform.addInboxConsumer(group: "workspace.presence", topics: [.presence], router: presence)
     let router = platform.makeRouter()
     api.add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

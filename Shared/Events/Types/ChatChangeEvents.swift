@@ -24,7 +24,9 @@ extension ChatEvents {
         }
 
         public static func channel(_ id: ChannelID, alias: Int64? = nil) -> Self { Self(kind: .channel, id: id.uuid, participants: nil, alias: alias) }
-        public static func room(_ id: RoomID, participants: [UserID]) -> Self { Self(kind: .dm, id: id.uuid, participants: participants) }
+        public static func room(_ id: RoomID, participants: [UserID], alias: Int64? = nil) -> Self {
+            Self(kind: .dm, id: id.uuid, participants: participants, alias: alias)
+        }
 
         public var key: String { id.uuidString.lowercased() }
 
@@ -57,7 +59,8 @@ extension ChatEvents {
         public static let eventType = "chat.message.edited"
         public static let topic = Topic.chatMessage
         public var messageId: MessageID
-        public var workspaceId: WorkspaceID
+        /// The conversation's workspace; nil for a personal room.
+        public var workspaceId: WorkspaceID?
         public var conversation: Conversation
         public var senderId: UserID
         public var content: String?
@@ -68,7 +71,7 @@ extension ChatEvents {
         public var subject: String { conversation.key }
 
         public init(
-            messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, senderId: UserID, content: String?,
+            messageId: MessageID, workspaceId: WorkspaceID?, conversation: Conversation, senderId: UserID, content: String?,
             mentions: [UserID]?, editedAt: Date, senderAlias: Int64? = nil
         ) {
             self.senderAlias = senderAlias
@@ -87,13 +90,14 @@ extension ChatEvents {
         public static let eventType = "chat.message.deleted"
         public static let topic = Topic.chatMessage
         public var messageId: MessageID
-        public var workspaceId: WorkspaceID
+        /// The conversation's workspace; nil for a personal room.
+        public var workspaceId: WorkspaceID?
         public var conversation: Conversation
         public var senderId: UserID
         public var deletedAt: Date
         public var subject: String { conversation.key }
 
-        public init(messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, senderId: UserID, deletedAt: Date) {
+        public init(messageId: MessageID, workspaceId: WorkspaceID?, conversation: Conversation, senderId: UserID, deletedAt: Date) {
             self.messageId = messageId
             self.workspaceId = workspaceId
             self.conversation = conversation
@@ -107,7 +111,8 @@ extension ChatEvents {
         public static let eventType = "chat.message.reactions-changed"
         public static let topic = Topic.chatMessage
         public var messageId: MessageID
-        public var workspaceId: WorkspaceID
+        /// The conversation's workspace; nil for a personal room.
+        public var workspaceId: WorkspaceID?
         public var conversation: Conversation
         /// Who added or removed `emoji`.
         public var userId: UserID
@@ -117,7 +122,7 @@ extension ChatEvents {
         public var subject: String { conversation.key }
 
         public init(
-            messageId: MessageID, workspaceId: WorkspaceID, conversation: Conversation, userId: UserID, emoji: String, added: Bool,
+            messageId: MessageID, workspaceId: WorkspaceID?, conversation: Conversation, userId: UserID, emoji: String, added: Bool,
             reactions: [Reaction]
         ) {
             self.messageId = messageId
@@ -136,13 +141,14 @@ extension ChatEvents {
         public static let eventType = "chat.read-cursor.moved"
         public static let topic = Topic.chatRead
         public var userId: UserID
-        public var workspaceId: WorkspaceID
+        /// The conversation's workspace; nil for a personal room.
+        public var workspaceId: WorkspaceID?
         public var conversation: Conversation
         /// Everything up to and including this time is read.
         public var readAt: Date
         public var subject: String { userId.description }
 
-        public init(userId: UserID, workspaceId: WorkspaceID, conversation: Conversation, readAt: Date) {
+        public init(userId: UserID, workspaceId: WorkspaceID?, conversation: Conversation, readAt: Date) {
             self.userId = userId
             self.workspaceId = workspaceId
             self.conversation = conversation

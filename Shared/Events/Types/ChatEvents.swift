@@ -67,14 +67,20 @@ public enum ChatEvents {
 }
 
 extension ChatEvents {
-    /// A direct message, keyed by room id; `participants` are the room's two users (one for a
-    /// note-to-self room), so delivery needs no other lookup.
+    /// A direct message, keyed by room id; `participants` are the room's users (two in a
+    /// workspace room, one for a note-to-self room, up to a group's size in a personal room), so
+    /// delivery needs no other lookup.
     public struct DirectMessageCreated: EventPayload {
         public static let eventType = "chat.dm-message.created"
         public static let topic = Topic.chatMessage
         public var messageId: MessageID
-        public var workspaceId: WorkspaceID
+        /// The room's workspace; nil for a personal room (friends or a group, outside workspaces).
+        public var workspaceId: WorkspaceID?
         public var roomId: RoomID
+        /// The room's integer alias for legacy clients (Smooth's room id), when it has one.
+        public var roomAlias: Int64?
+        /// A group room's name (nil for two-person rooms).
+        public var roomName: String?
         public var participants: [UserID]
         public var sender: Sender
         public var content: String?
@@ -90,10 +96,12 @@ extension ChatEvents {
         public var subject: String { roomId.description }
 
         public init(
-            messageId: MessageID, workspaceId: WorkspaceID, roomId: RoomID, participants: [UserID], sender: Sender,
+            messageId: MessageID, workspaceId: WorkspaceID?, roomId: RoomID, participants: [UserID], sender: Sender,
             content: String?, files: [String], createdAt: Date, parentId: MessageID? = nil, mentions: [UserID]? = nil,
-            parentName: String? = nil, parentContent: String? = nil
+            parentName: String? = nil, parentContent: String? = nil, roomAlias: Int64? = nil, roomName: String? = nil
         ) {
+            self.roomAlias = roomAlias
+            self.roomName = roomName
             self.parentName = parentName
             self.parentContent = parentContent
             self.messageId = messageId

@@ -46,6 +46,10 @@ extension SmoothError {
     public static let invalidNextNode = SmoothError(4011, "유효하지 않은 다음 노드입니다.")
     public static let alreadyMember = SmoothError(4013, "이미 초대된 사용자입니다.")
     public static let invalidRoom = SmoothError(4018, "존재하지 않는 방입니다.")
+    /// A friends' (two-person) room has no name, icon, invitations or extra members.
+    public static let personalRoom = SmoothError(4019, "개인 채팅방은 수정할 수 없습니다.")
+    public static let cannotInviteSelf = SmoothError(4020, "스스로를 채팅방에 초대할 수 없습니다.")
+    public static let membersRequired = SmoothError(4021, "초대하는 사용자의 수가 부족합니다.")
     /// Too many requests (the suite's limits; Smooth's servers had none): the input code, so
     /// the client shows its generic failure.
     public static let tooManyRequests = SmoothError(1429, "요청이 너무 많습니다. 잠시 후 다시 시도해주세요.")

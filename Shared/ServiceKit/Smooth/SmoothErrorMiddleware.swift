@@ -2,17 +2,21 @@ import Hummingbird
 import Logging
 import PostgresNIO
 
+/// Smooth's servers, by the code ranges their errors use.
+public enum SmoothSurface: Sendable {
+    /// `/auth-server` and `/chat-server` (2xxx codes).
+    case authAndChat
+    /// `/community-server` (1xxx and 4xxx codes).
+    case community
+}
+
 /// Renders every error of a Smooth route as the contract's envelope: a `SmoothError` as it is;
-/// the suite's own `APIError`s (thrown by the shared domain code) mapped by `surface`; anything
+/// a `SurfaceRefusal` as it renders itself; the suite's own `APIError`s (thrown by the shared
+/// domain code) mapped by `surface`; anything
 /// else through `ErrorMiddleware`'s mapping first, so an unexpected error is still logged and
 /// answered as the surface's server error. Mount it on the `/smooth/...` group only.
 public struct SmoothErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    public enum Surface: Sendable {
-        /// `/auth-server` and `/chat-server` (2xxx codes).
-        case authAndChat
-        /// `/community-server` (1xxx and 4xxx codes).
-        case community
-    }
+    public typealias Surface = SmoothSurface
 
     let surface: Surface
 
@@ -23,8 +27,11 @@ public struct SmoothErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as SmoothError {
             return error.response
-        } catch let error as PostgresTransactionError where error.closureError is SmoothError {
+        } catch let error as any SurfaceRefusal {
+            return error.smoothError(surface).response
+        } catch let error as PostgresTransactionError where error.closureError is SmoothError || error.closureError is any SurfaceRefusal {
             // Thrown inside a transaction: the refusal, not a database error.
+            if let refusal = error.closureError as? any SurfaceRefusal { return refusal.smoothError(surface).response }
             return (error.closureError as? SmoothError)?.response ?? SmoothError.serverError.response
         } catch {
             let mapped = ErrorMiddleware<Context>.map(error)

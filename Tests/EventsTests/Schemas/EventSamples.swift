@@ -55,6 +55,15 @@ enum EventSamples {
                 messageId: message, workspaceId: workspace, conversation: .channel(channel), userId: other, emoji: "👍", added: true,
                 reactions: [ChatEvents.Reaction(emoji: "👍", count: 1, users: [other])]),
             ChatEvents.ReadCursorMoved(userId: user, workspaceId: workspace, conversation: dm, readAt: now),
+            // A personal room: no workspace, an alias and a group name.
+            ChatEvents.DirectMessageCreated(
+                messageId: message, workspaceId: nil, roomId: room, participants: [user, other].sorted(), sender: sender, content: "모두 안녕",
+                files: [], createdAt: now, roomAlias: 4_503_599_627_370_517, roomName: "준, 민지"),
+            ChatEvents.ReadCursorMoved(
+                userId: user, workspaceId: nil, conversation: .room(room, participants: [user, other].sorted(), alias: 42), readAt: now),
+            ChatEvents.RoomChanged(
+                roomId: room, alias: 42, change: .left, actorId: user, group: true, name: "준, 민지", icon: "/static/roomIcons/a.png", ownerId: other,
+                members: [other], removed: [user]),
             GatewayEvents.SessionOpened(
                 sessionId: "s1", gatewayId: "g1", userId: user, clientProtocol: .native, openedAt: now, gatewayInstance: "i1", device: "Minji's phone"),
             GatewayEvents.SessionClosed(sessionId: "s1", gatewayId: "g1", userId: user, closedAt: now),

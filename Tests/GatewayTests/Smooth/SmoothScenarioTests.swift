@@ -101,17 +101,10 @@ struct SmoothScenarioTests {
                 // 5. STOMP with integer ids: the guest subscribes, the owner sends, modifies, replies, deletes.
                 let port = try #require(s.client.port)
                 let channelAlias = try #require(try await channels().first { $0["name"] as? String == "하나" }?["id"] as? Int)
-                let receiver = StompTestClient(port: port)
-                receiver.connect(token: guest.token, userId: String(guest.id))
-                _ = try await receiver.waitFor(.connected)
-                receiver.send("SUBSCRIBE\nid:sub-0\ndestination:/topic/group/\(channelAlias)\nreceipt:sub\n\n\0")
-                _ = try await receiver.waitFor(.receipt)
-                let sender = StompTestClient(port: port)
-                sender.connect(token: owner.token, userId: String(owner.id))
-                _ = try await sender.waitFor(.connected)
-                func send(_ destination: String, _ body: String) {
-                    sender.send("SEND\ndestination:\(destination)\ncontent-type:application/json\n\n\(body)\0")
-                }
+                let receiver = try await StompTestClient.connected(port: port, token: guest.token, userId: String(guest.id))
+                try await receiver.subscribe("/topic/group/\(channelAlias)", id: "sub-0")
+                let sender = try await StompTestClient.connected(port: port, token: owner.token, userId: String(owner.id))
+                func send(_ destination: String, _ body: String) { sender.send(to: destination, body) }
                 send("/kafka/send-channel-message", #"{"content":"안녕","channelId":\#(channelAlias),"userId":\#(owner.id),"name":"주인"}"#)
                 _ = try await receiver.waitFor("the message") { _ in receiver.messages.contains { $0["message"] as? String == "안녕" } }
                 let hello = try #require(receiver.messages.first { $0["message"] as? String == "안녕" })
@@ -135,24 +128,16 @@ struct SmoothScenarioTests {
                 #expect(receiver.messages.first { $0["type"] as? String == "delete" }?["id"] as? String == doomed)
 
                 // Someone else's id in a SEND is refused (ERROR, then close), and nothing is stored.
-                let impostor = StompTestClient(port: port)
-                impostor.connect(token: guest.token, userId: String(guest.id))
-                _ = try await impostor.waitFor(.connected)
-                impostor.send(
-                    "SEND\ndestination:/kafka/send-channel-message\n\n" + #"{"content":"가짜","channelId":\#(channelAlias),"userId":\#(owner.id)}"# + "\0")
+                let impostor = try await StompTestClient.connected(port: port, token: guest.token, userId: String(guest.id))
+                impostor.send(to: "/kafka/send-channel-message", #"{"content":"가짜","channelId":\#(channelAlias),"userId":\#(owner.id)}"#)
                 #expect(try await impostor.waitFor(.error).headers["message"] == "userId is not the connected user")
                 // Communities by their integer id: members subscribe, a signal names the community
                 // by alias; someone outside is refused.
-                receiver.send("SUBSCRIBE\nid:sub-c\ndestination:/topic/community/\(community)\nreceipt:c\n\n\0")
-                try await receiver.waitFor("the community subscription's receipt") { frames in
-                    frames.contains { $0.command == .receipt && $0.headers["receipt-id"] == "c" }
-                }
+                try await receiver.subscribe("/topic/community/\(community)", id: "sub-c")
                 send("/kafka/community-signaling", #"{"user_id":\#(owner.id),"type":"before-enter","community_id":\#(community)}"#)
                 _ = try await receiver.waitFor("the community signal") { _ in receiver.messages.contains { $0["type"] as? String == "before-enter" } }
                 let outsider = try await s.smoothUser(name: "남남이")
-                let stranger = StompTestClient(port: port)
-                stranger.connect(token: outsider.token, userId: String(outsider.id))
-                _ = try await stranger.waitFor(.connected)
+                let stranger = try await StompTestClient.connected(port: port, token: outsider.token, userId: String(outsider.id))
                 stranger.send("SUBSCRIBE\nid:s\ndestination:/topic/community/\(community)\n\n\0")
                 #expect(try await stranger.waitFor(.error).headers["message"] == "not a member of /topic/community/\(community)")
 

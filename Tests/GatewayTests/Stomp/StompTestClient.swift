@@ -56,6 +56,25 @@ final class StompTestClient: Sendable {
         send(StompFrame(command: .connect, headers: headers))
     }
 
+    /// A client connected (CONNECTED received) with `token`, naming `userId` when given.
+    static func connected(port: Int, token: String, userId: String? = nil) async throws -> StompTestClient {
+        let client = StompTestClient(port: port)
+        client.connect(token: token, userId: userId)
+        _ = try await client.waitFor(.connected)
+        return client
+    }
+
+    /// SUBSCRIBE to `destination` as subscription `id`, waiting for its own RECEIPT.
+    func subscribe(_ destination: String, id: String) async throws {
+        send("SUBSCRIBE\nid:\(id)\ndestination:\(destination)\nreceipt:\(id)\n\n\0")
+        try await waitFor("the receipt of \(destination)") { frames in frames.contains { $0.command == .receipt && $0.headers["receipt-id"] == id } }
+    }
+
+    /// SEND a JSON body to `destination`.
+    func send(to destination: String, _ json: String) {
+        send("SEND\ndestination:\(destination)\ncontent-type:application/json\n\n\(json)\0")
+    }
+
     var received: [StompFrame] { frames.value }
     var heartbeatCount: Int { heartbeats.value }
 

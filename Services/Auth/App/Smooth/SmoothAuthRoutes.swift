@@ -15,8 +15,6 @@ struct SmoothAuthRoutes: Sendable {
     let mailer: SMTPClient
     /// Smooth's sign-in access token lifetime (`auth.smooth.access-ttl-seconds`).
     let accessTokenTTL: TimeInterval
-    /// Where the gateway serves Smooth's auth server (`auth.smooth.public-prefix`).
-    let publicPrefix: String
     /// Wrong verification codes per client address (checks by code alone).
     let codeGuesses: FailureThrottle
 
@@ -38,18 +36,12 @@ struct SmoothAuthRoutes: Sendable {
         }
     }
 
-    /// The gateway's URL as the client reached it (`X-Chatsuite-Public-URL`); empty when the
-    /// request did not come through the gateway.
-    static func publicURL(of request: Request) -> String {
-        let url = request.headers[GatewayHeader.publicURL] ?? ""
-        return url.hasSuffix("/") ? String(url.dropLast()) : url
-    }
+    /// The gateway's URL as the client reached it (`X-Chatsuite-Public-URL`).
+    static func publicURL(of request: Request) -> String { request.smoothPublicURL }
 
     /// A stored profile image (`/static/profiles/<file>`) as the absolute URL Smooth's app loads
-    /// (its images were public S3 URLs): served without a token under the public prefix.
-    func imageURL(_ path: String?, _ request: Request) -> String? {
-        path.map { Self.publicURL(of: request) + publicPrefix + $0 }
-    }
+    /// (its images were public S3 URLs): served without a token under the auth prefix.
+    func imageURL(_ path: String?, _ request: Request) -> String? { SmoothURL.profileImage(path, request) }
 
     func account(_ user: UserRecord, _ request: Request) -> SmoothAccount {
         SmoothAccount(

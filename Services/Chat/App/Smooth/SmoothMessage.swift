@@ -5,7 +5,9 @@ import ServiceKit
 
 /// A message as Smooth's history shows it (client contract §2.1, `MessageResponse` of its chat
 /// server): every key present, `null` where there is nothing; `userId` the sender's integer
-/// alias; `time` without a zone (Smooth's client appends `Z` itself).
+/// alias; `time` without a zone (Smooth's client appends `Z` itself). A message with files shows
+/// the first as `message` and the second (an upload's thumbnail) as `thumbnail`, both absolute
+/// URLs the app loads without a token.
 struct SmoothMessage: Encodable, Sendable {
     let id: String
     let name: String
@@ -25,15 +27,15 @@ struct SmoothMessage: Encodable, Sendable {
     /// What Smooth shows for a reply whose parent is gone (its server's words).
     static let deletedParentContent = "삭제된 메세지입니다."
 
-    init(_ stored: StoredMessage, parent: ParentSummary?) {
+    init(_ stored: StoredMessage, parent: ParentSummary?, links: SmoothFileLinks) {
         id = stored.id.description
         name = stored.sender.nickname
         profileImage = stored.sender.profileImage
         userId = stored.sender.alias
         time = Timestamp.formatWithoutZone(stored.createdAt)
-        thumbnail = nil
+        thumbnail = stored.files.dropFirst().first.map(links.url)
         if let file = stored.files.first {
-            message = file
+            message = links.url(file)
             fileType = AttachmentKind.of(path: file)
         } else {
             message = stored.content

@@ -51,6 +51,16 @@ final class DeliveryConsumer: Service, Sendable {
         guard let value = message.value else { return }
         let type = message.cloudEventType
         do {
+            if type == ChatEvents.RoomChanged.eventType {
+                // Who left a personal room (or all, when it is gone) stops receiving it.
+                let change = try EventCoding.decode(ChatEvents.RoomChanged.self, from: value).data
+                if change.change == .deleted {
+                    hub.revoke(user: nil, conversations: [change.roomId.uuid], roomsIn: nil)
+                } else {
+                    for user in change.removed { hub.revoke(user: user, conversations: [change.roomId.uuid], roomsIn: nil) }
+                }
+                return
+            }
             guard let (event, id) = try Self.decode(type: type, value) else { return }
             hub.deliver(event, id: id)
         } catch {

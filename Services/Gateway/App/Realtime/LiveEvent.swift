@@ -68,6 +68,15 @@ enum LiveEvent: Sendable {
         }
     }
 
+    /// Whether the event is a created message with attachments (whose STOMP frame links them).
+    var carriesFiles: Bool {
+        switch self {
+        case .channelMessage(let event): !event.files.isEmpty
+        case .directMessage(let event): !event.files.isEmpty
+        default: false
+        }
+    }
+
     /// The message a created message or a change is about (resume marks and replays use it).
     var createdMessage: (id: UUID, createdAt: Date)? {
         switch self {
@@ -87,6 +96,8 @@ final class LiveDelivery: Sendable {
         enum Format: Hashable, Sendable { case socketIO, stomp }
         var format: Format
         var target: UUID?
+        /// Where the rendering links attachments (STOMP: URLs name the host the client reached).
+        var fileBase: String?
     }
 
     let event: LiveEvent

@@ -16,6 +16,7 @@ struct SmoothEdge: Sendable {
     let proxy: ReverseProxy
     let userLimiter: RateLimiter
     let addressLimiter: RateLimiter
+    let home: SmoothHome
 
     /// Adds each surface's catch-all routes to `router`.
     func addRoutes(to router: ServiceRouter<GatewayRequestContext>, middleware: AccessLogMiddleware) {
@@ -58,9 +59,20 @@ struct SmoothEdge: Sendable {
         }
         if let userId, !userLimiter.allow(userId) { throw APIError.tooManyRequests }
         guard let base = gateway.upstreams[route.upstream] else { throw APIError.internalError }
+        let publicURL = publicURL(of: request)
+        if SmoothHome.isHome(request.method, path), let userId, let chat = routes.match(method: .get, path: SmoothHome.unreadRoomsPath),
+            let chatBase = gateway.upstreams[chat.upstream]
+        {
+            return try await home.answer(
+                workspaceBase: base, chatBase: chatBase,
+                headers: [
+                    (GatewayHeader.userId, userId), (GatewayHeader.requestId, context.requestId), (GatewayHeader.publicURL, publicURL),
+                    (GatewayHeader.smoothPrefixes, settings.prefixesHeader),
+                ])
+        }
         let response = try await proxy.forward(
             request, to: base, path: path, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress,
-            bodyLimit: bodyLimit, publicURL: publicURL(of: request)
+            bodyLimit: bodyLimit, publicURL: publicURL, smoothPrefixes: settings.prefixesHeader
         )
         // A path under a served prefix that no Smooth route has: the service's router answered
         // in the suite's shape; the client gets Smooth's.

@@ -18,6 +18,10 @@ struct SmoothSettings: Sendable {
     /// `gateway.public-url`: the gateway's URL as clients reach it (Smooth's sign-in returns it as
     /// the chat server's `url`); empty = `http://` + the request's Host.
     var publicURL: String
+    /// The prefixes as services read them (`GatewayHeader.smoothPrefixes`).
+    var prefixesHeader: String
+    /// `gateway.smooth.chat-prefix`: STOMP frames link attachments under it.
+    var chatPrefix: String { surfaces.first { $0.internalPrefix == "/smooth/chat" }?.prefix ?? "/chat-server" }
 
     init(_ settings: ServiceSettings) throws {
         func prefix(_ key: String) throws -> String {
@@ -34,6 +38,7 @@ struct SmoothSettings: Sendable {
             Surface(prefix: try prefix("gateway.smooth.chat-prefix"), internalPrefix: "/smooth/chat", errors: .authAndChat),
         ]
         guard Set(surfaces.map(\.prefix)).count == surfaces.count else { throw StartupError("gateway.smooth.*-prefix must differ") }
+        prefixesHeader = SmoothServer.header([.auth: surfaces[0].prefix, .community: surfaces[1].prefix, .chat: surfaces[2].prefix])
         anonymousHistory = try settings.bool("gateway.smooth.anonymous-history")
         let url = try settings.string("gateway.public-url")
         guard url.isEmpty || url.hasPrefix("http://") || url.hasPrefix("https://") else {

@@ -14,7 +14,7 @@ extension WorkspaceAPI {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.post { request, context -> SmoothDone in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothCategoryBody.self)
+            let body = try await request.decodeBody(as: SmoothCategoryBody.self, context: context)
             let name = try SmoothName.valid(body.name)
             let isPublic = body.isPublic ?? true
             try await smoothWrite { c in
@@ -31,7 +31,7 @@ extension WorkspaceAPI {
         }
         routes.patch("name") { request, context -> SmoothDone in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothRenameBody.self)
+            let body = try await request.decodeBody(as: SmoothRenameBody.self, context: context)
             let name = try SmoothName.valid(body.name)
             try await smoothWrite { c in
                 let (_, category) = try await visibleCategory(body.id, me, c)
@@ -41,7 +41,7 @@ extension WorkspaceAPI {
         }
         routes.patch("location") { request, context -> SmoothDone in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothLocationBody.self)
+            let body = try await request.decodeBody(as: SmoothLocationBody.self, context: context)
             try await smoothWrite { c in
                 let (view, category) = try await visibleCategory(body.id, me, c)
                 var next: CategoryID?

@@ -16,7 +16,7 @@ extension WorkspaceAPI {
         routes.post { request, context in try await createSmoothChannel(request, context) }
         routes.patch("location") { request, context -> SmoothDone in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothLocationBody.self)
+            let body = try await request.decodeBody(as: SmoothLocationBody.self, context: context)
             try await smoothWrite { c in
                 let (view, channel) = try await visibleChannel(body.id, me, c)
                 var target = channel.categoryId
@@ -69,7 +69,7 @@ extension WorkspaceAPI {
     /// in the community and, in a private category, on its list: 4010), its creator and the owner.
     private func createSmoothChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> SmoothResponse<SmoothChannel> {
         let me = context.identity
-        let body = try await smoothBody(request, context, as: SmoothChannelBody.self)
+        let body = try await request.decodeBody(as: SmoothChannelBody.self, context: context)
         let name = try SmoothName.valid(body.name)
         guard let type = body.type.flatMap({ ChannelType(rawValue: $0.uppercased()) }) else { throw SmoothError.badRequest }
         let isPublic = body.isPublic ?? true

@@ -30,7 +30,7 @@ extension WorkspaceAPI {
         }
         routes.patch("name") { request, context -> SmoothDone in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothRenameBody.self)
+            let body = try await request.decodeBody(as: SmoothRenameBody.self, context: context)
             let name = try SmoothName.valid(body.name)
             try await smoothWrite { c in
                 let community = try await requireCommunityOwner(body.id, me, c, lock: true)

@@ -14,7 +14,7 @@ extension WorkspaceAPI {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.post("invitation") { request, context -> SmoothResponse<SmoothInvitationLink> in
             let me = context.identity
-            let body = try await smoothBody(request, context, as: SmoothIdBody.self)
+            let body = try await request.decodeBody(as: SmoothIdBody.self, context: context)
             let invite = try await smoothWrite { c in
                 let community = try await requireCommunity(body.id, me, c, lock: true)
                 if let existing = try await invites.usable(in: community.id, createdBy: me, c) { return existing }

@@ -25,7 +25,7 @@ extension WorkspaceAPI {
         routes.delete(":community/member") { request, context in try await removeMember(request, context) }
         routes.post("member") { request, context -> SmoothResponse<SmoothCommunity> in
             let me = context.identity
-            guard let code = Self.invitationCode(try await smoothBody(request, context, as: SmoothJoinBody.self).code) else {
+            guard let code = Self.invitationCode(try await request.decodeBody(as: SmoothJoinBody.self, context: context).code) else {
                 throw SmoothError.invalidInvitation
             }
             let community = try await smoothWrite { c in

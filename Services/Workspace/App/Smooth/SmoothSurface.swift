@@ -70,46 +70,30 @@ extension WorkspaceAPI {
         return alias
     }
 
-    /// A JSON (or form) body; anything unreadable is 1400.
-    func smoothBody<T: Decodable>(_ request: Request, _ context: AuthenticatedContext, as type: T.Type) async throws -> T {
-        do {
-            return try await request.decodeBody(as: type, context: context)
-        } catch {
-            throw SmoothError.badRequest
-        }
-    }
-
     /// The gateway's URL as the client reached it; direct calls fall back to the Host header.
-    func publicURL(_ request: Request) -> String {
-        if let url = request.headers[GatewayHeader.publicURL], !url.isEmpty { return url.hasSuffix("/") ? String(url.dropLast()) : url }
-        return request.head.authority.map { "http://" + $0 } ?? ""
-    }
+    func publicURL(_ request: Request) -> String { request.smoothPublicURL }
 
     /// Where a stored image is served to Smooth's client (which sends no token for images).
     func links(_ request: Request) -> SmoothLinks {
-        SmoothLinks(publicURL: publicURL(request), communityPrefix: settings.smoothCommunityPrefix)
+        SmoothLinks(request: request)
     }
 }
 
-/// Absolute URLs for Smooth's answers (its client loads images by URL, without a token).
+/// Absolute URLs for Smooth's answers (its client loads images by URL, without a token), under
+/// the public URL and prefixes the edge forwarded.
 struct SmoothLinks: Sendable {
-    let publicURL: String
-    /// The gateway's `/community-server` prefix (`workspace.smooth.community-prefix`).
-    let communityPrefix: String
+    let request: Request
+
+    var publicURL: String { request.smoothPublicURL }
 
     /// A community icon: `<public-url>/community-server/icons/<file>`, served without a token.
     func icon(_ coverImage: String?) -> String? {
         guard let coverImage, coverImage.hasPrefix(CoverImages.urlPrefix) else { return nil }
-        return publicURL + communityPrefix + "/icons/" + coverImage.dropFirst(CoverImages.urlPrefix.count)
+        return publicURL + request.smoothPrefix(.community) + "/icons/" + coverImage.dropFirst(CoverImages.urlPrefix.count)
     }
 
-    /// A profile image as auth's events carry it: absolute ones as they are, the suite's relative
-    /// `/static/...` paths under `<public-url>/v1` (where auth serves them).
-    func profileImage(_ path: String?) -> String? {
-        guard let path, !path.isEmpty else { return nil }
-        if path.hasPrefix("http://") || path.hasPrefix("https://") { return path }
-        return publicURL + "/v1" + (path.hasPrefix("/") ? path : "/" + path)
-    }
+    /// A profile image as auth's events carry it (`SmoothURL.profileImage`).
+    func profileImage(_ path: String?) -> String? { SmoothURL.profileImage(path, request) }
 
     /// The invitation link Smooth's client shows and strips back to the code.
     func invitation(_ code: String) -> String { publicURL + "/invite/c/" + code }

@@ -10,19 +10,31 @@ import NIOCore
 /// are not sent: its client decodes an unknown `type` as a plain message.
 enum StompMessages {
     /// The body for a conversation topic (`/topic/group/{id}`, `/topic/direct/{id}`), nil when
-    /// the event has no frame there.
-    static func conversationBody(of event: LiveEvent) -> ByteBuffer? {
+    /// the event has no frame there; `fileBase` is where attachments are linked
+    /// (`StompFileLinks`).
+    static func conversationBody(of event: LiveEvent, fileBase: String) -> ByteBuffer? {
         var json = JSONWriter(capacity: 384)
         json.beginObject()
         switch event {
         case .channelMessage(let message):
-            created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
-            parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
-            if let alias = message.channelAlias { json.member("channelId", String(alias)) } else { json.member("channelId", message.channelId) }
+            let channelId = message.channelAlias.map { String($0) } ?? message.channelId.description
+            if let file = FileMessage(message.files, content: message.content, parent: message.parentId) {
+                file.write(message.messageId, message.sender, channelId: channelId, type: "community", message.createdAt, fileBase, to: &json)
+            } else {
+                created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, fileBase, to: &json)
+                parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
+                json.member("channelId", channelId)
+            }
         case .directMessage(let message):
-            created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, to: &json)
-            parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
-            json.member("channelId", message.roomId)
+            // The room's integer id (Smooth's), as channels are named by theirs.
+            let roomId = message.roomAlias.map { String($0) } ?? message.roomId.description
+            if let file = FileMessage(message.files, content: message.content, parent: message.parentId) {
+                file.write(message.messageId, message.sender, channelId: roomId, type: "direct", message.createdAt, fileBase, to: &json)
+            } else {
+                created(message.messageId, message.sender, message.content, message.files, message.parentId, message.createdAt, fileBase, to: &json)
+                parent(message.parentName, message.parentContent, of: message.parentId, to: &json)
+                json.member("channelId", roomId)
+            }
         case .edited(let change):
             json.member("type", "modify")
             json.member("id", change.messageId)
@@ -42,11 +54,11 @@ enum StompMessages {
         return json.buffer
     }
 
-    /// A new message (`type` `message`, `reply` with a parent); a file message names its first
-    /// file in `message` with its `fileType` (image, video or file), as Smooth's uploads do.
+    /// A new message (`type` `message`, `reply` with a parent); a reply of files only names its
+    /// first file's URL in `message` with its `fileType` (image, video or file).
     private static func created(
         _ id: MessageID, _ sender: ChatEvents.Sender, _ content: String?, _ files: [String], _ parent: MessageID?, _ createdAt: Date,
-        to json: inout JSONWriter
+        _ fileBase: String, to json: inout JSONWriter
     ) {
         json.member("type", parent == nil ? "message" : "reply")
         json.member("id", id)
@@ -54,13 +66,43 @@ enum StompMessages {
         json.member("name", sender.nickname)
         json.member("profileImage", sender.profileImage ?? "")
         if let file = files.first, (content ?? "").isEmpty {
-            json.member("message", file)
+            json.member("message", StompFileLinks.url(base: fileBase, path: file))
             json.member("fileType", AttachmentKind.of(path: file))
         } else {
             json.member("message", content ?? "")
         }
         json.member("time", Timestamp.formatWithoutZone(createdAt))
         json.member("parentId", parent)
+    }
+
+    /// Smooth's file frame (contract §2.2, its server's `FileUploadResponse`), for a new message of
+    /// files only that answers nothing: `{id, name, profileImage, message, thumbnail, userId,
+    /// channelId, type, fileType, time}`, `message` and `thumbnail` the first two files as
+    /// absolute URLs (`thumbnail` empty when there is one file), `type` the conversation's kind
+    /// as Smooth's upload named it (`community` / `direct`, which its app reads as a message).
+    private struct FileMessage {
+        let files: [String]
+
+        init?(_ files: [String], content: String?, parent: MessageID?) {
+            guard !files.isEmpty, (content ?? "").isEmpty, parent == nil else { return nil }
+            self.files = files
+        }
+
+        func write(
+            _ id: MessageID, _ sender: ChatEvents.Sender, channelId: String, type: String, _ createdAt: Date, _ fileBase: String,
+            to json: inout JSONWriter
+        ) {
+            json.member("id", id)
+            json.member("name", sender.nickname)
+            json.member("profileImage", sender.profileImage ?? "")
+            json.member("message", StompFileLinks.url(base: fileBase, path: files[0]))
+            json.member("thumbnail", files.count > 1 ? StompFileLinks.url(base: fileBase, path: files[1]) : "")
+            if let alias = sender.alias { json.member("userId", String(alias)) } else { json.member("userId", sender.userId) }
+            json.member("channelId", channelId)
+            json.member("type", type)
+            json.member("fileType", AttachmentKind.of(path: files[0]))
+            json.member("time", Timestamp.formatWithoutZone(createdAt))
+        }
     }
 
     /// A reply's `parentName` and `parentContent` (contract §2.2: the message fields plus these).

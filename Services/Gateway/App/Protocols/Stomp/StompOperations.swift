@@ -18,33 +18,35 @@ struct StompOperations: Sendable {
         var message: String
     }
 
-    private func path(_ conversation: LiveFollow, workspace: UUID) -> String {
+    /// The conversation's `/v1` path: a channel or DM room of a workspace, or a personal room.
+    private func path(_ conversation: LiveFollow, workspace: UUID?) -> String {
+        guard let workspace else { return "/v1/rooms/\(conversation.id.lowercased)" }
         let segment = conversation.kind == .dm ? "dms" : "channels"
         return "/v1/workspaces/\(workspace.lowercased)/\(segment)/\(conversation.id.lowercased)"
     }
 
     /// `POST …/chats` with `content` (and `parent_id` for a reply).
-    func post(_ content: String, parent: UUID?, in conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
+    func post(_ content: String, parent: UUID?, in conversation: LiveFollow, workspace: UUID?, as user: UserID, requestId: String) async throws(Refusal) {
         var body: [String: String] = ["content": content]
         if let parent { body["parent_id"] = parent.lowercased }
         try await call(.POST, chatURL + path(conversation, workspace: workspace) + "/chats", body: body, user: user, requestId: requestId)
     }
 
     /// `PUT …/chats/{id}` with the new `content`.
-    func edit(_ message: UUID, content: String, in conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
+    func edit(_ message: UUID, content: String, in conversation: LiveFollow, workspace: UUID?, as user: UserID, requestId: String) async throws(Refusal) {
         try await call(
             .PUT, chatURL + path(conversation, workspace: workspace) + "/chats/\(message.lowercased)", body: ["content": content], user: user,
             requestId: requestId)
     }
 
     /// `DELETE …/chats/{id}`.
-    func delete(_ message: UUID, in conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
+    func delete(_ message: UUID, in conversation: LiveFollow, workspace: UUID?, as user: UserID, requestId: String) async throws(Refusal) {
         try await call(
             .DELETE, chatURL + path(conversation, workspace: workspace) + "/chats/\(message.lowercased)", body: nil, user: user, requestId: requestId)
     }
 
     /// `PUT …/read`: everything in the conversation up to now is read.
-    func markRead(_ conversation: LiveFollow, workspace: UUID, as user: UserID, requestId: String) async throws(Refusal) {
+    func markRead(_ conversation: LiveFollow, workspace: UUID?, as user: UserID, requestId: String) async throws(Refusal) {
         try await call(.PUT, chatURL + path(conversation, workspace: workspace) + "/read", body: [:], user: user, requestId: requestId)
     }
 

@@ -25,6 +25,8 @@ final class StompServer: Sendable {
         var connection: LiveConnection
         var parser: StompParser
         var session: StompSession?
+        /// Where this connection's frames link attachments (`StompFileLinks`).
+        var fileBase: String
     }
 
     init(settings: StompSettings, hub: RealtimeHub, operations: StompOperations, logger: Logger) {
@@ -36,11 +38,12 @@ final class StompServer: Sendable {
 
     // MARK: connections
 
-    func open(abort: @escaping @Sendable () -> Void) -> Link {
+    /// - Parameter host: the Host of the WebSocket upgrade (attachment URLs when `gateway.public-url` is empty).
+    func open(abort: @escaping @Sendable () -> Void, host: String?) -> Link {
         let connection = LiveConnection(maxQueuedFrames: settings.maxQueuedFrames, maxQueuedBytes: settings.maxQueuedBytes, abort: abort)
         let parser = StompParser(
             maxFrameBytes: settings.maxFrameBytes, maxHeaderCount: settings.maxHeaders, maxHeaderLineBytes: settings.maxHeaderLineBytes)
-        let link = Link(connection: connection, parser: parser)
+        let link = Link(connection: connection, parser: parser, fileBase: settings.files.base(host: host))
         connections.withLock { $0[ObjectIdentifier(connection)] = link }
         return link
     }
@@ -164,7 +167,7 @@ final class StompServer: Sendable {
         let offer = StompHeartBeat(sendInterval: settings.heartbeatMilliseconds, receiveInterval: settings.heartbeatMilliseconds)
         let session = StompSession(
             id: randomSessionId(), userId: user, userAlias: claims.alias, connection: connection,
-            schedule: StompHeartBeat.negotiate(client: clientBeat, server: offer))
+            schedule: StompHeartBeat.negotiate(client: clientBeat, server: offer), fileBase: link.fileBase)
         connections.withLock { $0[ObjectIdentifier(connection)]?.session = session }
         hub.sessionOpened(session.id, user: user, protocol: .stomp)
         send(.connected(version: version, heartBeat: offer, server: "chatsuite", session: session.id), on: connection)
@@ -202,8 +205,11 @@ final class StompServer: Sendable {
             // A channel's or a room's id (Smooth's integer ids: a channel's first).
             var found = await readable(target, kind: .channel, user: user)
             if found == nil, case .alias = target { found = await readable(target, kind: .dm, user: user) }
-            guard let workspace = found?.1.workspaceId else { throw .init(message: "not a member of \(destination)") }
-            follow = LiveFollow(id: workspace, kind: .workspace, workspaceId: workspace, userId: session.userId)
+            guard let (conversation, readable) = found else { throw .init(message: "not a member of \(destination)") }
+            // A workspace's presence; a personal room (no workspace) has none to show, but the
+            // subscription stands (and ends with the membership).
+            let scope = readable.workspaceId ?? conversation
+            follow = LiveFollow(id: scope, kind: .workspace, workspaceId: readable.workspaceId, userId: session.userId)
         case .community:
             guard let community = await hub.access.community(topic.id, member: session.userId) else {
                 throw .init(message: "not a member of \(destination)")
@@ -284,18 +290,21 @@ final class StompServer: Sendable {
         }
     }
 
-    /// The conversation a SEND names and its workspace: one a subscription resolved, else chat's
-    /// reader check (which also refuses a conversation the user may not read).
-    private func resolve(_ id: String?, kind: StompConversationKind, _ session: StompSession) async throws(StompOperations.Refusal) -> (LiveFollow, UUID) {
+    /// The conversation a SEND names and its workspace (nil for a personal room): one a
+    /// subscription resolved, else chat's reader check (which also refuses a conversation the
+    /// user may not read).
+    private func resolve(_ id: String?, kind: StompConversationKind, _ session: StompSession) async throws(StompOperations.Refusal) -> (
+        LiveFollow, UUID?
+    ) {
         guard let target = id.flatMap(StompTarget.init) else { throw .init(message: "channelId is required") }
         let expected: LiveFollow.Kind = kind == .channel ? .channel : .dm
-        if case .id(let id) = target, let known = session.knownConversation(id), known.kind == expected, let workspace = known.workspaceId {
-            return (known, workspace)
+        if case .id(let id) = target, let known = session.knownConversation(id), known.kind == expected {
+            return (known, known.workspaceId)
         }
         guard let (conversation, readable) = await readable(target, kind: kind == .channel ? .channel : .dm, user: session.userId.description),
-            LiveFollow.Kind(readable.kind) == expected, let workspace = readable.workspaceId
+            LiveFollow.Kind(readable.kind) == expected, readable.workspaceId != nil || expected == .dm
         else { throw .init(message: "E13") }
-        return (LiveFollow(id: conversation, kind: expected, workspaceId: workspace, userId: session.userId), workspace)
+        return (LiveFollow(id: conversation, kind: expected, workspaceId: readable.workspaceId, userId: session.userId), readable.workspaceId)
     }
 
     /// Chat's reader check for a conversation named by id or (Smooth) by integer alias: its id

@@ -56,14 +56,17 @@ final class StompSession: Sendable {
     let connection: LiveConnection
     /// How often the server sends a heart-beat, and how often the client must (nil: never).
     let schedule: StompHeartBeatSchedule
+    /// Where its frames link attachments: public URL and chat prefix (`StompFileLinks`).
+    let fileBase: String
     private let state = Mutex(State())
 
-    init(id: String, userId: UserID, userAlias: Int64? = nil, connection: LiveConnection, schedule: StompHeartBeatSchedule) {
+    init(id: String, userId: UserID, userAlias: Int64? = nil, connection: LiveConnection, schedule: StompHeartBeatSchedule, fileBase: String) {
         self.id = id
         self.userId = userId
         self.userAlias = userAlias
         self.connection = connection
         self.schedule = schedule
+        self.fileBase = fileBase
     }
 
     // MARK: subscriptions
@@ -172,7 +175,12 @@ extension StompSession: LiveSubscriber {
                 return false
             }
         default:
-            let body = delivery.rendering(.init(format: .stomp)) { OutboundText(StompMessages.conversationBody(of: $0.event) ?? ByteBuffer()) }.head
+            // Only a message with files depends on the file base (its URLs name the host the client
+            // reached): every other event is rendered once for all STOMP recipients, and the key
+            // hashes no string per recipient.
+            let body = delivery.rendering(.init(format: .stomp, fileBase: delivery.event.carriesFiles ? fileBase : nil)) {
+                OutboundText(StompMessages.conversationBody(of: $0.event, fileBase: fileBase) ?? ByteBuffer())
+            }.head
             guard body.readableBytes > 0 else { return }
             send(body) { $0.follow.id == follow.id && $0.follow.kind != .workspace }
         }

@@ -18,6 +18,8 @@ struct StompSettings: Sendable {
     /// Frames and bytes queued for a client that does not read; beyond either it is dropped.
     var maxQueuedFrames: Int
     var maxQueuedBytes: Int
+    /// Where frames link attachments (from the Smooth settings, `SmoothSettings`).
+    var files = StompFileLinks()
 
     init(_ settings: ServiceSettings) throws {
         maxFrameBytes = try settings.int("gateway.stomp.max-frame-bytes")

@@ -23,7 +23,7 @@ struct StompTransport: Sendable {
                     try? await outbound.close(.policyViolation, reason: "too many connections")
                     return
                 }
-                let link = server.open(abort: context.requestContext.abort)
+                let link = server.open(abort: context.requestContext.abort, host: context.request.head.authority)
                 await LiveSocket.serve(
                     inbound: inbound, outbound: outbound, connection: link.connection, maxFrameBytes: server.settings.maxFrameBytes,
                     refusals: .init(
