@@ -2,6 +2,8 @@ import Configuration
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 /// The body of every executable's `@main`: settings, logging and metrics, build, run, and on
 /// failure one clear line on stderr and exit status 1.
@@ -16,7 +18,11 @@ public enum ServiceMain {
             try Observability.bootstrap(service: service, logFormat: try settings.logFormat)
             let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)
-            try await app.runService()
+            // `Application.runService()`'s group, with the application watched as it stops.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [StopWatch(app, name: "application", logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("\(service): error: \(describe(error))\n".utf8))

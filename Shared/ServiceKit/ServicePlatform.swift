@@ -177,8 +177,10 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     }
 
     /// Everything to run beside the HTTP server, in start order.
+    /// Each reports by name when it is slow to stop (`StopWatch`).
     public var services: [any Service] {
-        exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers
+        (exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers)
+            .map { StopWatch($0, logger: logger) }
     }
 
     /// Runs before the server accepts requests: waits for the database (bounded) and migrates it,

@@ -24,7 +24,7 @@ extension WorkspaceAPI {
         routes.post("categories") { request, context -> CategoryResponse in
             let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
-            let name = try WorkspaceForm.validName(try await request.decodeBody(as: CategoryBody.self, context: context).name)
+            let name = try WorkspaceForm.validName(try await request.decodeBody(as: NameBody.self, context: context).name)
             return try await write { c in
                 _ = try await requireOwner(id, me, c, lock: true)
                 let category = try await categories.insert(.generate(), workspace: id, name: name, c)
@@ -35,7 +35,7 @@ extension WorkspaceAPI {
             let me = context.identity
             let id: WorkspaceID = try pathID(context, "workspace")
             let categoryId: CategoryID = try pathID(context, "category")
-            let name = try WorkspaceForm.validName(try await request.decodeBody(as: CategoryBody.self, context: context).name)
+            let name = try WorkspaceForm.validName(try await request.decodeBody(as: NameBody.self, context: context).name)
             return try await write { c in
                 _ = try await requireOwner(id, me, c, lock: true)
                 guard let current = try await categories.find(categoryId, in: id, c) else { throw APIError.notFound("category") }
@@ -91,6 +91,7 @@ extension WorkspaceAPI {
             return try await write { c in
                 _ = try await requireOwner(id, me, c, lock: true)
                 let channel = try await requireChannel(channelId, in: id, c)
+                guard !channel.isThread else { throw APIError.badRequest("a thread moves with its channel") }
                 let category = targetCategory ?? channel.categoryId
                 guard try await categories.find(category, in: id, c) != nil else { throw APIError.notFound("category") }
                 let target = try await channels.inCategory(category, c).map(\.id)
@@ -106,7 +107,7 @@ extension WorkspaceAPI {
 
     /// The categories in order, each with its channels in order.
     func tree(_ id: WorkspaceID, _ c: PostgresConnection) async throws -> [CategoryResponse] {
-        let all = try await channels.all(in: id, c)
+        let all = try await channels.all(in: id, c).withoutThreads
         return try await categories.all(in: id, c).map { category in
             CategoryResponse(category_id: category.id, name: category.name, channels: all.filter { $0.categoryId == category.id }.map(ChannelResponse.init))
         }

@@ -19,7 +19,7 @@ extension WorkspaceAPI {
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
-                return try await channels.all(in: id, c).map(ChannelResponse.init)
+                return try await channels.all(in: id, c).withoutThreads.map(ChannelResponse.init)
             }
         }
         routes.get("my-channels") { request, context -> [ChannelResponse] in
@@ -27,7 +27,7 @@ extension WorkspaceAPI {
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 _ = try await requireMember(id, me, c)
-                return try await channels.mine(in: id, user: me, c).map(ChannelResponse.init)
+                return try await channels.mine(in: id, user: me, c).withoutThreads.map(ChannelResponse.init)
             }
         }
         routes.post("channels") { request, context in try await createChannel(request, context) }
@@ -58,6 +58,8 @@ extension WorkspaceAPI {
             }
         }
         routes.post("channels/:channel/join") { request, context in try await joinChannel(request, context) }
+        routes.get("channels/:channel/threads") { request, context in try await listThreads(request, context) }
+        routes.post("channels/:channel/threads") { request, context in try await createThread(request, context) }
         return routes
     }
 
@@ -155,16 +157,14 @@ extension WorkspaceAPI {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
-        let cover = try await write { c -> String? in
+        let covers = try await write { c -> [String] in
             let workspace = try await requireMember(id, me, c, lock: true)
             let channel = try await requireChannel(channelId, in: id, c)
             try requireChannelManager(channel, workspace, me)
             guard !channel.isDefault else { throw APIError.badRequest("the default channel cannot be deleted") }
-            try await channels.delete(channelId, c)
-            try await emit(WorkspaceEvents.ChannelDeleted(workspaceId: id, channelId: channelId), c)
-            return channel.coverImage
+            return try await deleteWithThreads(channel, c)
         }
-        images.remove(cover)
+        covers.forEach(images.remove)
         return .ok
     }
 
@@ -181,7 +181,8 @@ extension WorkspaceAPI {
             guard try await channels.isMember(channelId, me, c) else { throw APIError.notFound("not a channel member") }
             try await channels.removeMember(channelId, me, c)
             try await emit(WorkspaceEvents.ChannelMemberLeft(workspaceId: id, channelId: channelId, userId: me), c)
-            return try await channels.mine(in: id, user: me, c).map(ChannelResponse.init)
+            try await leaveThreads(of: channelId, me, c)
+            return try await channels.mine(in: id, user: me, c).withoutThreads.map(ChannelResponse.init)
         }
     }
 
@@ -216,6 +217,9 @@ extension WorkspaceAPI {
             let channel = try await requireChannel(channelId, in: id, c)
             guard try await channels.addMember(channelId, me, c) else { throw APIError.duplicate("already a channel member") }
             try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channelId, userId: me), c)
+            for thread in try await joinThreads(of: channelId, me, c) {
+                try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: thread, userId: me), c)
+            }
             return ChannelDetailResponse(channel, members: try await channels.members(of: channelId, c))
         }
     }

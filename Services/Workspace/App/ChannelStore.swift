@@ -9,7 +9,7 @@ struct ChannelStore: Sendable {
     let logger: Logger
 
     static let columns =
-        "c.id, c.workspace_id, c.category_id, c.name, c.description, c.cover_image, c.owner_id, c.is_default, c.created_at, c.alias, c.type, c.public"
+        "c.id, c.workspace_id, c.category_id, c.name, c.description, c.cover_image, c.owner_id, c.is_default, c.created_at, c.alias, c.type, c.public, c.parent_id"
     /// Channels in layout order: by category position, then channel position (the query joins
     /// `categories k`).
     static let layoutOrder = "ORDER BY k.position, c.position, c.id"
@@ -17,19 +17,21 @@ struct ChannelStore: Sendable {
 
     func channels(_ rows: PostgresRowSequence) async throws -> [ChannelRecord] {
         var result: [ChannelRecord] = []
-        for try await (id, workspace, category, name, description, cover, owner, isDefault, createdAt, alias, type, isPublic) in rows.decode(
-            (UUID, UUID, UUID, String, String?, String?, UUID, Bool, Date, Int64, String, Bool).self
-        ) {
+        for try await (id, workspace, category, name, description, cover, owner, isDefault, createdAt, alias, type, isPublic, parent)
+            in rows.decode((UUID, UUID, UUID, String, String?, String?, UUID, Bool, Date, Int64, String, Bool, UUID?).self)
+        {
             result.append(
                 ChannelRecord(
                     id: ChannelID(id), workspaceId: WorkspaceID(workspace), categoryId: CategoryID(category), name: name,
                     description: description, coverImage: cover, ownerId: UserID(owner), isDefault: isDefault, createdAt: createdAt,
-                    alias: alias, type: ChannelType(rawValue: type) ?? .text, isPublic: isPublic
+                    alias: alias, type: ChannelType(rawValue: type) ?? .text, isPublic: isPublic, parentId: parent.map(ChannelID.init)
                 ))
         }
         return result
     }
 
+    /// Every channel of the workspace, threads included (membership and ownership sweeps need
+    /// them; lists shown to clients filter them out).
     func all(in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
         try await channels(
             c.query(
@@ -53,7 +55,7 @@ struct ChannelStore: Sendable {
             c.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM channels c \(unescaped: Self.withCategory)
-                WHERE c.workspace_id = \(workspace.uuid) AND c.name ILIKE \(pattern)
+                WHERE c.workspace_id = \(workspace.uuid) AND c.parent_id IS NULL AND c.name ILIKE \(pattern)
                 \(unescaped: Self.layoutOrder)
                 """, logger: logger))
     }
@@ -76,27 +78,30 @@ struct ChannelStore: Sendable {
         ).first
     }
 
+    /// The channels of a category in order (threads follow their channel, they have no place).
     func inCategory(_ category: CategoryID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
         try await channels(
             c.query(
                 """
-                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.category_id = \(category.uuid) ORDER BY c.position, c.id
+                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.category_id = \(category.uuid) AND c.parent_id IS NULL
+                ORDER BY c.position, c.id
                 """, logger: logger))
     }
 
-    /// Inserts a channel at the end of `category`; nil when the name is taken in the workspace
-    /// (among channels of its type).
+    /// Inserts a channel at the end of `category` (a thread under `parent`); nil when the name is
+    /// taken in the workspace among channels of its type (a thread's among its parent's threads).
     func insert(
         _ id: ChannelID, workspace: WorkspaceID, category: CategoryID, name: String, description: String?, coverImage: String?,
-        owner: UserID, isDefault: Bool, type: ChannelType = .text, isPublic: Bool = true, _ c: PostgresConnection
+        owner: UserID, isDefault: Bool, type: ChannelType = .text, isPublic: Bool = true, parent: ChannelID? = nil, _ c: PostgresConnection
     ) async throws -> ChannelRecord? {
         try await channels(
             c.query(
                 """
-                INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default, type, public)
+                INSERT INTO channels AS c (id, workspace_id, category_id, position, name, description, cover_image, owner_id, is_default, type, public,
+                                           parent_id)
                 VALUES (\(id.uuid), \(workspace.uuid), \(category.uuid),
                         (SELECT coalesce(max(position) + 1, 0) FROM channels WHERE category_id = \(category.uuid)),
-                        \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault), \(type.rawValue), \(isPublic))
+                        \(name), \(description), \(coverImage), \(owner.uuid), \(isDefault), \(type.rawValue), \(isPublic), \(parent?.uuid))
                 ON CONFLICT DO NOTHING
                 RETURNING \(unescaped: Self.columns)
                 """, logger: logger)
@@ -126,13 +131,43 @@ struct ChannelStore: Sendable {
         _ = try await c.query("DELETE FROM channels WHERE id = \(id.uuid)", logger: logger)
     }
 
-    /// Sets the order (and category) of `ids`: position = index in the array.
+    /// Sets the order (and category) of `ids`: position = index in the array. Their threads
+    /// follow them into the category.
     func place(_ ids: [ChannelID], in category: CategoryID, _ c: PostgresConnection) async throws {
         _ = try await c.query(
             """
             UPDATE channels c SET category_id = \(category.uuid), position = t.ord - 1
             FROM unnest(\(ids.map(\.uuid))::uuid[]) WITH ORDINALITY AS t(id, ord) WHERE c.id = t.id
             """, logger: logger)
+        _ = try await c.query(
+            """
+            UPDATE channels SET category_id = \(category.uuid)
+            WHERE parent_id = ANY(\(ids.map(\.uuid))::uuid[]) AND category_id <> \(category.uuid)
+            """, logger: logger)
+    }
+
+    /// The threads of a channel, oldest first.
+    func threads(of parent: ChannelID, _ c: PostgresConnection) async throws -> [ChannelRecord] {
+        try await channels(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM channels c WHERE c.parent_id = \(parent.uuid) ORDER BY c.created_at, c.id
+                """, logger: logger))
+    }
+
+    /// Makes the members of `parent` the members of `thread`; returns who was added.
+    func copyMembers(from parent: ChannelID, to thread: ChannelID, _ c: PostgresConnection) async throws -> [UserID] {
+        var added: [UserID] = []
+        for try await user in try await c.query(
+            """
+            INSERT INTO channel_members (channel_id, user_id)
+            SELECT \(thread.uuid), user_id FROM channel_members WHERE channel_id = \(parent.uuid) ORDER BY joined_at, user_id
+            ON CONFLICT DO NOTHING RETURNING user_id
+            """, logger: logger
+        ).decode(UUID.self) {
+            added.append(UserID(user))
+        }
+        return added
     }
 
     // MARK: members

@@ -39,6 +39,10 @@ struct ChannelRecord: Sendable, Equatable {
     var type: ChannelType = .text
     /// Private channels are visible to their members (and the owner) only (Smooth).
     var isPublic: Bool = true
+    /// A thread's channel (threads are one level deep); nil for a channel.
+    var parentId: ChannelID? = nil
+
+    var isThread: Bool { parentId != nil }
 }
 
 struct MemberRecord: Sendable, Equatable {

@@ -131,7 +131,8 @@ struct OwnerBody: Decodable { var owner_id: String? }
 
 struct EmailBody: Decodable { var email: String? }
 
-struct CategoryBody: Decodable { var name: String? }
+/// `{name}`: a category or a thread.
+struct NameBody: Decodable { var name: String? }
 
 /// `next`: the id of the item to place the moved one after, or `0` / `"0"` for first.
 struct LocationBody: Decodable {

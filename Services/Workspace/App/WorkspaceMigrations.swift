@@ -112,5 +112,18 @@ enum WorkspaceMigrations {
             -- Projection of presence.v1: the status Smooth's member list shows.
             \(PresenceProjection.createTable);
             """),
+        Migration(
+            103, "threads: channels under a channel",
+            """
+            -- A thread is a channel whose parent is a channel (one level): it shares the parent's
+            -- category, visibility and members. No cascade: deleting a channel deletes its threads
+            -- explicitly, each with its workspace.channel-deleted event.
+            ALTER TABLE channels ADD COLUMN parent_id uuid REFERENCES channels (id);
+            CREATE INDEX channels_parent ON channels (parent_id, created_at) WHERE parent_id IS NOT NULL;
+            -- Channel names stay unique per workspace and type; thread names per parent.
+            DROP INDEX channels_name;
+            CREATE UNIQUE INDEX channels_name ON channels (workspace_id, type, lower(name)) WHERE parent_id IS NULL;
+            CREATE UNIQUE INDEX threads_name ON channels (parent_id, lower(name)) WHERE parent_id IS NOT NULL;
+            """),
     ]
 }

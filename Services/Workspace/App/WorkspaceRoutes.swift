@@ -26,7 +26,8 @@ extension WorkspaceAPI {
             let id: WorkspaceID = try pathID(context, "workspace")
             return try await read { c in
                 let workspace = try await requireMember(id, me, c)
-                return WorkspaceDetailResponse(workspace, channels: try await channels.all(in: id, c), members: try await workspaces.members(of: id, c))
+                return WorkspaceDetailResponse(
+                    workspace, channels: try await channels.all(in: id, c).withoutThreads, members: try await workspaces.members(of: id, c))
             }
         }
         routes.put(":workspace") { request, context in try await edit(request, context) }
@@ -252,6 +253,7 @@ extension WorkspaceAPI {
         var joined: [ChannelID] = []
         if let channel = try await channels.defaultChannel(in: id, c), try await channels.addMember(channel.id, user, c) {
             joined.append(channel.id)
+            joined += try await joinThreads(of: channel.id, user, c)
         }
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: id, userId: user, channelIds: joined, via: via), c)
     }

@@ -132,13 +132,16 @@ public enum WorkspaceEvents {
         public var createdAt: Date
         /// The channel's integer alias for legacy clients; nil in events written before aliases existed.
         public var alias: Int64?
+        /// A thread's channel; nil for a channel.
+        public var parentId: ChannelID?
         public var subject: String { workspaceId.description }
 
         public init(
             workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
-            isDefault: Bool, createdAt: Date, alias: Int64? = nil
+            isDefault: Bool, createdAt: Date, alias: Int64? = nil, parentId: ChannelID? = nil
         ) {
             self.alias = alias
+            self.parentId = parentId
             self.workspaceId = workspaceId
             self.channelId = channelId
             self.name = name

@@ -33,6 +33,9 @@ enum EventSamples {
             WorkspaceEvents.MemberLeft(workspaceId: workspace, userId: other, channelIds: [channel]),
             WorkspaceEvents.ChannelCreated(
                 workspaceId: workspace, channelId: channel, name: "일반", description: "잡담", ownerId: user, isDefault: true, createdAt: now),
+            WorkspaceEvents.ChannelCreated(
+                workspaceId: workspace, channelId: ChannelID.generate(), name: "스레드", description: "릴리스 논의", ownerId: user, isDefault: false, createdAt: now,
+                alias: 7, parentId: channel),
             WorkspaceEvents.ChannelUpdated(
                 workspaceId: workspace, channelId: channel, name: "일반2", description: "설명", coverImage: "/static/channels/e.png"),
             WorkspaceEvents.ChannelDeleted(workspaceId: workspace, channelId: channel),

@@ -247,4 +247,79 @@ struct SmoothLayoutTests {
             #expect(try await f.smooth(.delete, "/channel/\(try await f.channelId(community, owner, named: "일반"))", try await f.user()).outcome == "400 4004")
         }
     }
+
+    @Test("POST /channel/thread: threads listed under their channel {id, name}, with its members and privacy; refusals; deleted with it")
+    func threads() async throws {
+        try await Stack.smoothCommunities { f in
+            let owner = try await f.user()
+            let member = try await f.user("스레드장")
+            let friend = try await f.user()
+            let other = try await f.user()
+            let community = try await f.shared(owner, member, friend, other)
+            let general = try await f.channelId(community, owner, named: "일반")
+            let voice = try await f.channelId(community, owner, named: "일반", type: "VOICE")
+
+            let made = try await f.smooth(.post, "/channel/thread", member, json: #"{"id":\#(general),"name":"공지 토론"}"#)
+            #expect(made.outcome == "200 1000", "\(made.body)")
+            let thread = try #require(made.result)
+            #expect(Set(thread.keys) == ["id", "categoryId", "username", "name", "type", "public", "parent", "threads"])
+            #expect(thread["parent"] as? Int == general && thread["username"] as? String == "스레드장" && thread["type"] as? String == "TEXT")
+            #expect(thread["categoryId"] as? Int == (try await f.categoryId(community, owner, named: "채팅 채널")))
+            let threadId = try #require(thread["id"] as? Int)
+            let second = try #require(try await f.smooth(.post, "/channel/thread", owner, json: #"{"id":\#(general),"name":"둘째"}"#).result?["id"] as? Int)
+
+            // The layout: threads under their channel, not beside it; the channel's parent stays null.
+            let channels = try await f.layout(community, other).flatMap(\.channels)
+            #expect(channels.map { $0["name"] as? String } == ["일반", "일반"])
+            let listed = try #require(channels.first { $0["id"] as? Int == general })
+            #expect(listed["parent"] is NSNull)
+            let threads = try #require(listed["threads"] as? [[String: Any]])
+            #expect(threads.map { Set($0.keys) } == [["id", "name"], ["id", "name"]])
+            #expect(threads.map { $0["id"] as? Int } == [threadId, second] && threads.first?["name"] as? String == "공지 토론")
+            // Every member of the public channel is in its threads (chat lets them in).
+            for user in [owner, member, friend, other] {
+                #expect(try await f.channelMemberships(user, community: community).isSuperset(of: [threadId, second]))
+            }
+
+            // A private channel's thread is its members' only.
+            let secret = try #require(
+                try await f.smooth(
+                    .post, "/channel", member,
+                    json:
+                        #"{"id":\#(try await f.categoryId(community, owner, named: "채팅 채널")),"name":"둘만","type":"TEXT","public":false,"members":[\#(friend.id)]}"#
+                ).result?["id"] as? Int)
+            let hidden = try #require(try await f.smooth(.post, "/channel/thread", friend, json: #"{"id":\#(secret),"name":"비밀 스레드"}"#).result)
+            #expect(hidden["public"] as? Bool == false)
+            let hiddenId = try #require(hidden["id"] as? Int)
+            for user in [owner, member, friend] {
+                #expect(try await f.channelMemberships(user, community: community).contains(hiddenId))
+            }
+            #expect(try await !f.channelMemberships(other, community: community).contains(hiddenId))
+            #expect(try await f.smooth(.post, "/channel/thread", other, json: #"{"id":\#(secret),"name":"끼어들기"}"#).outcome == "400 4004")
+            #expect(try await f.smooth(.patch, "/channel/location", owner, json: #"{"id":\#(threadId),"next":0,"categoryId":0}"#).outcome == "400 4004")
+
+            // Refusals: nesting, voice channels, a name the channel's threads have, bad bodies.
+            for (body, expected) in [
+                (#"{"id":\#(threadId),"name":"더 깊이"}"#, "400 1400"),
+                (#"{"id":\#(voice),"name":"음성 스레드"}"#, "400 1400"),
+                (#"{"id":\#(general),"name":"공지 토론"}"#, "400 1400"),
+                (#"{"id":\#(general),"name":""}"#, "400 1400"),
+                ("{\"id\":\(general),\"name\":\"\(String(repeating: "가", count: 101))\"}", "400 1400"),
+                (#"{"id":"x","name":"a"}"#, "400 1400"),
+                (#"{"id":424242,"name":"a"}"#, "400 4004"),
+            ] {
+                #expect(try await f.smooth(.post, "/channel/thread", member, json: body).outcome == expected, "\(body)")
+            }
+            #expect(try await f.smooth(.post, "/channel/thread", nil, json: #"{"id":\#(general),"name":"a"}"#).outcome == "401")
+
+            // A thread's creator may delete it; a member may not delete someone else's.
+            #expect(try await f.smooth(.delete, "/channel/\(second)", member).outcome == "400 1401")
+            #expect(try await f.smooth(.delete, "/channel/\(threadId)", member).outcome == "200 1000")
+            // Deleting the channel takes its threads.
+            #expect(try await f.smooth(.delete, "/channel/\(secret)", owner).outcome == "200 1000")
+            #expect(try await f.smooth(.delete, "/channel/\(hiddenId)", owner).outcome == "400 4004")
+            let after = try await f.layout(community, owner).flatMap(\.channels)
+            #expect(after.flatMap { ($0["threads"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int } } == [second])
+        }
+    }
 }

@@ -59,10 +59,10 @@ extension WorkspaceAPI {
             let covers = try await smoothWrite { c -> [String] in
                 let (view, category) = try await visibleCategory(alias, me, c)
                 guard view.community.ownerId == me else { throw SmoothError.noPermission }
-                let doomed = try await channels.inCategory(category.id, c)
-                for channel in doomed { try await deleteCommunityChannel(channel, c) }
+                var covers: [String] = []
+                for channel in try await channels.inCategory(category.id, c) { covers += try await deleteWithThreads(channel, c) }
                 try await categories.delete(category.id, c)
-                return doomed.compactMap(\.coverImage)
+                return covers
             }
             covers.forEach(images.remove)
             return SmoothDone()

@@ -14,11 +14,13 @@ extension WorkspaceAPI {
     var smoothChannelRoutes: RouteCollection<AuthenticatedContext> {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.post { request, context in try await createSmoothChannel(request, context) }
+        routes.post("thread") { request, context in try await createSmoothThread(request, context) }
         routes.patch("location") { request, context -> SmoothDone in
             let me = context.identity
             let body = try await request.decodeBody(as: SmoothLocationBody.self, context: context)
             try await smoothWrite { c in
                 let (view, channel) = try await visibleChannel(body.id, me, c)
+                guard !channel.isThread else { throw SmoothError.invalidChannel }  // a thread follows its channel
                 var target = channel.categoryId
                 if let alias = body.categoryId, alias != 0 {
                     guard let category = view.category(alias: alias) else { throw SmoothError.invalidCategory }
@@ -41,13 +43,13 @@ extension WorkspaceAPI {
         routes.delete(":channel") { request, context -> SmoothDone in
             let me = context.identity
             let alias = try pathAlias(context, "channel", else: .invalidChannel)
-            let cover = try await smoothWrite { c -> String? in
+            let covers = try await smoothWrite { c -> [String] in
                 let (view, channel) = try await visibleChannel(alias, me, c)
-                guard view.community.ownerId == me else { throw SmoothError.noPermission }
-                try await deleteCommunityChannel(channel, c)
-                return channel.coverImage
+                // The owner deletes any channel; a thread's creator their thread too.
+                guard view.community.ownerId == me || (channel.isThread && channel.ownerId == me) else { throw SmoothError.noPermission }
+                return try await deleteWithThreads(channel, c)
             }
-            images.remove(cover)
+            covers.forEach(images.remove)
             return SmoothDone()
         }
         return routes
@@ -62,6 +64,27 @@ extension WorkspaceAPI {
         let view = try await communityView(community, for: user, c)
         guard let channel = view.channel(alias: alias) else { throw SmoothError.invalidChannel }
         return (view, channel)
+    }
+
+    /// `POST /channel/thread` `{id: channelId, name}` → the thread (`parent` = the channel,
+    /// `username` = its creator). Any member who sees a text channel opens one; threads are not
+    /// nested (1400 under a thread or a voice channel, 4004 for a channel not seen, 1400 when the
+    /// channel has a thread of that name).
+    private func createSmoothThread(_ request: Request, _ context: AuthenticatedContext) async throws -> SmoothResponse<SmoothChannel> {
+        let me = context.identity
+        let body = try await request.decodeBody(as: SmoothThreadBody.self, context: context)
+        let name = try SmoothName.valid(body.name)
+        return SmoothResponse(
+            try await smoothWrite { c in
+                let (view, parent) = try await visibleChannel(body.id, me, c)
+                guard !parent.isThread, parent.type == .text else { throw SmoothError.badRequest }
+                guard let thread = try await insertThread(name, under: parent, owner: me, c) else { throw SmoothError.badRequest }
+                let category = view.categories.first { $0.id == parent.categoryId }
+                var answer = SmoothChannel(thread, categoryAlias: category?.alias ?? 0)
+                answer.parent = parent.alias
+                answer.username = try await workspaces.member(me, of: view.community.id, c)?.nickname
+                return answer
+            })
     }
 
     /// `POST /channel` `{id: categoryId, name, type, public, members?}` → the channel. A public

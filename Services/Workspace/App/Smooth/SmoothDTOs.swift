@@ -4,8 +4,8 @@ import ServiceKit
 
 // Smooth's shapes (client contract §2.1, §4 item 3): integer ids, camelCase keys, and every key
 // present — a missing value is an explicit `null`, as Smooth's Spring servers wrote them. Enum
-// strings are exactly TEXT/VOICE, OWNER/NONE and online/offline; `parent` is always null and
-// `threads` always an empty array (threads are not served).
+// strings are exactly TEXT/VOICE, OWNER/NONE and online/offline; a channel's `parent` is null and
+// its `threads` the `{id, name}` of its threads (a thread's `parent` is its channel's id).
 
 /// `{id, name, icon}`: a community in the list, and the answer to create and join.
 struct SmoothCommunity: Encodable, Sendable {
@@ -48,21 +48,35 @@ struct SmoothChannel: Encodable, Sendable {
     var name: String
     var type: String
     var isPublic: Bool
-    @SmoothNull var parent: [Int64]? = nil
-    var threads: [Int64] = []
+    /// A thread's channel; null for a channel.
+    @SmoothNull var parent: Int64? = nil
+    var threads: [SmoothThread] = []
 
     enum CodingKeys: String, CodingKey {
         case id, categoryId, username, name, type, parent, threads
         case isPublic = "public"
     }
 
-    init(_ channel: ChannelRecord, categoryAlias: Int64) {
+    init(_ channel: ChannelRecord, categoryAlias: Int64, threads: [ChannelRecord] = []) {
         id = channel.alias
         categoryId = categoryAlias
         name = channel.name
         type = channel.type.rawValue
         isPublic = channel.isPublic
+        self.threads = threads.map { SmoothThread(id: $0.alias, name: $0.name) }
     }
+}
+
+/// A thread in its channel's `threads`.
+struct SmoothThread: Encodable, Sendable {
+    var id: Int64
+    var name: String
+}
+
+/// `POST /channel/thread` `{id: channelId, name}`.
+struct SmoothThreadBody: Decodable {
+    var id: Int64?
+    var name: String?
 }
 
 /// `GET /community/{id}/member`.

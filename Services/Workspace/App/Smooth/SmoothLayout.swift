@@ -24,7 +24,12 @@ struct CommunityView: Sendable {
 
     func category(alias: Int64?) -> CategoryRecord? { categories.first { $0.alias == alias } }
     func channel(alias: Int64?) -> ChannelRecord? { channels.first { $0.alias == alias } }
-    func channels(in category: CategoryID) -> [ChannelRecord] { channels.filter { $0.categoryId == category } }
+    /// The channels of a category in order; threads are listed under their channel.
+    func channels(in category: CategoryID) -> [ChannelRecord] { channels.filter { $0.categoryId == category && !$0.isThread } }
+    /// A channel's threads, oldest first.
+    func threads(of channel: ChannelID) -> [ChannelRecord] {
+        channels.filter { $0.parentId == channel }.sorted { ($0.createdAt, $0.alias) < ($1.createdAt, $1.alias) }
+    }
 
     /// `GET /community/{id}`'s answer.
     var detail: SmoothCommunityDetail {
@@ -33,7 +38,7 @@ struct CommunityView: Sendable {
             categories: categories.map { category in
                 SmoothCategory(
                     id: category.alias, name: category.name,
-                    channels: channels(in: category.id).map { SmoothChannel($0, categoryAlias: category.alias) })
+                    channels: channels(in: category.id).map { SmoothChannel($0, categoryAlias: category.alias, threads: threads(of: $0.id)) })
             })
     }
 }
@@ -95,12 +100,6 @@ extension WorkspaceAPI {
         for channel in try await channels.all(in: community, c) where try await channels.addMember(channel.id, owner, c) {
             try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: community, channelId: channel.id, userId: owner), c)
         }
-    }
-
-    /// Deletes a channel of the locked community (`workspace.channel-deleted`).
-    func deleteCommunityChannel(_ channel: ChannelRecord, _ c: PostgresConnection) async throws {
-        try await channels.delete(channel.id, c)
-        try await emit(WorkspaceEvents.ChannelDeleted(workspaceId: channel.workspaceId, channelId: channel.id), c)
     }
 
     /// The users with these aliases, all members of the community (4010 otherwise).
