@@ -77,6 +77,17 @@ struct PersonalRoomStore: Sendable {
                 """, logger: logger))
     }
 
+    /// Those of `ids` that are personal rooms `user` is a member of (hidden or not).
+    func rooms(of user: UserID, including ids: [UUID], _ c: PostgresConnection) async throws -> [RoomRef] {
+        guard !ids.isEmpty else { return [] }
+        return try await rooms(
+            c.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM dm_rooms r JOIN room_members me ON me.room_id = r.id AND me.user_id = \(user.uuid)
+                WHERE r.workspace_id IS NULL AND r.id = ANY(\(ids))
+                """, logger: logger))
+    }
+
     /// `user`'s personal rooms with messages from others after their read cursor, with how many,
     /// the latest message first (Smooth's home screen).
     func unread(of user: UserID, _ c: PostgresConnection) async throws -> [(room: RoomRef, count: Int)] {

@@ -53,6 +53,10 @@ extension ChatAPI {
         snapshot.dms = try await cursors.roomUnreads(of: user, in: nil, c).map {
             .init(room_id: RoomID($0.conversationId), workspace_id: WorkspaceID($0.workspaceId), user_id: $0.opponent.map(UserID.init), unread_count: $0.count)
         }
+        let unread = Dictionary(try await personalRooms.store.unread(of: user, c).map { ($0.room.id, $0.count) }, uniquingKeysWith: max)
+        snapshot.rooms = try await personalRooms.store.rooms(of: user, c).map { room in
+            .init(room_id: room.id, group: room.group, name: room.name, user_id: room.group ? nil : room.other(than: user), unread_count: unread[room.id] ?? 0)
+        }
         for try await workspace in try await c.query(
             """
             SELECT workspace_id FROM workspace_members WHERE user_id = \(user.uuid) ORDER BY workspace_id
@@ -88,6 +92,8 @@ extension ChatAPI {
                         )))
             }
         }
+        // Personal rooms the user is a member of (a closed friends' room too: it is still theirs).
+        for room in try await personalRooms.store.rooms(of: user, including: ids, c) { conversations.append(.room(room)) }
         var out = ByteBuffer()
         let readable = Set(conversations.map(\.id))
         for id in ids where !readable.contains(id) {
@@ -174,6 +180,18 @@ struct SessionSnapshotJSON: JSONWritable {
             json.beginObject()
             json.member("room_id", room.room_id)
             json.member("workspace_id", room.workspace_id)
+            json.member("user_id", room.user_id)
+            json.member("unread_count", room.unread_count)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("rooms")
+        json.beginArray()
+        for room in snapshot.rooms {
+            json.beginObject()
+            json.member("room_id", room.room_id)
+            json.member("group", room.group)
+            json.member("name", room.name)
             json.member("user_id", room.user_id)
             json.member("unread_count", room.unread_count)
             json.endObject()

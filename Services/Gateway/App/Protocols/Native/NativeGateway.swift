@@ -263,6 +263,7 @@ struct ReadySnapshot {
         conversations =
             snapshot.channels.map { ($0.channel_id.uuid, .channel, $0.workspace_id.uuid) }
             + snapshot.dms.map { ($0.room_id.uuid, .dm, $0.workspace_id.uuid) }
+            + snapshot.rooms.map { ($0.room_id.uuid, .dm, nil) }
         members = String(text.dropFirst())
     }
 }
