@@ -132,6 +132,8 @@ extension ServiceEntry {
             .any("/v1/static/profiles/**"),
             // Smooth's `/auth-server` (docs/smooth-api.md): the edge maps its prefix onto `/smooth/auth`.
             .publicPost("/smooth/auth/sign-in"),
+            // The access token may have expired: auth checks it (and the refresh token) itself.
+            .publicPost("/smooth/auth/refresh"),
             .publicPost("/smooth/auth/sign-up"),
             .publicPost("/smooth/auth/send-mail"),
             .publicGet("/smooth/auth/check-email"),

@@ -24,7 +24,10 @@ public struct SmoothError: HTTPResponseError, Sendable, Equatable, CustomStringC
 extension SmoothError {
     // Auth and chat.
     public static let invalidInput = SmoothError(2100, "입력값을 확인해주세요.")
+    public static let emptyToken = SmoothError(2101, "JWT를 입력해주세요.")
+    public static let invalidToken = SmoothError(2102, "유효하지 않은 JWT입니다.")
     public static let unauthorised = SmoothError(2103, "권한이 없는 유저의 접근입니다.")
+    public static let loginRequired = SmoothError(2104, "로그인이 필요합니다.")
     public static let accountNotFound = SmoothError(2111, "존재하지 않는 계정입니다.")
     public static let duplicateEmail = SmoothError(2210, "중복된 이메일입니다.")
     public static let duplicateName = SmoothError(2211, "중복된 닉네임입니다.")

@@ -102,6 +102,54 @@ struct SmoothSignTests {
         }
     }
 
+    @Test("POST /refresh: an expired access token and the refresh token give a new access token as a sign-in result; 2101, 2102, 2104 otherwise")
+    func refresh() async throws {
+        try await Stack.run(services: [.auth], gateway: ["GATEWAY_PUBLIC_URL": "https://smooth.example.org"]) { s in
+            let email = SmoothAuth.email()
+            _ = try await SmoothAuth.signUp(s, email: email, name: SmoothAuth.name())
+            let signedIn = try #require(
+                try await s.smooth(.post, "/auth-server/sign-in", json: #"{"email":"\#(email)","password":"password1","type":"ios"}"#).result)
+            let refreshToken = try #require(signedIn["refreshToken"] as? String)
+            let db = try #require(s.databases["auth"])
+            var userId: UUID?
+            for try await id in try await db.query("SELECT id FROM users WHERE email = \(email)").decode(UUID.self) { userId = id }
+            let expired = try await s.expiredToken(for: try #require(userId).uuidString.lowercased())
+            func refresh(_ access: String?, _ refresh: String?) async throws -> SmoothAnswer {
+                var headers = s.smoothHeaders(token: access, contentType: nil)
+                if let refresh { headers[HTTPField.Name("REFRESH-TOKEN")!] = refresh }
+                return SmoothAnswer(response: try await s.client.execute(uri: "/auth-server/refresh", method: .post, headers: headers, body: nil))
+            }
+
+            let answer = try await refresh(expired, refreshToken)
+            #expect(answer.outcome == "200 1000", "\(answer.body)")
+            let result = try #require(answer.result)
+            #expect(SmoothAuth.keys(result) == ["accessToken", "code", "deviceToken", "email", "id", "name", "refreshToken", "type", "url"])
+            #expect(result["id"] as? Int == signedIn["id"] as? Int && result["email"] as? String == email)
+            #expect(result["refreshToken"] as? String == refreshToken && result["url"] as? String == "https://smooth.example.org")
+            #expect(SmoothAuth.nullKeys(result) == ["deviceToken", "type"])
+            let fresh = try #require(result["accessToken"] as? String)
+            #expect(fresh != expired)
+            let info = try await s.client.execute(
+                uri: "/auth-server/auth/info", method: .get, headers: s.smoothHeaders(token: fresh, contentType: nil), body: nil)
+            #expect(info.status == .ok)
+            // A still-valid access token works too (Smooth's server did not refuse it).
+            #expect(try await refresh(fresh, refreshToken).outcome == "200 1000")
+
+            // Refusals: no access token, a forged one, a missing, wrong or another user's refresh token.
+            #expect(try await refresh(nil, refreshToken).outcome == "400 2101")
+            #expect(try await refresh(expired + "x", refreshToken).outcome == "400 2102")
+            #expect(try await refresh("not.a.jwt", refreshToken).outcome == "400 2102")
+            #expect(try await refresh(expired, nil).outcome == "400 2104")
+            #expect(try await refresh(expired, "wrong").outcome == "400 2104")
+            #expect(try await refresh(expired, String(repeating: "a", count: 600)).outcome == "400 2104")
+            let otherEmail = SmoothAuth.email()
+            _ = try await SmoothAuth.signUp(s, email: otherEmail, name: SmoothAuth.name())
+            let other = try #require(
+                try await s.smooth(.post, "/auth-server/sign-in", json: #"{"email":"\#(otherEmail)","password":"password1"}"#).result)
+            #expect(try await refresh(expired, try #require(other["refreshToken"] as? String)).outcome == "400 2104")
+        }
+    }
+
     @Test("without a configured public URL, url is http:// + the Host the app used")
     func signInURLFromHost() async throws {
         try await Stack.run(services: [.auth]) { s in

@@ -13,7 +13,7 @@ import Testing
 @Suite("Smooth end to end", .serialized)
 struct SmoothScenarioTests {
     @Test(
-        "sign-up → verify email → sign-in → community → categories and channels reordered → invite by code → join → friends → STOMP subscribe → send, modify, reply, delete → page history"
+        "sign-up → verify email → sign-in → community → categories and channels reordered → invite by code → join → friends → STOMP subscribe → send, modify, reply, delete → page history → thread → group room"
     )
     func scenario() async throws {
         try await FakeSMTPServer.with { smtp async throws in
@@ -147,6 +147,35 @@ struct SmoothScenarioTests {
                 #expect(items.compactMap { $0["message"] as? String } == ["안녕하세요", "답장"])
                 #expect(items.last?["fileType"] as? String == "reply" && items.last?["parentContent"] as? String == "안녕하세요")
                 #expect(items.allSatisfy { $0["userId"] as? Int == owner.id })
+
+                // 7. A thread under the channel, listed in the layout and chatted in like a channel.
+                let thread = try await s.smooth(.post, "/community-server/channel/thread", guest, json: #"{"id":\#(channelAlias),"name":"후기"}"#)
+                #expect(thread.outcome == "200 1000" && thread.result?["parent"] as? Int == channelAlias, "\(thread.body)")
+                let threadAlias = try #require(thread.result?["id"] as? Int)
+                let listed = try await channels().first { $0["id"] as? Int == channelAlias }?["threads"] as? [[String: Any]]
+                #expect(listed?.compactMap { $0["id"] as? Int } == [threadAlias] && listed?.first?["name"] as? String == "후기")
+                try await receiver.subscribe("/topic/group/\(threadAlias)", id: "sub-t")
+                send("/kafka/send-channel-message", #"{"content":"스레드에서","channelId":\#(threadAlias),"userId":\#(owner.id),"name":"주인"}"#)
+                _ = try await receiver.waitFor("the thread's message") { _ in
+                    receiver.messages.contains { $0["message"] as? String == "스레드에서" && $0["channelId"] as? String == String(threadAlias) }
+                }
+
+                // 8. A group room of friends: STOMP on /topic/direct/{id}, its history by page.
+                let third = try await s.smoothUser(name: "셋째")
+                try await s.befriend(owner, third)
+                var group: SmoothAnswer?
+                try await eventually("chat knows the owner's friends") {
+                    group = try await s.smooth(.post, "/community-server/room", owner, json: #"{"members":[\#(guest.id),\#(third.id)],"name":"우리 방"}"#)
+                    return group?.outcome == "200 1000"
+                }
+                let room = try #require(group?.result)
+                #expect(room["group"] as? Bool == true && room["name"] as? String == "우리 방" && (room["members"] as? [Any])?.count == 3)
+                let roomAlias = try #require(room["id"] as? Int)
+                try await receiver.subscribe("/topic/direct/\(roomAlias)", id: "sub-r")
+                send("/kafka/send-direct-message", #"{"content":"방에 온 걸 환영해","channelId":\#(roomAlias),"userId":\#(owner.id),"name":"주인"}"#)
+                _ = try await receiver.waitFor("the room's message") { _ in receiver.messages.contains { $0["message"] as? String == "방에 온 걸 환영해" } }
+                let roomPage = try await s.smooth(.get, "/chat-server/direct?ch_id=\(roomAlias)&page=0&size=20")
+                #expect((roomPage.envelope?["result"] as? [[String: Any]])?.compactMap { $0["message"] as? String } == ["방에 온 걸 환영해"])
                 await receiver.stop()
                 await sender.stop()
                 await impostor.stop()

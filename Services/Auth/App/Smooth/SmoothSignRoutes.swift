@@ -1,12 +1,14 @@
+import AccessTokens
 import ClientContract
 import Database
 import Events
 import Foundation
+import HTTPTypes
 import Hummingbird
 import PostgresNIO
 import ServiceKit
 
-/// `POST /sign-up` and `POST /sign-in`.
+/// `POST /sign-up`, `POST /sign-in` and `POST /refresh`.
 extension SmoothAuthRoutes {
     func addSignRoutes(to group: RouterGroup<SuiteRequestContext>) {
         group.post("sign-up") { request, context -> SmoothResponse<SmoothAccount> in
@@ -20,7 +22,36 @@ extension SmoothAuthRoutes {
             let body = try await request.decodeBody(as: SmoothSignInBody.self, context: context)
             return SmoothResponse(try await signIn(body, url: Self.publicURL(of: request)))
         }
+        group.post("refresh") { request, _ -> SmoothResponse<SmoothSignIn> in
+            SmoothResponse(try await refresh(request))
+        }
     }
+
+    /// `POST /refresh` (headers `AUTHORIZATION`: the access token, expired or not, bare or
+    /// `Bearer`; `REFRESH-TOKEN`): a new access token for the user the old one names, if the
+    /// refresh token is that user's and unexpired, as a sign-in result (the refresh token is not
+    /// rotated; `deviceToken` and `type` null). 2101 no access token, 2102 one that does not verify
+    /// (forged, malformed, another issuer), 2104 a refresh token missing, expired, revoked or
+    /// someone else's, 2111 the account is gone.
+    func refresh(_ request: Request) async throws -> SmoothSignIn {
+        guard let header = request.headers[.authorization], !header.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw SmoothError.emptyToken
+        }
+        guard let token = bareToken(fromAuthorizationHeader: header),
+            let claims = try? await account.tokens.verifier.verify(token, allowExpired: true), let userId = UserID(claims.userId)
+        else { throw SmoothError.invalidToken }
+        guard let refresh = request.headers[Self.refreshTokenHeader]?.trimmingCharacters(in: .whitespaces), !refresh.isEmpty, refresh.utf8.count <= 512,
+            try await account.store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
+        else { throw SmoothError.loginRequired }
+        guard let user = try await account.store.find(id: userId) else { throw SmoothError.accountNotFound }
+        return SmoothSignIn(
+            id: user.alias, name: user.nickname, code: user.code, email: user.email,
+            accessToken: try await account.tokens.accessToken(for: user.id, ttl: accessTokenTTL, alias: user.alias), refreshToken: refresh,
+            deviceToken: nil, type: nil, url: Self.publicURL(of: request))
+    }
+
+    /// Smooth's refresh header (HTTP field names are case-insensitive).
+    static let refreshTokenHeader = HTTPField.Name("REFRESH-TOKEN")!
 
     /// A new account: 2210 when the email is registered, 2211 when the name has no free
     /// `name#code` tag left. Whether the address was verified is not asked (as Smooth's server:
