@@ -115,6 +115,8 @@ var targets: [Target] = [
     ),
     // Access tokens (JWT): signing, verification, key PEMs.
     .target(name: "AccessTokens", dependencies: [jwt], path: "Shared/AccessTokens", swiftSettings: swiftSettings),
+    // Firebase ID tokens (the study app's `idtoken`): RS256 against Google's key set, cached by kid.
+    .target(name: "FirebaseAuth", dependencies: [jwt, httpClient, logging, nioCore, nioHTTP1], path: "Shared/FirebaseAuth", swiftSettings: swiftSettings),
     // Outbound HTTP clients as platform services.
     .target(name: "OutboundHTTP", dependencies: [httpClient, lifecycle], path: "Shared/OutboundHTTP", swiftSettings: swiftSettings),
     .target(
@@ -266,6 +268,13 @@ var targets: [Target] = [
             crypto, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
+        name: "FirebaseAuthTests",
+        dependencies: [
+            "FirebaseAuth", jwt, httpClient, hummingbird, hummingbirdTesting, logging, nioCore, .product(name: "CryptoExtras", package: "swift-crypto"),
         ],
         swiftSettings: swiftSettings
     ),
