@@ -51,6 +51,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "Presence": [metrics],
     "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat, .product(name: "NIOSSL", package: "swift-nio-ssl")],
     "Workspace": ["ClientContract", "Uploads"],
+    "Study": ["FirebaseAuth", "OutboundHTTP", httpClient, nioCore, httpTypes],
 ]
 
 struct ServiceSpec {
@@ -167,8 +168,8 @@ var targets: [Target] = [
     .target(
         name: "SuiteTesting",
         dependencies: [
-            "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport", "Database",
-            "Events", "Kafka", "Common",
+            "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "StudyApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport",
+            "Database", "Events", "Kafka", "Common", "FirebaseAuth", .product(name: "CryptoExtras", package: "swift-crypto"),
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -272,16 +273,25 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
+        name: "StudyTests",
+        dependencies: [
+            "SuiteTesting", "StudyApp", "FirebaseAuth", "ServiceCatalog", "ServiceKit", "Database", hummingbird, hummingbirdTesting, httpTypes, nioCore,
+            postgres, .product(name: "NIOFoundationCompat", package: "swift-nio"),
+        ],
+        swiftSettings: swiftSettings
+    ),
+    .testTarget(
         name: "FirebaseAuthTests",
         dependencies: [
-            "FirebaseAuth", jwt, httpClient, hummingbird, hummingbirdTesting, logging, nioCore, .product(name: "CryptoExtras", package: "swift-crypto"),
+            "FirebaseAuth", "SuiteTesting", jwt, httpClient, logging,
         ],
         swiftSettings: swiftSettings
     ),
     .testTarget(
         name: "ConfigurationDocsTests",
         dependencies: [
-            "AuthApp", "ChatApp", "ChatFanoutApp", "GatewayApp", "PaymentApp", "PresenceApp", "PushApp", "WorkspaceApp", "ServiceCatalog", "ServiceKit",
+            "AuthApp", "ChatApp", "ChatFanoutApp", "GatewayApp", "PaymentApp", "PresenceApp", "PushApp", "StudyApp", "WorkspaceApp", "ServiceCatalog",
+            "ServiceKit",
             configuration,
         ],
         swiftSettings: swiftSettings

@@ -198,7 +198,15 @@ extension ServiceEntry {
         routes: [.any("/v1/workspaces/*/channels/*/notifications"), .any("/v1/workspaces/*/dms/*/notifications")]
     )
 
-    public static let all: [ServiceEntry] = [.gateway, .auth, .workspace, .chat, .chatFanout, .presence, .payment, .push]
+    /// The study-matching app's server (client contract §3): its client paths `/v1/user…`,
+    /// `/v1/queue…` and `/v1/chat/…` reach it under `/study` through the gateway's study edge
+    /// (no `SesacKey`, no suite token: the service verifies the Firebase `idtoken` itself).
+    public static let study = ServiceEntry(
+        name: "study", port: 8088, database: .init("study"),
+        routes: [.any("/study/v1/**")]
+    )
+
+    public static let all: [ServiceEntry] = [.gateway, .auth, .workspace, .chat, .chatFanout, .presence, .payment, .push, .study]
 
     /// The services the gateway forwards client requests to.
     public static var upstreams: [ServiceEntry] { all.filter { !$0.routes.isEmpty } }

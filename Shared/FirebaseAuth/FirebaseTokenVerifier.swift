@@ -21,9 +21,11 @@ public actor FirebaseTokenVerifier {
     private let client: HTTPClient
     private let logger: Logger
     private let now: @Sendable () -> Date
+    /// Time since an arbitrary start, for the refetch interval (tests pass a clock they move).
+    private let uptime: @Sendable () -> Duration
     private var keys = JWTKeyCollection()
     private var kids: Set<String> = []
-    private var lastFetch: ContinuousClock.Instant?
+    private var lastFetch: Duration?
     /// A fetch in progress, which concurrent callers wait for instead of fetching again.
     private var fetching: Task<Void, any Error>?
 
@@ -32,8 +34,10 @@ public actor FirebaseTokenVerifier {
 
     public init(
         projectId: String, keySetURL: String, client: HTTPClient, logger: Logger, minimumRefetchInterval: Duration = .seconds(60),
-        leeway: TimeInterval = 5, now: @escaping @Sendable () -> Date = { Date() }
+        leeway: TimeInterval = 5, now: @escaping @Sendable () -> Date = { Date() },
+        uptime: @escaping @Sendable () -> Duration = { ContinuousClock.now - FirebaseTokenVerifier.start }
     ) {
+        self.uptime = uptime
         self.projectId = projectId
         self.keySetURL = keySetURL
         self.client = client
@@ -42,6 +46,9 @@ public actor FirebaseTokenVerifier {
         self.leeway = leeway
         self.now = now
     }
+
+    /// The process's reference point for `uptime`.
+    public static let start = ContinuousClock.now
 
     public static func issuer(of project: String) -> String { "https://securetoken.google.com/\(project)" }
 
@@ -81,8 +88,8 @@ public actor FirebaseTokenVerifier {
             do { try await fetching.value } catch { throw .keySetUnavailable("\(error)") }
             return
         }
-        if let lastFetch, ContinuousClock.now - lastFetch < minimumRefetchInterval { return }
-        lastFetch = .now
+        if let lastFetch, uptime() - lastFetch < minimumRefetchInterval { return }
+        lastFetch = uptime()
         let task = Task { try await self.load() }
         fetching = task
         defer { fetching = nil }

@@ -9,6 +9,7 @@ import PresenceApp
 import PushApp
 import ServiceCatalog
 import ServiceKit
+import StudyApp
 import Testing
 import WorkspaceApp
 
@@ -54,7 +55,7 @@ struct ConfigurationDocsTests {
         let services: [(String, [AbsoluteConfigKey: ConfigValue])] = [
             ("gateway", GatewayService.defaults), ("auth", AuthService.defaults), ("workspace", WorkspaceService.defaults), ("chat", ChatService.defaults),
             ("chat-fanout", ChatFanoutService.defaults), ("presence", PresenceService.defaults), ("payment", PaymentService.defaults),
-            ("push", PushService.defaults),
+            ("push", PushService.defaults), ("study", StudyService.defaults),
         ]
         var all = ServiceSettings.platformDefaults.map { ("platform", $0.key.description, $0.value) }
         for (owner, values) in services { all += values.map { (owner, $0.key.description, $0.value) } }

@@ -1,74 +1,27 @@
 import AsyncHTTPClient
-import CryptoExtras
 import FirebaseAuth
 import Foundation
-import Hummingbird
-import HummingbirdTesting
 import JWTKit
 import Logging
-import NIOCore
 import Synchronization
+import SuiteTesting
 import Testing
-
-/// A fake of Google's secure-token key set: the keys it serves can change, and it counts fetches.
-final class FakeKeySet: Sendable {
-    struct Key: Sendable {
-        let kid: String
-        let signer: JWTKeyCollection
-        /// The public half as a JWK (`{kty, alg, use, kid, n, e}`).
-        let jwk: [String: String]
-    }
-
-    private let state = Mutex<(keys: [[String: String]], fetches: Int, failing: Bool)>(([], 0, false))
-
-    var fetches: Int { state.withLock { $0.fetches } }
-
-    func serve(_ keys: [Key]) { state.withLock { $0.keys = keys.map(\.jwk) } }
-    func fail(_ failing: Bool) { state.withLock { $0.failing = failing } }
-
-    /// A fresh RSA key named `kid`, able to sign tokens.
-    static func key(_ kid: String) async throws -> Key {
-        let backing = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let signer = JWTKeyCollection()
-        await signer.add(rsa: try Insecure.RSA.PrivateKey(backing: backing), digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
-        let (modulus, exponent) = try Insecure.RSA.PublicKey(backing: backing.publicKey).getKeyPrimitives()
-        return Key(
-            kid: kid, signer: signer,
-            jwk: ["kty": "RSA", "alg": "RS256", "use": "sig", "kid": kid, "n": modulus.base64URL, "e": exponent.base64URL])
-    }
-
-    /// Runs the key set on a local port for `body`, which gets its URL.
-    func run(_ body: @escaping @Sendable (String) async throws -> Void) async throws {
-        let router = Router()
-        router.get("keys") { _, _ -> Response in
-            let (keys, failing) = self.state.withLock { state -> ([[String: String]], Bool) in
-                state.fetches += 1
-                return (state.keys, state.failing)
-            }
-            guard !failing else { return Response(status: .internalServerError) }
-            let json = try JSONSerialization.data(withJSONObject: ["keys": keys])
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
-        }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        try await app.test(.live) { client in
-            try await body("http://127.0.0.1:\(try #require(client.port))/keys")
-        }
-    }
-}
-
-extension Data {
-    var base64URL: String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
-}
 
 @Suite("Firebase ID tokens against a key set over HTTP")
 struct FirebaseTokenVerifierTests {
     static let project = "sesac-study-test"
 
-    static func verifier(_ url: String, refetch: Duration = .seconds(60)) -> FirebaseTokenVerifier {
+    /// A clock the tests move by hand: the refetch interval passes when they say so.
+    final class ManualClock: Sendable {
+        private let elapsed = Mutex(Duration.zero)
+        var now: Duration { elapsed.withLock { $0 } }
+        func advance(_ by: Duration) { elapsed.withLock { $0 += by } }
+    }
+
+    static func verifier(_ url: String, clock: ManualClock = ManualClock()) -> FirebaseTokenVerifier {
         FirebaseTokenVerifier(
-            projectId: project, keySetURL: url, client: HTTPClient.shared, logger: Logger(label: "test.firebase"), minimumRefetchInterval: refetch)
+            projectId: project, keySetURL: url, client: HTTPClient.shared, logger: Logger(label: "test.firebase"),
+            minimumRefetchInterval: .seconds(60), uptime: { clock.now })
     }
 
     static func token(_ key: FakeKeySet.Key, _ claims: FirebaseIDToken) async throws -> String {
@@ -161,7 +114,8 @@ struct FirebaseTokenVerifierTests {
         let (old, new) = (try await FakeKeySet.key("old"), try await FakeKeySet.key("new"))
         keys.serve([old])
         try await keys.run { url in
-            let verifier = Self.verifier(url, refetch: .milliseconds(500))
+            let clock = ManualClock()
+            let verifier = Self.verifier(url, clock: clock)
             #expect(try await verifier.verify(try await Self.token(old, Self.claims())).uid == "firebase-uid-1")
             #expect(keys.fetches == 1)
             // Within the interval an unknown kid is refused without a fetch.
@@ -169,7 +123,7 @@ struct FirebaseTokenVerifierTests {
             #expect(keys.fetches == 1)
             // Google rotates: after the interval the new key is fetched, once for many callers.
             keys.serve([old, new])
-            try await Task.sleep(for: .milliseconds(600))
+            clock.advance(.seconds(61))
             let token = try await Self.token(new, Self.claims())
             try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<20 { group.addTask { try await verifier.verify(token).uid } }
@@ -178,7 +132,7 @@ struct FirebaseTokenVerifierTests {
             #expect(keys.fetches == 2)
             // A key dropped from the set stops verifying once the set is fetched again.
             keys.serve([new])
-            try await Task.sleep(for: .milliseconds(600))
+            clock.advance(.seconds(61))
             await #expect(throws: FirebaseTokenError.unknownKey) {
                 try await verifier.verify(try await Self.token(try await FakeKeySet.key("unknown"), Self.claims()))
             }
@@ -194,13 +148,15 @@ struct FirebaseTokenVerifierTests {
         keys.serve([key])
         keys.fail(true)
         try await keys.run { url in
-            let verifier = Self.verifier(url, refetch: .milliseconds(300))
+            let clock = ManualClock()
+            let verifier = Self.verifier(url, clock: clock)
             await #expect(throws: FirebaseTokenError.self) { try await verifier.verify(try await Self.token(key, Self.claims())) }
             await #expect(throws: FirebaseTokenError.unknownKey) { try await verifier.verify(try await Self.token(key, Self.claims())) }
             #expect(keys.fetches == 1)
             keys.fail(false)
-            try await Task.sleep(for: .milliseconds(400))
-            #expect(try await verifier.verify(try await Self.token(key, Self.claims())).uid == "firebase-uid-1")
+            clock.advance(.seconds(61))
+            let token = try await Self.token(key, Self.claims())
+            #expect(try await verifier.verify(token).uid == "firebase-uid-1")
         }
         // Nothing listens: refused, not hung.
         let verifier = Self.verifier("http://127.0.0.1:1/keys")

@@ -19,6 +19,7 @@ import PaymentApp
 import PostgresNIO
 import ServiceCatalog
 import ServiceKit
+import StudyApp
 import Testing
 import TestSupport
 import WorkspaceApp
@@ -56,6 +57,11 @@ public struct StackService: Sendable {
     public static var chat: StackService { chat(env: [:]) }
     public static func chat(env: [String: String]) -> StackService {
         StackService(.chat, defaults: ChatService.defaults, environment: env) { try await ChatApp.buildApplication(settings: $0, logger: $1) }
+    }
+
+    /// The study service; `env` names its Firebase project and key set (`STUDY_FIREBASE_…`).
+    public static func study(env: [String: String]) -> StackService {
+        StackService(.study, defaults: StudyService.defaults, environment: env) { try await StudyApp.buildApplication(settings: $0, logger: $1) }
     }
 
     public static var payment: StackService { payment(env: [:]) }

@@ -10,7 +10,7 @@ set -euo pipefail
 PGUSER="${POSTGRES_USER:-postgres}"
 ADMIN_DB="${POSTGRES_DB:-$PGUSER}"
 
-SERVICES=(auth workspace chat presence payment push)
+SERVICES=(auth workspace chat presence payment push study)
 TRGM_DATABASES=(workspace chat)
 
 psql_admin() {

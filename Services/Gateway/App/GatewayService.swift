@@ -126,6 +126,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         settings: smooth, gateway: gateway, routes: routes, verifier: verifier, proxy: edge.proxy, userLimiter: edge.userLimiter,
         addressLimiter: edge.addressLimiter, home: SmoothHome(client: httpClient, logger: logger)
     ).addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
+    StudyEdge(gateway: gateway, routes: routes, proxy: edge.proxy, addressLimiter: edge.addressLimiter)
+        .addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
     let upgrades = realtime(
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
         platform: &platform, verifier: verifier,

@@ -1,0 +1,42 @@
+import AsyncHTTPClient
+import Configuration
+import Database
+import FirebaseAuth
+import Hummingbird
+import Logging
+import OutboundHTTP
+import ServiceCatalog
+import ServiceKit
+
+/// `study`: the study-matching app's server (client contract §3, docs/study-api.md). Its users
+/// sign in with Firebase (the `idtoken` header, verified here against Google's key set); the
+/// gateway forwards `/v1/user…`, `/v1/queue…` and `/v1/chat/…` to it under `/study` without
+/// `SesacKey` or the suite's token.
+public enum StudyService {
+    public static let name = ServiceEntry.study.name
+    /// Defaults below environment variables and command-line flags (docs/configuration.md).
+    public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
+        "http.port": ConfigValue(.int(ServiceEntry.study.port), isSecret: false),
+        "study.firebase-project-id": "",
+        "study.firebase-jwks-url": "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com",
+    ]
+    public static let migrations: [Migration] = StudyMigrations.all
+}
+
+/// Builds the `study` application: platform services, the Firebase verifier, routes.
+public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
+    let studySettings = try StudySettings(settings)
+    var platform = try await ServicePlatform.make(settings: settings, migrations: StudyService.migrations, logger: logger)
+    let httpClient = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
+    platform.addService(HTTPClientService(client: httpClient))
+    if studySettings.firebaseProjectId.isEmpty {
+        logger.warning("study.firebase-project-id (STUDY_FIREBASE_PROJECT_ID) is not set: every request is refused with 401")
+    }
+    let verifier = FirebaseTokenVerifier(
+        projectId: studySettings.firebaseProjectId, keySetURL: studySettings.firebaseKeySetURL, client: httpClient, logger: logger)
+    let api = StudyAPI(postgres: platform.postgres, users: StudyUserStore(logger: logger), verifier: verifier, logger: logger)
+    let router = platform.makeRouter()
+    api.add(to: router)
+    return platform.makeApplication(responder: router.buildResponder())
+}
