@@ -8,6 +8,9 @@ import UnixSignals
 /// The body of every executable's `@main`: settings, logging and metrics, build, run, and on
 /// failure one clear line on stderr and exit status 1.
 public enum ServiceMain {
+    /// How long a stop may take gracefully before the application is cancelled.
+    public static let gracefulShutdownLimit: Duration = .seconds(8)
+
     public static func run<App: ApplicationProtocol>(
         service: String,
         defaults: [AbsoluteConfigKey: ConfigValue],
@@ -18,11 +21,14 @@ public enum ServiceMain {
             try Observability.bootstrap(service: service, logFormat: try settings.logFormat)
             let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)
-            // `Application.runService()`'s group, with the application watched as it stops.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [StopWatch(app, name: "application", logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-            try await group.run()
+            // `Application.runService()`'s group, with the application watched as it stops, and a
+            // bound on the graceful part: past it the application is cancelled (its server closes
+            // the connections still open), so a process stops within a launcher's grace period
+            // (Docker's default is 10 s; `chatsuite dev` gives 15 s).
+            var configuration = ServiceGroupConfiguration(
+                services: [StopWatch(app, name: "application", logger: logger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            configuration.maximumGracefulShutdownDuration = ServiceMain.gracefulShutdownLimit
+            try await ServiceGroup(configuration: configuration).run()
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("\(service): error: \(describe(error))\n".utf8))

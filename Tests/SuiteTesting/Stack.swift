@@ -309,6 +309,19 @@ public struct Stack: Sendable {
         }
     }
 
+    /// The same for a channel a legacy client names by its integer alias.
+    public func waitForChatMember(_ userId: String, channelAlias: Int) async throws {
+        guard let db = chatDatabase, let user = UUID(uuidString: userId) else { return }
+        try await eventually("chat sees \(userId) in channel \(channelAlias)", timeout: .seconds(30)) {
+            for try await _ in try await db.query(
+                "SELECT 1 FROM channel_members m JOIN channels c ON c.id = m.channel_id WHERE c.alias = \(Int64(channelAlias)) AND m.user_id = \(user)")
+            {
+                return true
+            }
+            return false
+        }
+    }
+
     /// An access token signed with the real key but issued in the past (so already expired).
     public func expiredToken(for userId: String) async throws -> String {
         let signer = try await AccessTokenSigner(ed25519PrivateKeyPEM: keys.privateKey, audience: "chatsuite", issuer: "chatsuite-auth")

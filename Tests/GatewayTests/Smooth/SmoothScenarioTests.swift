@@ -154,11 +154,26 @@ struct SmoothScenarioTests {
                 let threadAlias = try #require(thread.result?["id"] as? Int)
                 let listed = try await channels().first { $0["id"] as? Int == channelAlias }?["threads"] as? [[String: Any]]
                 #expect(listed?.compactMap { $0["id"] as? Int } == [threadAlias] && listed?.first?["name"] as? String == "후기")
-                try await receiver.subscribe("/topic/group/\(threadAlias)", id: "sub-t")
-                send("/kafka/send-channel-message", #"{"content":"스레드에서","channelId":\#(threadAlias),"userId":\#(owner.id),"name":"주인"}"#)
-                _ = try await receiver.waitFor("the thread's message") { _ in
-                    receiver.messages.contains { $0["message"] as? String == "스레드에서" && $0["channelId"] as? String == String(threadAlias) }
+                // Chat learns the thread's members from workspace.v1 before STOMP lets them in.
+                for member in [try await s.v1User(owner), try await s.v1User(guest)] {
+                    try await s.waitForChatMember(member.id, channelAlias: threadAlias)
                 }
+                try await receiver.subscribe("/topic/group/\(threadAlias)", id: "sub-t")
+                // A topic subscribed a moment ago: the fan-out learns the gateway's interest through
+                // Kafka, so the first sends may go nowhere; send until one arrives.
+                func sendUntilReceived(_ destination: String, _ body: (Int) -> String, _ arrived: @escaping ([String: Any]) -> Bool) async throws -> Int {
+                    var sent = 0
+                    try await eventually("\(destination) reaches the subscriber", timeout: .seconds(60)) {
+                        sent += 1
+                        send(destination, body(sent))
+                        try await Task.sleep(for: .milliseconds(300))
+                        return receiver.messages.contains(where: arrived)
+                    }
+                    return sent
+                }
+                _ = try await sendUntilReceived(
+                    "/kafka/send-channel-message", { #"{"content":"스레드에서 \#($0)","channelId":\#(threadAlias),"userId":\#(owner.id),"name":"주인"}"# }
+                ) { ($0["message"] as? String)?.hasPrefix("스레드에서") == true && $0["channelId"] as? String == String(threadAlias) }
 
                 // 8. A group room of friends: STOMP on /topic/direct/{id}, its history by page.
                 let third = try await s.smoothUser(name: "셋째")
@@ -172,10 +187,14 @@ struct SmoothScenarioTests {
                 #expect(room["group"] as? Bool == true && room["name"] as? String == "우리 방" && (room["members"] as? [Any])?.count == 3)
                 let roomAlias = try #require(room["id"] as? Int)
                 try await receiver.subscribe("/topic/direct/\(roomAlias)", id: "sub-r")
-                send("/kafka/send-direct-message", #"{"content":"방에 온 걸 환영해","channelId":\#(roomAlias),"userId":\#(owner.id),"name":"주인"}"#)
-                _ = try await receiver.waitFor("the room's message") { _ in receiver.messages.contains { $0["message"] as? String == "방에 온 걸 환영해" } }
-                let roomPage = try await s.smooth(.get, "/chat-server/direct?ch_id=\(roomAlias)&page=0&size=20")
-                #expect((roomPage.envelope?["result"] as? [[String: Any]])?.compactMap { $0["message"] as? String } == ["방에 온 걸 환영해"])
+                let sent = try await sendUntilReceived(
+                    "/kafka/send-direct-message", { #"{"content":"환영해 \#($0)","channelId":\#(roomAlias),"userId":\#(owner.id),"name":"주인"}"# }
+                ) { ($0["message"] as? String)?.hasPrefix("환영해") == true }
+                // Every send is stored, delivered or not: the page holds them all, oldest first.
+                try await eventually("the room's history holds every send") {
+                    let page = try await s.smooth(.get, "/chat-server/direct?ch_id=\(roomAlias)&page=0&size=20")
+                    return (page.envelope?["result"] as? [[String: Any]])?.compactMap { $0["message"] as? String } == (1...sent).map { "환영해 \($0)" }
+                }
                 await receiver.stop()
                 await sender.stop()
                 await impostor.stop()
