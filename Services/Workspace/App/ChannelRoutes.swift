@@ -32,14 +32,7 @@ extension WorkspaceAPI {
         }
         routes.post("channels") { request, context in try await createChannel(request, context) }
         routes.get("channels/:channel") { request, context -> ChannelDetailResponse in
-            let me = context.identity
-            let id: WorkspaceID = try pathID(context, "workspace")
-            let channelId: ChannelID = try pathID(context, "channel")
-            return try await read { c in
-                _ = try await requireMember(id, me, c)
-                let channel = try await requireChannel(channelId, in: id, c)
-                return ChannelDetailResponse(channel, members: try await channels.members(of: channelId, c))
-            }
+            try await readChannel(context) { channel, c in ChannelDetailResponse(channel, members: try await channels.members(of: channel.id, c)) }
         }
         routes.put("channels/:channel") { request, context in try await editChannel(request, context) }
         routes.delete("channels/:channel") { request, context in try await deleteChannel(request, context) }
@@ -48,19 +41,26 @@ extension WorkspaceAPI {
             try await transferChannel(request, context)
         }
         routes.get("channels/:channel/members") { request, context -> [MemberResponse] in
-            let me = context.identity
-            let id: WorkspaceID = try pathID(context, "workspace")
-            let channelId: ChannelID = try pathID(context, "channel")
-            return try await read { c in
-                _ = try await requireMember(id, me, c)
-                _ = try await requireChannel(channelId, in: id, c)
-                return try await channels.members(of: channelId, c).map(MemberResponse.init)
-            }
+            try await readChannel(context) { channel, c in try await channels.members(of: channel.id, c).map(MemberResponse.init) }
         }
         routes.post("channels/:channel/join") { request, context in try await joinChannel(request, context) }
         routes.get("channels/:channel/threads") { request, context in try await listThreads(request, context) }
         routes.post("channels/:channel/threads") { request, context in try await createThread(request, context) }
         return routes
+    }
+
+    /// A read of the path's channel by a member of its workspace (E13 for others and for an
+    /// unknown channel; every channel, thread or not, is visible to every member).
+    func readChannel<T: Sendable>(
+        _ context: AuthenticatedContext, _ body: @Sendable (ChannelRecord, PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let me = context.identity
+        let id: WorkspaceID = try pathID(context, "workspace")
+        let channelId: ChannelID = try pathID(context, "channel")
+        return try await read { c in
+            _ = try await requireMember(id, me, c)
+            return try await body(try await requireChannel(channelId, in: id, c), c)
+        }
     }
 
     func requireChannel(_ id: ChannelID, in workspace: WorkspaceID, _ c: PostgresConnection) async throws -> ChannelRecord {

@@ -61,14 +61,7 @@ extension WorkspaceAPI {
 
     /// `GET …/channels/{channel}/threads`: any member of the workspace, as for channels.
     func listThreads(_ request: Request, _ context: AuthenticatedContext) async throws -> [ChannelResponse] {
-        let me = context.identity
-        let id: WorkspaceID = try pathID(context, "workspace")
-        let channelId: ChannelID = try pathID(context, "channel")
-        return try await read { c in
-            _ = try await requireMember(id, me, c)
-            _ = try await requireChannel(channelId, in: id, c)
-            return try await channels.threads(of: channelId, c).map(ChannelResponse.init)
-        }
+        try await readChannel(context) { channel, c in try await channels.threads(of: channel.id, c).map(ChannelResponse.init) }
     }
 
     /// `POST …/channels/{channel}/threads` `{name}`: a member of the channel opens a thread (E11
