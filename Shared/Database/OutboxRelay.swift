@@ -103,29 +103,40 @@ public final class OutboxRelay: Service, Sendable {
             }
             logger.info("outbox relay is the leader")
             do {
-                try await connection.listen(on: Outbox.channel) { notifications in
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            for try await _ in notifications { self.wake() }
-                        }
-                        // The fallback poll feeds the same wake stream (a lost notification costs
-                        // at most one interval).
-                        group.addTask {
-                            while true {
-                                try await Task.sleep(for: self.configuration.fallbackPollInterval)
-                                self.wake()
-                            }
-                        }
-                        group.addTask { try await self.publishLoop(connection, wakes: wakes) }
-                        try await group.next()
-                        group.cancelAll()
-                    }
+                // Abandoned when the connection closes or the term is cancelled: a LISTEN on a
+                // connection whose backend was terminated can wait forever, and with it the pool
+                // (it would never get its connection back) and every shutdown after it.
+                try await connection.abandoningOnClose {
+                    try await self.lead(connection, wakes: wakes)
                 }
             } catch {
                 await connection.releaseAdvisoryLock(Self.leaderLockId, logger: logger)
                 throw error
             }
             await connection.releaseAdvisoryLock(Self.leaderLockId, logger: logger)
+        }
+    }
+
+    /// A leadership term: LISTEN for outbox notifications, a fallback poll, and the publish loop,
+    /// until one of them ends.
+    private func lead(_ connection: PostgresConnection, wakes: AsyncStream<Void>) async throws {
+        try await connection.listen(on: Outbox.channel) { notifications in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in notifications { self.wake() }
+                }
+                // The fallback poll feeds the same wake stream (a lost notification costs at most
+                // one interval).
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: self.configuration.fallbackPollInterval)
+                        self.wake()
+                    }
+                }
+                group.addTask { try await self.publishLoop(connection, wakes: wakes) }
+                try await group.next()
+                group.cancelAll()
+            }
         }
     }
 
