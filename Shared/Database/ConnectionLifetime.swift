@@ -1,3 +1,4 @@
+import Common
 import Logging
 import PostgresNIO
 import Synchronization
@@ -15,27 +16,9 @@ extension PostgresConnection {
     /// would never notice and never reconnect (tested: `OutboxRecoveryTests`). The abandoned
     /// `body` is cancelled and left to end on its own.
     public func abandoningOnClose<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let work = Mutex<Task<Void, Never>?>(nil)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let pending = Mutex<CheckedContinuation<T, any Error>?>(continuation)
-                @Sendable func finish(_ result: Result<T, any Error>) {
-                    pending.withLock { pending in
-                        defer { pending = nil }
-                        return pending
-                    }?.resume(with: result)
-                }
-                let task = Task {
-                    do { finish(.success(try await body())) } catch { finish(.failure(error)) }
-                }
-                work.withLock { $0 = task }
-                closeFuture.whenComplete { _ in
-                    task.cancel()
-                    finish(.failure(PostgresConnectionClosed()))
-                }
-            }
-        } onCancel: {
-            work.withLock { $0 }?.cancel()
+        try await abandoning(body) { abandon in
+            closeFuture.whenComplete { _ in abandon(PostgresConnectionClosed()) }
+            return {}
         }
     }
 

@@ -14,12 +14,12 @@ struct StudyUserTests {
     static let project = "sesac-study-test"
 
     /// The study service behind the gateway, trusting `key`'s tokens for `project`.
-    static func withStudy(_ body: @escaping @Sendable (Stack, FakeKeySet.Key) async throws -> Void) async throws {
+    static func withStudy(gateway: [String: String] = [:], _ body: @escaping @Sendable (Stack, FakeKeySet.Key) async throws -> Void) async throws {
         let keys = FakeKeySet()
         let key = try await FakeKeySet.key("study-k1")
         keys.serve([key])
         try await keys.run { url in
-            try await Stack.run(services: [.study(env: ["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url])]) { s in
+            try await Stack.run(services: [.study(env: ["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url])], gateway: gateway) { s in
                 try await body(s, key)
             }
         }
@@ -88,6 +88,25 @@ struct StudyUserTests {
         }
     }
 
+    @Test("too fast: past the per-address burst the study edge answers a bare 429, and answers again once the rate allows")
+    func tooFast() async throws {
+        try await Self.withStudy(gateway: ["GATEWAY_ADDRESS_BURST": "4", "GATEWAY_ADDRESS_RATE_PER_SECOND": "2"]) { s, key in
+            let token = try await key.token(uid: "uid-\(UUID().uuidString.prefix(8))", project: Self.project)
+            var answers: [Int] = []
+            var refused: TestResponse?
+            for _ in 0..<12 {
+                let response = try await Self.call(s, .get, "/v1/user", token: token)
+                answers.append(Int(response.status.code))
+                if response.status.code == 429 { refused = response }
+            }
+            #expect(answers.prefix(4).allSatisfy { $0 == 406 }, "\(answers)")
+            #expect(answers.contains(429), "\(answers)")
+            #expect(refused?.body.readableBytes == 0, "a bare status, as the app expects")
+            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(try await Self.call(s, .get, "/v1/user", token: token).status.code == 406)
+        }
+    }
+
     @Test("refusals: 401 for any token trouble, 501 for missing or malformed fields, 202 for nicknames, 413, 404; JSON bodies too")
     func refusals() async throws {
         try await Self.withStudy { s, key in
@@ -117,7 +136,9 @@ struct StudyUserTests {
             ] {
                 #expect(try await Self.call(s, .post, "/v1/user", token: token, form: form).status.code == 501, "\(name)")
             }
-            for nick in ["", "   ", "열한글자를넘는닉네임입니다", "a\u{0007}b"] {
+            // Characters and bytes: 11 characters, a control character, and one letter carrying
+            // 50 combining accents (2 characters, 101 bytes).
+            for nick in ["", "   ", "열한글자를넘는닉네임입니다", "a\u{0007}b", "a" + String(repeating: "\u{0301}", count: 50) + "b"] {
                 #expect(try await Self.call(s, .post, "/v1/user", token: token, form: Self.signUpForm(nick: nick)).status.code == 202, "nick \(nick)")
             }
             // Too much: a body over the service's 64 KiB.
