@@ -202,7 +202,7 @@ extension ServiceEntry {
     /// `/v1/queue…` and `/v1/chat/…` reach it under `/study` through the gateway's study edge
     /// (no `SesacKey`, no suite token: the service verifies the Firebase `idtoken` itself).
     public static let study = ServiceEntry(
-        name: "study", port: 8088, database: .init("study"),
+        name: "study", port: 8088, database: .init("study", extensions: ["cube", "earthdistance"]),
         routes: [.any("/study/v1/**")]
     )
 

@@ -15,6 +15,9 @@ public enum EventPersonalData {
         ChatEvents.DirectMessageCreated.eventType: ["sender.email", "sender.nickname", "sender.profileImage", "content"],
         ChatEvents.MessageEdited.eventType: ["content"],
         GatewayEvents.SessionOpened.eventType: ["device"],
+        StudyEvents.RequestSent.eventType: ["fromNick"],
+        StudyEvents.Matched.eventType: ["acceptorNick", "requesterNick"],
+        StudyEvents.Dodged.eventType: ["nick"],
     ]
 
     /// The topics whose events carry any of `fields` (for the retention and PII notes).

@@ -47,11 +47,13 @@ extension Topic {
     public static let presence = Topic(name: "presence.v1", partitions: 6, cleanupPolicy: .compact, key: "user id")
     /// Coin ledger outcomes (credited, debited, debit rejected); produced by `payment`.
     public static let payment = Topic(name: "payment.v1", partitions: 6, key: "user id")
+    /// The study-matching app's queue and chat; produced by `study`.
+    public static let study = Topic(name: "study.v1", partitions: 6, key: "uid of the user the event is for")
 
     /// Every topic of the suite, in the order an operator would read them.
     public static let catalog: [Topic] = [
         .authUser, .workspace, .chatMessage, .chatRead,
-        .gatewaySession, .gatewayInterest, .gatewayTyping, .gatewayDelivery, .presence, .payment,
+        .gatewaySession, .gatewayInterest, .gatewayTyping, .gatewayDelivery, .presence, .payment, .study,
     ]
 
     public static func named(_ name: String) -> Topic? {

@@ -14,12 +14,16 @@ struct StudyUserTests {
     static let project = "sesac-study-test"
 
     /// The study service behind the gateway, trusting `key`'s tokens for `project`.
-    static func withStudy(gateway: [String: String] = [:], _ body: @escaping @Sendable (Stack, FakeKeySet.Key) async throws -> Void) async throws {
+    static func withStudy(
+        gateway: [String: String] = [:], services: [String: String] = [:], _ body: @escaping @Sendable (Stack, FakeKeySet.Key) async throws -> Void
+    ) async throws {
         let keys = FakeKeySet()
         let key = try await FakeKeySet.key("study-k1")
         keys.serve([key])
         try await keys.run { url in
-            try await Stack.run(services: [.study(env: ["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url])], gateway: gateway) { s in
+            try await Stack.run(
+                services: [.study(env: services.merging(["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url]) { $1 })], gateway: gateway
+            ) { s in
                 try await body(s, key)
             }
         }

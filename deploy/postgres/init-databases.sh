@@ -11,7 +11,9 @@ PGUSER="${POSTGRES_USER:-postgres}"
 ADMIN_DB="${POSTGRES_DB:-$PGUSER}"
 
 SERVICES=(auth workspace chat presence payment push study)
-TRGM_DATABASES=(workspace chat)
+# database:extension pairs, created here as the superuser (earthdistance is not a trusted
+# extension, so a service's own role could not create it).
+EXTENSIONS=(workspace:pg_trgm chat:pg_trgm study:cube study:earthdistance)
 
 psql_admin() {
     psql -v ON_ERROR_STOP=1 --no-psqlrc --quiet --username "$PGUSER" "$@"
@@ -33,7 +35,9 @@ SELECT format('GRANT ALL ON DATABASE %I TO %I', :'name', :'name') \gexec
 SQL
 done
 
-for db in "${TRGM_DATABASES[@]}"; do
-    echo "chatsuite: ensuring extension pg_trgm in '$db'"
-    psql_admin --dbname "$db" -c 'CREATE EXTENSION IF NOT EXISTS pg_trgm'
+for pair in "${EXTENSIONS[@]}"; do
+    db="${pair%%:*}"
+    ext="${pair#*:}"
+    echo "chatsuite: ensuring extension $ext in '$db'"
+    psql_admin --dbname "$db" -c "CREATE EXTENSION IF NOT EXISTS $ext"
 done

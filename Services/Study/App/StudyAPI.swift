@@ -14,6 +14,10 @@ struct StudyAPI: Sendable {
     let postgres: PostgresClient
     let users: StudyUserStore
     let verifier: FirebaseTokenVerifier
+    let queueStore: StudyQueueStore
+    let matching: StudyMatching
+    let searchRadiusMeters: Int
+    let recommendedStudies: [String]
     let logger: Logger
 
     static let idToken = HTTPField.Name("idtoken")!
@@ -26,10 +30,11 @@ struct StudyAPI: Sendable {
         user.put("mypage") { request, _ in await answer { try await updatePreferences(request) } }
         user.put("update_fcm_token") { request, _ in await answer { try await updateFCMToken(request) } }
         user.get("shop/myinfo") { request, _ in await answer { try await login(request) } }
+        addQueue(to: router)
     }
 
     /// Runs a route: a refusal is its status with no body; anything unexpected is logged and 500.
-    private func answer(_ route: () async throws -> Response) async -> Response {
+    func answer(_ route: () async throws -> Response) async -> Response {
         do {
             return try await route()
         } catch let refusal as StudyRefusal {
@@ -55,8 +60,7 @@ struct StudyAPI: Sendable {
     private func login(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         guard let user = try await postgres.withConnection({ try await users.find(uid, $0) }) else { throw StudyRefusal.notRegistered }
-        let json = try JSONEncoder().encode(StudyUserResponse(user))
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: json)))
+        return try json(StudyUserResponse(user))
     }
 
     /// `POST /v1/user`: 200 registered; 201 already registered; 202 a nickname the app may not use;

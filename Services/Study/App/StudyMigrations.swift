@@ -37,6 +37,48 @@ enum StudyMigrations {
                 searchable smallint NOT NULL DEFAULT 1 CHECK (searchable IN (0, 1)),
                 created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
             );
-            """)
+            """),
+        Migration(
+            101, "matching queue",
+            """
+            -- Geography: earthdistance over cube (contrib). Both ship with PostgreSQL; cube is trusted,
+            -- earthdistance is not, so deployments create it as a superuser (deploy/postgres).
+            CREATE EXTENSION IF NOT EXISTS cube;
+            CREATE EXTENSION IF NOT EXISTS earthdistance;
+
+            -- One row per user who started searching (POST /v1/queue) and has not stopped: searching
+            -- while matched_uid is null, then the study with matched_uid until the user searches again
+            -- or stops. Every change to a user's row happens with that user's users row locked.
+            CREATE TABLE queue (
+                uid text PRIMARY KEY REFERENCES users (uid) ON DELETE CASCADE,
+                lat double precision NOT NULL,
+                long double precision NOT NULL,
+                -- ll_to_earth(lat, long), stored: the GiST index below covers searching rows.
+                location earth NOT NULL,
+                studylist text[] NOT NULL,
+                queued_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                -- The partner (no foreign key: a partner who withdraws leaves the uid behind).
+                matched_uid text,
+                matched_nick text,
+                matched_at timestamptz,
+                -- Either side cancelled the study (POST /v1/queue/dodge).
+                dodged boolean NOT NULL DEFAULT false,
+                -- This user rated the partner (POST /v1/queue/rate).
+                reviewed boolean NOT NULL DEFAULT false,
+                CHECK ((matched_uid IS NULL) = (matched_at IS NULL))
+            );
+            CREATE INDEX queue_searching_location ON queue USING gist (location) WHERE matched_uid IS NULL;
+
+            -- Open study requests between searching users; they go with either side's queue row,
+            -- and a match removes every request of both.
+            CREATE TABLE study_requests (
+                from_uid text NOT NULL REFERENCES queue (uid) ON DELETE CASCADE,
+                to_uid text NOT NULL REFERENCES queue (uid) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                PRIMARY KEY (from_uid, to_uid),
+                CHECK (from_uid <> to_uid)
+            );
+            CREATE INDEX study_requests_to ON study_requests (to_uid);
+            """),
     ]
 }

@@ -19,6 +19,9 @@ public enum StudyService {
         "http.port": ConfigValue(.int(ServiceEntry.study.port), isSecret: false),
         "study.firebase-project-id": "",
         "study.firebase-jwks-url": "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com",
+        "study.search-radius-meters": 700,
+        "study.dodge-penalty-seconds": 60,
+        "study.recommended-studies": "Swift,SwiftUI,알고리즘,코딩테스트,CS",
     ]
     public static let migrations: [Migration] = StudyMigrations.all
 }
@@ -35,7 +38,11 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     }
     let verifier = FirebaseTokenVerifier(
         projectId: studySettings.firebaseProjectId, keySetURL: studySettings.firebaseKeySetURL, client: httpClient, logger: logger)
-    let api = StudyAPI(postgres: platform.postgres, users: StudyUserStore(logger: logger), verifier: verifier, logger: logger)
+    let queueStore = StudyQueueStore(logger: logger)
+    let api = StudyAPI(
+        postgres: platform.postgres, users: StudyUserStore(logger: logger), verifier: verifier, queueStore: queueStore,
+        matching: StudyMatching(store: queueStore, penaltyUnitMilliseconds: Int64(studySettings.dodgePenaltySeconds) * 1000, logger: logger),
+        searchRadiusMeters: studySettings.searchRadiusMeters, recommendedStudies: studySettings.recommendedStudies, logger: logger)
     let router = platform.makeRouter()
     api.add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

@@ -7,6 +7,12 @@ struct StudySettings: Sendable {
     var firebaseProjectId: String
     /// Google's secure-token key set (a JWKS), or a stand-in's.
     var firebaseKeySetURL: String
+    /// How far `POST /v1/queue/search` looks, in meters (the original app: about 700 m).
+    var searchRadiusMeters: Int
+    /// `fromRecommend` of a search: studies the operator suggests (comma-separated setting).
+    var recommendedStudies: [String]
+    /// The dodge penalty per dodge: 1, 2, then 3 of these (the original app: a minute).
+    var dodgePenaltySeconds: Int
 
     init(_ settings: ServiceSettings) throws {
         firebaseProjectId = try settings.string("study.firebase-project-id").trimmingCharacters(in: .whitespaces)
@@ -16,6 +22,16 @@ struct StudySettings: Sendable {
         }
         guard firebaseProjectId.utf8.count <= 128, !firebaseProjectId.contains(where: { $0.isWhitespace || $0 == "/" }) else {
             throw StartupError("study.firebase-project-id must be a Firebase project id")
+        }
+        searchRadiusMeters = try settings.int("study.search-radius-meters")
+        guard (1...50_000).contains(searchRadiusMeters) else { throw StartupError("study.search-radius-meters must be 1–50000") }
+        dodgePenaltySeconds = try settings.int("study.dodge-penalty-seconds")
+        guard (1...86_400).contains(dodgePenaltySeconds) else { throw StartupError("study.dodge-penalty-seconds must be 1–86400") }
+        recommendedStudies = try settings.string("study.recommended-studies").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        guard recommendedStudies.allSatisfy({ StudyQueueFields.isStudyName($0) }) else {
+            throw StartupError("study.recommended-studies: each study is 1–\(StudyQueueFields.maxStudyNameCharacters) characters")
         }
     }
 }

@@ -89,6 +89,10 @@ enum EventSamples {
             PaymentEvents.CoinsDebited(requestId: request, workspaceId: workspace, userId: user, amount: 10, balance: 90, version: 2),
             PaymentEvents.CoinDebitRejected(requestId: request, userId: user, amount: 1000, reason: .insufficientCoins, balance: 90, version: 2),
             PaymentEvents.CoinsRefunded(requestId: request, userId: user, amount: 10, balance: 100, version: 3),
+            StudyEvents.RequestSent(fromUid: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", fromNick: "새싹", toUid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91"),
+            StudyEvents.Matched(
+                acceptorUid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", acceptorNick: "다라", requesterUid: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", requesterNick: "새싹"),
+            StudyEvents.Dodged(uid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", nick: "다라", partnerUid: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", dodgeNum: 1),
         ]
         return payloads
     }

@@ -141,7 +141,7 @@ struct EventSchemaTests {
                 }
             }
         }
-        #expect(Set(EventPersonalData.topics.map(\.name)) == ["auth.user.v1", "chat.message.v1", "gateway.session.v1"])
+        #expect(Set(EventPersonalData.topics.map(\.name)) == ["auth.user.v1", "chat.message.v1", "gateway.session.v1", "study.v1"])
     }
 
     @Test("dataschema is the URL of the type's schema file")
