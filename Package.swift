@@ -83,7 +83,8 @@ var targets: [Target] = [
         name: "ChatInternalAPI", dependencies: ["Events", "ClientContract", httpTypes, nioCore], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
     .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "ClientContract", "Events", httpTypes, nioCore], swiftSettings: swiftSettings),
     .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing], path: "Shared/Kafka", swiftSettings: swiftSettings),
-    .target(name: "Events", dependencies: [], path: "Shared/Events", swiftSettings: swiftSettings),
+    // Crypto: name-based ids (a study user's live route).
+    .target(name: "Events", dependencies: [crypto], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
         dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle, tracing, .product(name: "NIOSSL", package: "swift-nio-ssl")],
@@ -168,7 +169,8 @@ var targets: [Target] = [
     .target(
         name: "SuiteTesting",
         dependencies: [
-            "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "PaymentApp", "StudyApp", "ServiceKit", "ServiceCatalog", "AccessTokens", "TestSupport",
+            "AuthApp", "GatewayApp", "WorkspaceApp", "ChatApp", "ChatFanoutApp", "PaymentApp", "StudyApp", "ServiceKit", "ServiceCatalog", "AccessTokens",
+            "TestSupport",
             "Database", "Events", "Kafka", "Common", "FirebaseAuth", .product(name: "CryptoExtras", package: "swift-crypto"),
             hummingbird, hummingbirdTesting, jwt, postgres, nioCore, configuration, logging, hbWSClient,
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),

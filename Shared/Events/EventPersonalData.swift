@@ -18,6 +18,7 @@ public enum EventPersonalData {
         StudyEvents.RequestSent.eventType: ["fromNick"],
         StudyEvents.Matched.eventType: ["acceptorNick", "requesterNick"],
         StudyEvents.Dodged.eventType: ["nick"],
+        StudyEvents.ChatSent.eventType: ["chat"],
     ]
 
     /// The topics whose events carry any of `fields` (for the retention and PII notes).

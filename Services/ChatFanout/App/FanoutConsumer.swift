@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Tracing
+import Messaging
 import Metrics
 import ServiceKit
 import ServiceLifecycle
@@ -11,7 +12,8 @@ import ServiceLifecycle
 /// indicators of native sessions, keyed by conversation like messages), `presence.v1` (routed by
 /// the workspaces a status change names) and `chat.read.v1` (a user's read cursor moved, keyed by
 /// the user: routed by the conversation it names, so the user's sessions on the gateways following
-/// it learn of it). For each poll's batch it produces one
+/// it learn of it), and `study.v1` (a study chat, routed by its recipient's live route; the rest
+/// of the topic reaches no gateway). For each poll's batch it produces one
 /// delivery per (record, interested gateway) to `gateway.delivery.v1` — the record's value and
 /// headers unchanged, keyed by the gateway id, into the gateway's own partition — waits for every
 /// delivery report, and only then stores the batch's offsets. At-least-once: a replica that dies
@@ -48,7 +50,8 @@ final class FanoutConsumer: Service, Sendable {
     /// The group consumer's configuration for this replica.
     static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
         var config = KafkaConsumerConfiguration(
-            client: client, mode: .group(id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name, Topic.chatRead.name]))
+            client: client, mode: .group(
+                id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name, Topic.chatRead.name, Topic.study.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         config.maxBatchSize = batchSize
@@ -97,6 +100,11 @@ final class FanoutConsumer: Service, Sendable {
                 record.value.flatMap { try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: $0).data.workspaceIds.map(\.uuid) }
             case Topic.chatRead.name:
                 record.value.flatMap { try? [EventCoding.decode(ChatEvents.ReadCursorMoved.self, from: $0).data.conversation.id] }
+            case Topic.study.name:
+                // Study chats go to their recipient's sessions; the queue's events to no gateway.
+                record.cloudEventType == StudyEvents.ChatSent.eventType
+                    ? record.value.flatMap { try? [StudyEvents.liveRoute(of: EventCoding.decode(StudyEvents.ChatSent.self, from: $0).data.to)] }
+                    : []
             default:
                 record.keyString.flatMap { UUID(uuidString: $0) }.map { [$0] }
             }

@@ -16,6 +16,7 @@ struct StudyAPI: Sendable {
     let verifier: FirebaseTokenVerifier
     let queueStore: StudyQueueStore
     let matching: StudyMatching
+    let chats: StudyChatStore
     let searchRadiusMeters: Int
     let recommendedStudies: [String]
     let logger: Logger
@@ -31,6 +32,7 @@ struct StudyAPI: Sendable {
         user.put("update_fcm_token") { request, _ in await answer { try await updateFCMToken(request) } }
         user.get("shop/myinfo") { request, _ in await answer { try await login(request) } }
         addQueue(to: router)
+        addChat(to: router)
     }
 
     /// Runs a route: a refusal is its status with no body; anything unexpected is logged and 500.

@@ -80,5 +80,21 @@ enum StudyMigrations {
             );
             CREATE INDEX study_requests_to ON study_requests (to_uid);
             """),
+        Migration(
+            102, "study chats",
+            """
+            -- Chats between matched users (POST /v1/chat/{to}); read by either of the two.
+            CREATE TABLE chats (
+                -- The app's `_id`: 24 hex digits.
+                id text PRIMARY KEY,
+                from_uid text NOT NULL,
+                to_uid text NOT NULL,
+                chat text NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp()),
+                CHECK (from_uid <> to_uid)
+            );
+            -- A pair's history in time order, whichever way each chat went.
+            CREATE INDEX chats_pair ON chats (least(from_uid, to_uid), greatest(from_uid, to_uid), created_at, id);
+            """),
     ]
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// `study.v1`, keyed by the uid of the user the event is for (the one a notification goes to):
@@ -53,5 +54,41 @@ public enum StudyEvents {
             self.partnerUid = partnerUid
             self.dodgeNum = dodgeNum
         }
+    }
+
+    /// A study chat (`POST /v1/chat/{to}`), for the recipient: chat-fanout routes it to the
+    /// gateways whose Socket.IO sessions announced `to` (`changesocketid`), by `liveRoute(of: to)`.
+    public struct ChatSent: EventPayload {
+        public static let eventType = "study.chat.sent"
+        public static let topic = Topic.study
+        /// The chat's `_id` (24 hex digits).
+        public var id: String
+        public var from: String
+        public var to: String
+        public var chat: String
+        public var createdAt: Date
+        public var subject: String { to }
+
+        public init(id: String, from: String, to: String, chat: String, createdAt: Date) {
+            self.id = id
+            self.from = from
+            self.to = to
+            self.chat = chat
+            self.createdAt = Timestamp.truncated(createdAt)
+        }
+    }
+
+    /// The id under which gateways follow a study user's live chats and chat-fanout routes them
+    /// (interest is kept per UUID): a name-based UUID (version 8) from SHA-256 of the uid, so a
+    /// gateway and the fan-out agree without asking anyone, and two uids practically never share one.
+    public static func liveRoute(of uid: String) -> UUID {
+        var bytes = Array(SHA256.hash(data: Array("chatsuite.study.user:\(uid)".utf8)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 9562 variant
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11],
+                bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 }

@@ -16,18 +16,7 @@ import TestSupport
 @Suite("Real-time path with the real chat-fanout", .serialized)
 struct RealFanoutTests {
     static func startReplica(_ s: Stack, _ name: String) async throws -> RunningService {
-        let environment = [
-            "HTTP_PORT": "0", "KAFKA_BROKERS": s.cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-            "INSTANCE_ID": name,
-        ]
-        let settings = ServiceSettings(
-            serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]
-        )
-        let replica = try await RunningService.start { try await ChatFanoutApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
-        try await eventually("\(name) ready", timeout: .seconds(30)) {
-            try await replica.client.execute(uri: "/health/ready", method: .get).status == .ok
-        }
-        return replica
+        try await s.startFanoutReplica(name)
     }
 
     @Test("40 channel messages and 10 DMs posted over REST reach EIO4 and EIO3 clients exactly once each through two fan-out replicas, one stopped mid-run")

@@ -10,8 +10,8 @@ import ServiceKit
 import ServiceLifecycle
 import Synchronization
 
-/// Reads this gateway's deliveries — the `chat.message.v1`, `chat.read.v1`, `presence.v1` and
-/// `gateway.typing.v1` records that chat-fanout re-produced to `gateway.delivery.v1` keyed by the
+/// Reads this gateway's deliveries — the `chat.message.v1`, `chat.read.v1`, `presence.v1`,
+/// `gateway.typing.v1` and `study.v1` (study chat) records that chat-fanout re-produced to `gateway.delivery.v1` keyed by the
 /// gateway id, in partition `deliveryPartition(for:)` — decodes each into a `LiveEvent` and hands
 /// it to the `RealtimeHub` once, which routes it to every protocol's subscribers.
 ///
@@ -88,6 +88,7 @@ final class DeliveryConsumer: Service, Sendable {
         case GatewayEvents.TypingStarted.eventType: return try decoded(GatewayEvents.TypingStarted.self, LiveEvent.typing)
         case GatewayEvents.CommunitySignal.eventType: return try decoded(GatewayEvents.CommunitySignal.self, LiveEvent.signal)
         case PresenceEvents.StatusChanged.eventType: return try decoded(PresenceEvents.StatusChanged.self, LiveEvent.presence)
+        case StudyEvents.ChatSent.eventType: return try decoded(StudyEvents.ChatSent.self, LiveEvent.studyChat)
         default: return nil
         }
     }

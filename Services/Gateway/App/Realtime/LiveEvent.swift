@@ -18,6 +18,8 @@ enum LiveEvent: Sendable {
     case presence(PresenceEvents.StatusChanged)
     /// A STOMP client's `/kafka/community-signaling`, to the community's subscribers.
     case signal(GatewayEvents.CommunitySignal)
+    /// A study chat, to the Socket.IO sessions that announced its recipient (`changesocketid`).
+    case studyChat(StudyEvents.ChatSent)
 
     /// Who receives the event.
     enum Route: Sendable {
@@ -38,6 +40,7 @@ enum LiveEvent: Sendable {
         case .readCursor(let event): .followers(event.conversation.id)
         case .presence(let event): .workspaces(event.workspaceIds.map(\.uuid))
         case .signal(let event): .followers(event.communityId)
+        case .studyChat(let event): .followers(StudyEvents.liveRoute(of: event.to))
         }
     }
 
@@ -65,6 +68,7 @@ enum LiveEvent: Sendable {
         case .readCursor: "read.cursor"
         case .presence: "presence.update"
         case .signal: "community.signal"
+        case .studyChat: "chat"
         }
     }
 

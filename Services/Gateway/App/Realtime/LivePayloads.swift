@@ -45,6 +45,13 @@ enum LivePayloads {
             json.member("community_id", signal.communityId.lowercased)
             json.member("user_id", signal.userId)
             json.member("signal", signal.signal)
+        case .studyChat(let chat):
+            // The study app force-casts these five keys to strings (client contract §3.2).
+            json.member("_id", chat.id)
+            json.member("chat", chat.chat)
+            json.member("createdAt", Timestamp.format(chat.createdAt))
+            json.member("from", chat.from)
+            json.member("to", chat.to)
         case .channelMessage, .directMessage, .edited, .deleted:
             break
         }

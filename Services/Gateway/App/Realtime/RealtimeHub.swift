@@ -5,11 +5,12 @@ import Logging
 import Metrics
 import Synchronization
 
-/// What a subscriber follows: a conversation (channel or DM room) or a workspace (its members'
-/// presence and its community signals).
+/// What a subscriber follows: a conversation (channel or DM room), a workspace (its members'
+/// presence and its community signals), or a study-app user (their study chats; `id` is
+/// `StudyEvents.liveRoute(of:)` of the uid).
 struct LiveFollow: Sendable, Equatable {
     enum Kind: Sendable, Equatable {
-        case channel, dm, workspace
+        case channel, dm, workspace, studyUser
 
         init(_ kind: ChatEvents.Conversation.Kind) {
             switch kind {

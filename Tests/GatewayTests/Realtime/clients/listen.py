@@ -71,6 +71,8 @@ def main():
             out(type="connected", namespace="/", transport=sio.transport())
             sio.emit("changesocketid", args.changesocketid)
         sio.on("connect", on_root_connect)
+        # The study app's live chats (client contract §3.2).
+        sio.on("chat", lambda *data: out(type="event", namespace="/", event="chat", data=data[0] if len(data) == 1 else list(data)))
         namespaces.insert(0, "/")
 
     kwargs = dict(namespaces=namespaces, transports=args.transports.split(","))

@@ -238,8 +238,13 @@ final class EngineSession: Sendable {
 
     var announcedUserId: String? { state.withLock { $0.announcedUserId } }
 
-    func announce(userId: String) {
-        state.withLock { $0.announcedUserId = userId }
+    /// Records the study-app uid the client announced; the one it replaces (nil: none, or the same).
+    func announce(userId: String) -> (replaced: String?, isNew: Bool) {
+        state.withLock { state in
+            guard !state.closed, state.announcedUserId != userId else { return (nil, false) }
+            defer { state.announcedUserId = userId }
+            return (state.announcedUserId, true)
+        }
     }
 }
 
@@ -248,6 +253,15 @@ extension EngineSession: LiveSubscriber {
     /// the event's dispatch type for the rest (docs/realtime.md); one packet per namespace,
     /// shared by its sessions. Presence and community signals name no namespace: not sent.
     func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
+        if follow.kind == .studyUser {
+            // The study app's `chat` event on the default namespace (client contract §3.2).
+            guard case .studyChat = delivery.event else { return }
+            let packet = delivery.rendering(.init(format: .socketIO, target: nil)) {
+                OutboundText(ByteBuffer(string: SocketIOEncoder.event("/", name: "chat", json: String(buffer: $0.payload))))
+            }
+            if !send(packet) { server.close(self, reason: "send queue full") }
+            return
+        }
         guard let namespace = ConversationNamespace(follow) else { return }
         let name: String
         switch delivery.event {

@@ -35,7 +35,7 @@ enum ConversationNamespace: Sendable, Hashable {
         switch follow.kind {
         case .channel: self = .channel(follow.id)
         case .dm: self = .dm(follow.id)
-        case .workspace: return nil
+        case .workspace, .studyUser: return nil
         }
     }
 

@@ -118,10 +118,8 @@ final class SocketIOServer: Sendable {
             }
             return true
         case .event:
-            // The study app announces its user on the default namespace; its `chat` events are
-            // produced by no service yet (docs/realtime.md).
-            if packet.namespace == "/", let uid = packet.stringArgument(ofEvent: "changesocketid"), uid.utf8.count <= 128 {
-                session.announce(userId: uid)
+            if packet.namespace == "/", let uid = packet.stringArgument(ofEvent: "changesocketid") {
+                return announceStudyUser(uid, session)
             }
             return true
         case .ack, .connectError, .binaryEvent, .binaryAck:
@@ -166,6 +164,24 @@ final class SocketIOServer: Sendable {
             hub.follow(session, follow)
         }
         return session.send(SocketIOEncoder.connected(namespace.name, socketId: randomSessionId(), version: version)) || fail(session, "send queue full")
+    }
+
+    /// The study app names its user on the default namespace (`changesocketid` with its Firebase
+    /// uid, client contract §3.2): the session follows that user's study chats, which arrive as
+    /// `chat` events. The app presents no credentials, so this is part of the compatibility mode
+    /// (`gateway.socketio.anonymous`); without it the announcement is ignored. A malformed uid is
+    /// ignored too; a new uid replaces the previous one.
+    private func announceStudyUser(_ uid: String, _ session: EngineSession) -> Bool {
+        guard settings.anonymous, (1...128).contains(uid.utf8.count),
+            !uid.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else { return true }
+        // Like a namespace join: it holds interest (a Kafka record), so it is admitted per address.
+        guard session.announcedUserId != uid, admission.allowJoin(from: session.clientAddress) else { return true }
+        let (replaced, isNew) = session.announce(userId: uid)
+        guard isNew else { return true }
+        if let replaced { hub.unfollow(session, StudyEvents.liveRoute(of: replaced)) }
+        hub.follow(session, LiveFollow(id: StudyEvents.liveRoute(of: uid), kind: .studyUser, userId: nil))
+        return true
     }
 
     private func refuse(_ namespace: String, _ message: String, _ session: EngineSession) -> Bool {

@@ -4,22 +4,21 @@ import TestSupport
 
 /// A real third-party Socket.IO client (python-socketio from PyPI, in the venvs
 /// `scripts/setup-debian.sh` creates) running `clients/listen.py`, observed through its JSON lines.
-struct PythonSocketClient: Sendable {
-    enum Generation: String, Sendable {
+public struct PythonSocketClient: Sendable {
+    public enum Generation: String, Sendable {
         /// python-socketio 5: Engine.IO v4, Socket.IO protocol v5.
         case eio4 = "pyenv"
         /// python-socketio 4.6.1 + python-engineio 3.14.2: Engine.IO v3, Socket.IO protocol v4.
         case eio3 = "pyenv-eio3"
     }
 
-    let process: TestProcess
+    public let process: TestProcess
     let stopFile: String
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    public static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// - Parameter namespaces: `(namespace, event)` pairs to join and listen to.
-    static func start(
+    public static func start(
         _ generation: Generation, port: Int, namespaces: [(String, String)], transports: String = "polling,websocket",
         token: String? = nil, changesocketid: String? = nil
     ) throws -> PythonSocketClient {
@@ -34,25 +33,25 @@ struct PythonSocketClient: Sendable {
     }
 
     /// The JSON lines printed so far.
-    var lines: [[String: Any]] {
+    public var lines: [[String: Any]] {
         process.output.split(separator: "\n").compactMap { line in
             guard line.hasPrefix("{") else { return nil }
             return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }
     }
 
-    func lines(_ type: String) -> [[String: Any]] {
+    public func lines(_ type: String) -> [[String: Any]] {
         lines.filter { $0["type"] as? String == type }
     }
 
     /// Received events (their first argument).
-    func events(_ name: String) -> [[String: Any]] {
+    public func events(_ name: String) -> [[String: Any]] {
         lines("event").filter { $0["event"] as? String == name }.compactMap { $0["data"] as? [String: Any] }
     }
 
     /// Waits until a line of `type` is printed; fails with the client's output otherwise.
     @discardableResult
-    func waitFor(_ type: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
+    public func waitFor(_ type: String, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = lines(type).first { return line }
@@ -64,7 +63,7 @@ struct PythonSocketClient: Sendable {
     }
 
     /// Disconnects the client and waits for it to exit.
-    func stop() async throws {
+    public func stop() async throws {
         _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
         if try await process.waitForExit(timeout: .seconds(10)) == nil {
             process.signal(SIGKILL)

@@ -1,0 +1,25 @@
+import ChatFanoutApp
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Kafka
+import ServiceKit
+import TestSupport
+
+extension Stack {
+    /// Starts a real `chat-fanout` replica on the stack's Kafka cluster (its own consumer-group
+    /// member, `name` its instance id) and waits until it is ready; stop it with `stop()`.
+    public func startFanoutReplica(_ name: String) async throws -> RunningService {
+        let environment = [
+            "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5", "INSTANCE_ID": name,
+        ]
+        let settings = ServiceSettings(
+            serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]
+        )
+        let replica = try await RunningService.start { try await ChatFanoutApp.buildApplication(settings: settings, logger: TestDatabase.logger) }
+        try await eventually("\(name) ready", timeout: .seconds(30)) {
+            try await replica.client.execute(uri: "/health/ready", method: .get).status == .ok
+        }
+        return replica
+    }
+}
