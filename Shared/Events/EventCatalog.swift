@@ -18,7 +18,7 @@ public enum EventCatalog {
         PresenceEvents.StatusChanged.self,
         PaymentEvents.CoinsCredited.self, PaymentEvents.CoinsDebited.self, PaymentEvents.CoinDebitRejected.self,
         PaymentEvents.CoinsRefunded.self,
-        StudyEvents.RequestSent.self, StudyEvents.Matched.self, StudyEvents.Dodged.self, StudyEvents.ChatSent.self,
+        StudyEvents.RequestSent.self, StudyEvents.Matched.self, StudyEvents.Dodged.self, StudyEvents.ChatSent.self, StudyEvents.UserTokenChanged.self,
     ]
 
     /// The payload type of a CloudEvents `type`, if the suite defines it.

@@ -18,7 +18,8 @@ public enum EventPersonalData {
         StudyEvents.RequestSent.eventType: ["fromNick"],
         StudyEvents.Matched.eventType: ["acceptorNick", "requesterNick"],
         StudyEvents.Dodged.eventType: ["nick"],
-        StudyEvents.ChatSent.eventType: ["chat"],
+        StudyEvents.ChatSent.eventType: ["fromNick", "chat"],
+        StudyEvents.UserTokenChanged.eventType: ["fcmToken"],
     ]
 
     /// The topics whose events carry any of `fields` (for the retention and PII notes).

@@ -11,23 +11,12 @@ import Testing
 @Suite("Study matching queue through the gateway")
 struct StudyQueueTests {
     typealias T = StudyUserTests
-    /// Near 문래 in Seoul, where the original app's users met.
-    static let lat = 37.517819
-    static let long = 126.886480
-
-    struct Person {
-        let uid: String
-        let token: String
-        let nick: String
-    }
+    static let lat = Stack.studyLat
+    static let long = Stack.studyLong
+    typealias Person = StudyPerson
 
     static func person(_ s: Stack, _ key: FakeKeySet.Key, nick: String, gender: String = "1", birth: String = "1994") async throws -> Person {
-        let uid = "uid-\(UUID().uuidString.prefix(12))"
-        let token = try await key.token(uid: uid, project: T.project)
-        let form = T.signUpForm(nick: nick, gender: gender).replacingOccurrences(of: "birth=1994", with: "birth=\(birth)")
-        let created = try await T.call(s, .post, "/v1/user", token: token, form: form)
-        try #require(created.status.code == 200)
-        return Person(uid: uid, token: token, nick: nick)
+        try await s.studyUser(key, project: T.project, nick: nick, gender: gender, birth: birth)
     }
 
     static func code(_ s: Stack, _ method: HTTPRequest.Method, _ path: String, _ who: Person, form: String? = nil) async throws -> Int {
@@ -35,8 +24,7 @@ struct StudyQueueTests {
     }
 
     static func queue(_ s: Stack, _ who: Person, dLat: Double = 0, studies: [String] = ["anything"]) async throws -> Int {
-        let list = studies.map { "studylist=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
-        return try await code(s, .post, "/v1/queue", who, form: "lat=\(lat + dLat)&long=\(long)&\(list)")
+        try await s.studyQueue(who, dLat: dLat, studies: studies)
     }
 
     static func json(_ s: Stack, _ method: HTTPRequest.Method, _ path: String, _ who: Person, form: String? = nil) async throws -> [String: Any] {
@@ -57,12 +45,8 @@ struct StudyQueueTests {
         try await json(s, .get, "/v1/queue/myQueueState", who)
     }
 
-    /// `a` asks `b`, `b` accepts: the two are matched.
     static func match(_ s: Stack, _ a: Person, _ b: Person) async throws {
-        try #require(try await queue(s, a) == 200)
-        try #require(try await queue(s, b) == 200)
-        try #require(try await code(s, .post, "/v1/queue/studyrequest", a, form: "otheruid=\(b.uid)") == 200)
-        try #require(try await code(s, .post, "/v1/queue/studyaccept", b, form: "otheruid=\(a.uid)") == 200)
+        try await s.studyMatch(a, b)
     }
 
     @Test("search → request → 201 the other asked first → accept → matched state; stop is 201 while studying; rate; dodge")

@@ -32,16 +32,11 @@ struct StudyUserTests {
     static func call(_ s: Stack, _ method: HTTPRequest.Method, _ path: String, token: String?, form: String? = nil, json: String? = nil)
         async throws -> TestResponse
     {
-        var headers = HTTPFields()
-        if let token { headers[HTTPField.Name("idtoken")!] = token }
-        if form != nil { headers[.contentType] = "application/x-www-form-urlencoded" }
-        if json != nil { headers[.contentType] = "application/json" }
-        return try await s.client.execute(uri: path, method: method, headers: headers, body: (form ?? json).map { ByteBuffer(string: $0) })
+        try await s.study(method, path, token: token, form: form, json: json)
     }
 
     static func signUpForm(nick: String = "새싹", gender: String = "1", fcm: String = "fcm-token-1") -> String {
-        "phoneNumber=%2B821012345678&FCMtoken=\(fcm)&nick=\(nick.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
-            + "&birth=1994-01-02T00%3A00%3A00.000Z&email=sesac%40example.com&gender=\(gender)"
+        Stack.studySignUpForm(nick: nick, gender: gender, fcm: fcm)
     }
 
     @Test("sign-up (406 → 200 → 201), login with every key of the User object, preferences, FCM token, shop/myinfo, withdraw (200 → 406)")

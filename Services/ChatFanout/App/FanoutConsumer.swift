@@ -50,7 +50,8 @@ final class FanoutConsumer: Service, Sendable {
     /// The group consumer's configuration for this replica.
     static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
         var config = KafkaConsumerConfiguration(
-            client: client, mode: .group(
+            client: client,
+            mode: .group(
                 id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name, Topic.chatRead.name, Topic.study.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds

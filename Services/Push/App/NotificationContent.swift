@@ -43,4 +43,26 @@ struct NotificationContent: Codable, Sendable, Equatable {
         let shown = [text.isEmpty ? nil : text, attachment].compactMap { $0 }.joined(separator: " ")
         return "\(sender): \(shown)"
     }
+
+    // MARK: the study app (client contract §3.2): Korean, as the app speaks; no unread badge.
+
+    static let studyTitle = "새싹 스터디"
+
+    static func studyRequest(_ e: StudyEvents.RequestSent) -> Self {
+        Self(title: studyTitle, body: "\(e.fromNick)님이 함께 공부하자고 요청했어요", badge: 0, data: ["type": "studyrequest", "uid": e.fromUid])
+    }
+
+    static func studyMatched(_ e: StudyEvents.Matched) -> Self {
+        Self(title: studyTitle, body: "\(e.acceptorNick)님과 스터디가 매칭되었어요", badge: 0, data: ["type": "studyaccept", "uid": e.acceptorUid])
+    }
+
+    static func studyDodged(_ e: StudyEvents.Dodged) -> Self {
+        Self(title: studyTitle, body: "\(e.nick)님이 스터디를 취소했어요", badge: 0, data: ["type": "dodge", "uid": e.uid])
+    }
+
+    static func studyChat(_ e: StudyEvents.ChatSent) -> Self {
+        var text = e.chat.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "\n", with: " ")
+        if text.count > maxBodyCharacters { text = String(text.prefix(maxBodyCharacters - 1)) + "…" }
+        return Self(title: e.fromNick, body: text, badge: 0, data: ["type": "chat", "uid": e.from, "_id": e.id])
+    }
 }

@@ -59,6 +59,19 @@ enum PushMigrations {
             );
             CREATE INDEX notifications_due ON notifications (next_attempt_at) WHERE status = 'pending';
             """
-        )
+        ),
+        Migration(
+            101, "study app tokens",
+            """
+            -- The study app's users (Firebase uids) and their FCM tokens, from study.v1.
+            CREATE TABLE study_tokens (
+                uid text PRIMARY KEY,
+                token text NOT NULL,
+                changed_at timestamptz NOT NULL
+            );
+            -- Study notifications name no suite user: user_id is null, study_uid names the recipient.
+            ALTER TABLE notifications ALTER COLUMN user_id DROP NOT NULL, ADD COLUMN study_uid text;
+            """
+        ),
     ]
 }

@@ -11,8 +11,9 @@ import ServiceKit
 
 /// `push`: notifications to the phones of readers who are not online. Learns device tokens from
 /// `auth.user.v1`, membership from `workspace.v1`, presence from `presence.v1` and read cursors
-/// from `chat.read.v1`; plans one notification per (message, device) from `chat.message.v1` and
-/// sends them through FCM HTTP v1. Rules: docs/push.md.
+/// from `chat.read.v1`; plans one notification per (message, device) from `chat.message.v1`, and
+/// the study app's (request, accept, dodge, chat) from `study.v1`, and sends them through FCM HTTP
+/// v1 (or APNs). Rules: docs/push.md.
 public enum PushService {
     public static let name = ServiceEntry.push.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
@@ -75,6 +76,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         ("push.presence", .presence, PushProjections.registerPresence),
         ("push.read-cursors", .chatRead, PushProjections.registerReadCursors),
         ("push.messages", .chatMessage, planner.register),
+        ("push.study", .study, StudyNotifications(providers: Set(senders.keys)).register),
     ]
     for consumer in consumers {
         var router = EventRouter()

@@ -1,3 +1,5 @@
+import Database
+import Events
 import FirebaseAuth
 import Foundation
 import HTTPTypes
@@ -72,8 +74,10 @@ struct StudyAPI: Sendable {
         let form = try await StudyForm.read(request)
         if try await postgres.withConnection({ try await users.find(uid, $0) }) != nil { throw StudyRefusal.code(201) }
         let signUp = try StudySignUp(form)
-        let created = try await postgres.withTransaction(logger: logger) { c in
-            try await users.insert(signUp, uid: uid, objectId: StudyFields.objectId(), c)
+        let created = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+            let user = try await users.insert(signUp, uid: uid, objectId: StudyFields.objectId(), c)
+            if let user { try await Self.tokenChanged(uid, user.fcmToken, c, logger) }
+            return user
         }
         guard created != nil else { throw StudyRefusal.code(201) }
         return Response(status: .ok)
@@ -82,7 +86,12 @@ struct StudyAPI: Sendable {
     /// `POST /v1/user/withdraw`: 200; 406 not registered (or withdrawn already).
     private func withdraw(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
-        guard try await postgres.withTransaction(logger: logger, { try await users.delete(uid, $0) }) else { throw StudyRefusal.notRegistered }
+        let deleted = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+            guard try await users.delete(uid, c) else { return false }
+            try await Self.tokenChanged(uid, nil, c, logger)
+            return true
+        }
+        guard deleted else { throw StudyRefusal.notRegistered }
         return Response(status: .ok)
     }
 
@@ -98,7 +107,19 @@ struct StudyAPI: Sendable {
     private func updateFCMToken(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         let token = try StudyFields.fcmToken(try await StudyForm.read(request).string("FCMtoken"))
-        guard try await postgres.withConnection({ try await users.updateFCMToken(uid, token, $0) }) else { throw StudyRefusal.notRegistered }
+        let updated = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+            guard try await users.updateFCMToken(uid, token, c) else { return false }
+            try await Self.tokenChanged(uid, token, c, logger)
+            return true
+        }
+        guard updated else { throw StudyRefusal.notRegistered }
         return Response(status: .ok)
+    }
+
+    /// Tells `push` the user's token (nil: withdrawn), in the transaction of the change.
+    static func tokenChanged(_ uid: String, _ token: String?, _ c: PostgresConnection, _ logger: Logger) async throws {
+        try await Outbox.append(
+            CloudEvent(source: StudyMatching.source, data: StudyEvents.UserTokenChanged(uid: uid, fcmToken: token, changedAt: Date())), on: c,
+            logger: logger)
     }
 }

@@ -42,7 +42,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let api = StudyAPI(
         postgres: platform.postgres, users: StudyUserStore(logger: logger), verifier: verifier, queueStore: queueStore,
         matching: StudyMatching(store: queueStore, penaltyUnitMilliseconds: Int64(studySettings.dodgePenaltySeconds) * 1000, logger: logger),
-        chats: StudyChatStore(logger: logger), searchRadiusMeters: studySettings.searchRadiusMeters, recommendedStudies: studySettings.recommendedStudies, logger: logger)
+        chats: StudyChatStore(logger: logger), searchRadiusMeters: studySettings.searchRadiusMeters, recommendedStudies: studySettings.recommendedStudies,
+        logger: logger)
     let router = platform.makeRouter()
     api.add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

@@ -56,6 +56,23 @@ public enum StudyEvents {
         }
     }
 
+    /// A user's FCM token as the study app registered it (sign-up, `PUT /v1/user/update_fcm_token`);
+    /// nil when the user withdrew. `push` keeps the latest per uid to notify the user.
+    public struct UserTokenChanged: EventPayload {
+        public static let eventType = "study.user.fcm-token-changed"
+        public static let topic = Topic.study
+        public var uid: String
+        public var fcmToken: String?
+        public var changedAt: Date
+        public var subject: String { uid }
+
+        public init(uid: String, fcmToken: String?, changedAt: Date) {
+            self.uid = uid
+            self.fcmToken = fcmToken
+            self.changedAt = Timestamp.truncated(changedAt)
+        }
+    }
+
     /// A study chat (`POST /v1/chat/{to}`), for the recipient: chat-fanout routes it to the
     /// gateways whose Socket.IO sessions announced `to` (`changesocketid`), by `liveRoute(of: to)`.
     public struct ChatSent: EventPayload {
@@ -64,14 +81,17 @@ public enum StudyEvents {
         /// The chat's `_id` (24 hex digits).
         public var id: String
         public var from: String
+        /// The sender's nickname (a notification's title).
+        public var fromNick: String
         public var to: String
         public var chat: String
         public var createdAt: Date
         public var subject: String { to }
 
-        public init(id: String, from: String, to: String, chat: String, createdAt: Date) {
+        public init(id: String, from: String, fromNick: String, to: String, chat: String, createdAt: Date) {
             self.id = id
             self.from = from
+            self.fromNick = fromNick
             self.to = to
             self.chat = chat
             self.createdAt = Timestamp.truncated(createdAt)

@@ -93,8 +93,10 @@ enum EventSamples {
             StudyEvents.Matched(
                 acceptorUid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", acceptorNick: "다라", requesterUid: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", requesterNick: "새싹"),
             StudyEvents.Dodged(uid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", nick: "다라", partnerUid: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", dodgeNum: 1),
+            StudyEvents.UserTokenChanged(uid: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", fcmToken: "fcm-token-1", changedAt: now),
             StudyEvents.ChatSent(
-                id: "6743a1f0c2b9e4d7a1f03b22", from: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", to: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", chat: "안녕하세요", createdAt: now),
+                id: "6743a1f0c2b9e4d7a1f03b22", from: "Zr4n1KfP0sWq8yT6uJ2bLm5cXv91", fromNick: "다라", to: "Qm8c2TfPZsV1h9d0aE3kLr7xYw42", chat: "안녕하세요",
+                createdAt: now),
         ]
         return payloads
     }

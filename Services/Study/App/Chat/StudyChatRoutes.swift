@@ -30,12 +30,14 @@ extension StudyAPI {
         else { throw StudyRefusal.badField }
         // Refusals are answers, not errors: a throw inside would come out wrapped by the transaction.
         let sent = try await postgres.withTransaction(logger: logger) { [users, chats, logger] c -> Result<StudyChat, StudyRefusal> in
-            guard try await users.find(uid, c) != nil else { return .failure(.notRegistered) }
+            guard let sender = try await users.find(uid, c) else { return .failure(.notRegistered) }
             guard try await chats.studyTogether(uid, to, c) else { return .failure(.code(201)) }
             let chat = try await chats.insert(id: StudyFields.objectId(), from: uid, to: to, chat: text, c)
             try await Outbox.append(
                 CloudEvent(
-                    source: StudyMatching.source, data: StudyEvents.ChatSent(id: chat.id, from: chat.from, to: chat.to, chat: chat.chat, createdAt: chat.createdAt)),
+                    source: StudyMatching.source,
+                    data: StudyEvents.ChatSent(
+                        id: chat.id, from: chat.from, fromNick: sender.nick, to: chat.to, chat: chat.chat, createdAt: chat.createdAt)),
                 on: c, logger: logger)
             return .success(chat)
         }
