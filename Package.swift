@@ -51,7 +51,10 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "Presence": [metrics],
     "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat, .product(name: "NIOSSL", package: "swift-nio-ssl")],
     "Workspace": ["ClientContract", "Uploads"],
-    "Study": ["FirebaseAuth", "OutboundHTTP", httpClient, nioCore, httpTypes],
+    "Study": [
+        "FirebaseAuth", "OutboundHTTP", httpClient, nioCore, httpTypes, jwt, .product(name: "X509", package: "swift-certificates"),
+        .product(name: "SwiftASN1", package: "swift-asn1"),
+    ],
 ]
 
 struct ServiceSpec {
@@ -278,7 +281,8 @@ var targets: [Target] = [
         name: "StudyTests",
         dependencies: [
             "SuiteTesting", "StudyApp", "FirebaseAuth", "ServiceCatalog", "ServiceKit", "Database", hummingbird, hummingbirdTesting, httpTypes, nioCore,
-            postgres, .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            postgres, .product(name: "NIOFoundationCompat", package: "swift-nio"), crypto, .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
         ],
         swiftSettings: swiftSettings
     ),

@@ -19,6 +19,8 @@ struct StudyAPI: Sendable {
     let queueStore: StudyQueueStore
     let matching: StudyMatching
     let chats: StudyChatStore
+    let appStore: AppStoreVerifier
+    let shop: StudyShopStore
     let searchRadiusMeters: Int
     let recommendedStudies: [String]
     let logger: Logger
@@ -32,9 +34,9 @@ struct StudyAPI: Sendable {
         user.post("withdraw") { request, _ in await answer { try await withdraw(request) } }
         user.put("mypage") { request, _ in await answer { try await updatePreferences(request) } }
         user.put("update_fcm_token") { request, _ in await answer { try await updateFCMToken(request) } }
-        user.get("shop/myinfo") { request, _ in await answer { try await login(request) } }
         addQueue(to: router)
         addChat(to: router)
+        addShop(to: router)
     }
 
     /// Runs a route: a refusal is its status with no body; anything unexpected is logged and 500.
@@ -61,7 +63,7 @@ struct StudyAPI: Sendable {
     }
 
     /// `GET /v1/user` (and `shop/myinfo`): 200 with the User object; 406 not registered.
-    private func login(_ request: Request) async throws -> Response {
+    func login(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         guard let user = try await postgres.withConnection({ try await users.find(uid, $0) }) else { throw StudyRefusal.notRegistered }
         return try json(StudyUserResponse(user))

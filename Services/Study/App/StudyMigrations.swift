@@ -96,5 +96,16 @@ enum StudyMigrations {
             -- A pair's history in time order, whichever way each chat went.
             CREATE INDEX chats_pair ON chats (least(from_uid, to_uid), greatest(from_uid, to_uid), created_at, id);
             """),
+        Migration(
+            103, "App Store purchases",
+            """
+            -- Each App Store transaction grants its item once, to one user (POST /v1/user/shop/ios).
+            CREATE TABLE purchases (
+                transaction_id text PRIMARY KEY,
+                uid text NOT NULL,
+                product_id text NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', clock_timestamp())
+            );
+            """),
     ]
 }

@@ -21,6 +21,10 @@ public enum StudyService {
         "study.firebase-jwks-url": "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com",
         "study.search-radius-meters": 700,
         "study.dodge-penalty-seconds": 60,
+        // Apple Root CA - G3 (PEM) in production; empty: in-app purchases are refused (201).
+        "study.appstore-root-certificates-file": "",
+        "study.appstore-bundle-id": "com.memolease.sesac1",
+        "study.appstore-environment": "Production",
         "study.recommended-studies": "Swift,SwiftUI,알고리즘,코딩테스트,CS",
     ]
     public static let migrations: [Migration] = StudyMigrations.all
@@ -38,11 +42,17 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     }
     let verifier = FirebaseTokenVerifier(
         projectId: studySettings.firebaseProjectId, keySetURL: studySettings.firebaseKeySetURL, client: httpClient, logger: logger)
+    if studySettings.appStoreRootsPEM == nil {
+        logger.warning("study.appstore-root-certificates-file (STUDY_APPSTORE_ROOT_CERTIFICATES_FILE) is not set: in-app purchases are refused")
+    }
+    let appStore = try AppStoreVerifier(
+        rootsPEM: studySettings.appStoreRootsPEM, bundleId: studySettings.appStoreBundleId, environment: studySettings.appStoreEnvironment)
     let queueStore = StudyQueueStore(logger: logger)
     let api = StudyAPI(
         postgres: platform.postgres, users: StudyUserStore(logger: logger), verifier: verifier, queueStore: queueStore,
         matching: StudyMatching(store: queueStore, penaltyUnitMilliseconds: Int64(studySettings.dodgePenaltySeconds) * 1000, logger: logger),
-        chats: StudyChatStore(logger: logger), searchRadiusMeters: studySettings.searchRadiusMeters, recommendedStudies: studySettings.recommendedStudies,
+        chats: StudyChatStore(logger: logger), appStore: appStore, shop: StudyShopStore(logger: logger), searchRadiusMeters: studySettings.searchRadiusMeters,
+        recommendedStudies: studySettings.recommendedStudies,
         logger: logger)
     let router = platform.makeRouter()
     api.add(to: router)

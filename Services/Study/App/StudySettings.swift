@@ -11,6 +11,12 @@ struct StudySettings: Sendable {
     var searchRadiusMeters: Int
     /// `fromRecommend` of a search: studies the operator suggests (comma-separated setting).
     var recommendedStudies: [String]
+    /// The App Store roots signed transactions must chain to (PEM; nil: purchases are refused).
+    var appStoreRootsPEM: String?
+    /// The app's bundle id, as in its signed transactions.
+    var appStoreBundleId: String
+    /// `Production` or `Sandbox`: the transactions' `environment` accepted.
+    var appStoreEnvironment: String
     /// The dodge penalty per dodge: 1, 2, then 3 of these (the original app: a minute).
     var dodgePenaltySeconds: Int
 
@@ -25,6 +31,20 @@ struct StudySettings: Sendable {
         }
         searchRadiusMeters = try settings.int("study.search-radius-meters")
         guard (1...50_000).contains(searchRadiusMeters) else { throw StartupError("study.search-radius-meters must be 1–50000") }
+        let rootsFile = try settings.string("study.appstore-root-certificates-file")
+        if rootsFile.isEmpty {
+            appStoreRootsPEM = nil
+        } else {
+            guard let pem = try? String(contentsOfFile: rootsFile, encoding: .utf8), pem.contains("BEGIN CERTIFICATE") else {
+                throw StartupError("study.appstore-root-certificates-file: cannot read PEM certificates at \(rootsFile)")
+            }
+            appStoreRootsPEM = pem
+        }
+        appStoreBundleId = try settings.string("study.appstore-bundle-id")
+        appStoreEnvironment = try settings.string("study.appstore-environment")
+        guard ["Production", "Sandbox"].contains(appStoreEnvironment) else {
+            throw StartupError("study.appstore-environment must be Production or Sandbox")
+        }
         dodgePenaltySeconds = try settings.int("study.dodge-penalty-seconds")
         guard (1...86_400).contains(dodgePenaltySeconds) else { throw StartupError("study.dodge-penalty-seconds must be 1–86400") }
         recommendedStudies = try settings.string("study.recommended-studies").split(separator: ",").map {
