@@ -138,6 +138,8 @@ var targets: [Target] = [
             "Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", "AccessTokens", "ServiceCatalog", "LoadGen", "EventExport", postgres, logging,
             lifecycle,
             argumentParser, httpClient, nioHTTP1, nioCore, hbWSClient, hummingbird,
+            // `chatsuite bench study-search` signs Firebase ID tokens for its own key set.
+            "FirebaseAuth", jwt, .product(name: "CryptoExtras", package: "swift-crypto"),
         ],
         path: "Services/ChatSuite",
         exclude: ["LoadGen"],
