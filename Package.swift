@@ -46,7 +46,10 @@ let serviceFolders: [String: [Target.Dependency]] = [
     ],
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
     "ChatFanout": ["Messaging", metrics, lifecycle, tracing],
-    "Gateway": ["Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", httpClient, nioCore, nioHTTP1, lifecycle, hbWebSocket],
+    "Gateway": [
+        "Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", "FirebaseAuth", httpClient, nioCore, nioHTTP1, lifecycle,
+        hbWebSocket,
+    ],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
     "Presence": [metrics],
     "Push": ["OutboundHTTP", httpClient, jwt, metrics, nioCore, nioHTTP1, nioFoundationCompat, .product(name: "NIOSSL", package: "swift-nio-ssl")],

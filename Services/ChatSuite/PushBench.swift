@@ -40,16 +40,8 @@ struct PushBench: AsyncParsableCommand {
         var logger = Logger(label: "chatsuite.bench.push")
         logger.logLevel = .warning
         let run = UUID().uuidString.prefix(8).lowercased()
-        let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-
         // Kafka and the database.
-        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
-        try cluster.createTopics(Topic.catalog.map(\.specification))
-        let admin = try DatabaseConfiguration(url: databaseURL)
-        let dbName = "bench_push_\(run)"
-        try await Self.withClient(admin.with(database: "postgres"), logger) { c in
-            _ = try await c.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(dbName)"))  // a constant prefix and a UUID
-        }
+        let bench = try await BenchBackbone(databaseURL: databaseURL, prefix: "bench_push", logger: logger)
 
         // The fake FCM.
         let fake = BenchFCM()
@@ -80,27 +72,20 @@ struct PushBench: AsyncParsableCommand {
 
         // The push process.
         let pushPort = fcmPort + 1
-        let process = Process()
-        process.executableURL = binDir.appendingPathComponent(ServiceEntry.push.name)
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "HTTP_PORT": "\(pushPort)", "KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": admin.with(database: dbName).url,
-            "PUSH_FCM_URL": "http://127.0.0.1:\(fcmPort)", "PUSH_FCM_CREDENTIALS_FILE": credentials, "PUSH_CONCURRENCY": "\(concurrency)",
-            "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-        ]) { $1 }
-        try process.run()
+        let process = try await bench.start(
+            .push, port: pushPort,
+            environment: [
+                "PUSH_FCM_URL": "http://127.0.0.1:\(fcmPort)", "PUSH_FCM_CREDENTIALS_FILE": credentials, "PUSH_CONCURRENCY": "\(concurrency)",
+                "KAFKA_FETCH_WAIT_MS": "5",
+            ])
         defer {
             process.terminate()
             process.waitUntilExit()
         }
-        let readyBy = ContinuousClock.now + .seconds(120)
-        while await !DevService.isReady(port: pushPort) {
-            guard ContinuousClock.now < readyBy, process.isRunning else { throw ValidationError("push did not become ready") }
-            try await Task.sleep(for: .milliseconds(200))
-        }
 
         // The read models: a workspace, a channel with the recipients and the sender, their tokens.
         let producer = try KafkaProducer(
-            configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "bench")),
+            configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: bench.cluster.bootstrapServers, clientId: "bench")),
             logger: logger)
         let producing = Task { try await producer.run() }
         defer { producing.cancel() }
@@ -121,7 +106,8 @@ struct PushBench: AsyncParsableCommand {
         }
         let setupStart = ContinuousClock.now
         for result in await producer.sendAllAndAwait(setup) { _ = try result.get() }
-        try await Self.withClient(admin.with(database: dbName), logger) { c in
+        let recipients = self.recipients
+        try await bench.withDatabase { c in
             while true {
                 var counts: [Int64] = []
                 for try await n in try await c.query(
@@ -160,17 +146,6 @@ struct PushBench: AsyncParsableCommand {
         KafkaProducerMessage(
             topic: P.topic.name, key: payload.subject, value: try EventCoding.encode(CloudEvent(source: "bench", data: payload)),
             headers: [KafkaHeader(key: CloudEventKafkaHeader.type, string: P.eventType)])
-    }
-
-    static func withClient(_ configuration: DatabaseConfiguration, _ logger: Logger, _ body: @escaping @Sendable (PostgresClient) async throws -> Void)
-        async throws
-    {
-        let client = configuration.makeClient(logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            try await body(client)
-        }
     }
 }
 

@@ -47,14 +47,7 @@ struct StudySearchBench: AsyncParsableCommand {
         var logger = Logger(label: "chatsuite.bench.study")
         logger.logLevel = .warning
         let run = UUID().uuidString.prefix(8).lowercased()
-        let binDir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: logger)
-        try cluster.createTopics(Topic.catalog.map(\.specification))
-        let admin = try DatabaseConfiguration(url: databaseURL)
-        let dbName = "bench_study_\(run)"
-        try await PushBench.withClient(admin.with(database: "postgres"), logger) { c in
-            _ = try await c.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(dbName)"))  // a constant prefix and a UUID
-        }
+        let bench = try await BenchBackbone(databaseURL: databaseURL, prefix: "bench_study", logger: logger)
 
         // A Firebase key set of our own, served from here.
         let backing = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -76,27 +69,18 @@ struct StudySearchBench: AsyncParsableCommand {
         defer { keySetTask.cancel() }
 
         // The study process.
-        let process = Process()
-        process.executableURL = binDir.appendingPathComponent(ServiceEntry.study.name)
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "HTTP_PORT": "\(port)", "KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": admin.with(database: dbName).url,
-            "STUDY_FIREBASE_PROJECT_ID": "bench", "STUDY_FIREBASE_JWKS_URL": "http://127.0.0.1:\(port + 1)/keys", "LOG_LEVEL": "warning",
-        ]) { $1 }
-        try process.run()
+        let process = try await bench.start(
+            .study, port: port,
+            environment: ["STUDY_FIREBASE_PROJECT_ID": "bench", "STUDY_FIREBASE_JWKS_URL": "http://127.0.0.1:\(port + 1)/keys"])
         defer {
             process.terminate()
             process.waitUntilExit()
-        }
-        let readyBy = ContinuousClock.now + .seconds(120)
-        while await !DevService.isReady(port: port) {
-            guard ContinuousClock.now < readyBy, process.isRunning else { throw ValidationError("study did not become ready") }
-            try await Task.sleep(for: .milliseconds(200))
         }
 
         // The city: `users` people searching, spread evenly, ages 20–56, two studies each.
         let setupStart = ContinuousClock.now
         let users = self.users
-        try await PushBench.withClient(admin.with(database: dbName), logger) { c in
+        try await bench.withDatabase { c in
             _ = try await c.query(
                 """
                 INSERT INTO users (uid, object_id, phone_number, email, fcm_token, nick, birth, gender)
@@ -133,7 +117,7 @@ struct StudySearchBench: AsyncParsableCommand {
 
         let indexScans = { () async throws -> Int64 in
             let scans = Locked<Int64>(0)
-            try await PushBench.withClient(admin.with(database: dbName), logger) { c in
+            try await bench.withDatabase { c in
                 for try await n in try await c.query(
                     "SELECT coalesce(sum(idx_scan), 0)::int8 FROM pg_stat_user_indexes WHERE indexrelname = 'queue_searching_location'"
                 ).decode(Int64.self) { scans.withLock { $0 = n } }
@@ -163,8 +147,6 @@ struct StudySearchBench: AsyncParsableCommand {
             String(
                 format: "people found per search: %.1f on average (at most 100 answered); GiST index scans: %lld for %d searches",
                 Double(people) / Double(max(searches, 1)), scans, searches))
-        try await PushBench.withClient(admin.with(database: "postgres"), logger) { c in
-            _ = try await c.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(dbName) WITH (FORCE)"))
-        }
+        try await bench.dropDatabase()
     }
 }

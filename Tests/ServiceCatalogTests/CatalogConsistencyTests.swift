@@ -84,7 +84,9 @@ struct CatalogConsistencyTests {
         }
         // The edge forwards to exactly the routed services, at their compose names.
         let gateway = try #require(chatsuite[ServiceEntry.gateway.name])
-        let urls = (gateway.environment ?? [:]).filter { $0.key.hasSuffix("_URL") }
+        // Service URLs (`<NAME>_URL` of any catalog name; `STUDY_FIREBASE_JWKS_URL` is not one).
+        let serviceURLs = Set(ServiceEntry.all.map { ServiceEntry.environmentVariable($0.urlSetting) })
+        let urls = (gateway.environment ?? [:]).filter { serviceURLs.contains($0.key) }
         let expected = Dictionary(
             uniqueKeysWithValues: ServiceEntry.upstreams.map {
                 (ServiceEntry.environmentVariable($0.urlSetting), "http://\($0.name):8080")

@@ -138,3 +138,39 @@ struct StudyChatTests {
         }
     }
 }
+
+extension StudyChatTests {
+    @Test("with the compatibility mode off, only a handshake's verified idtoken lets changesocketid follow a uid, and only its own")
+    func verifiedSockets() async throws {
+        try await T.withStudy(gateway: ["GATEWAY_SOCKETIO_ANONYMOUS": "false"]) { s, key in
+            let fanout = try await s.startFanoutReplica("fanout-study-verified")
+            let a = try await Q.person(s, key, nick: "에이")
+            let b = try await Q.person(s, key, nick: "비")
+            let eve = try await Q.person(s, key, nick: "이브")
+            try await Q.match(s, a, b)
+            let port = try #require(s.client.port)
+            // A proves A (EIO3, as socket.io-client-swift 15 with `extraHeaders`); Eve proves Eve but
+            // claims A; an unchanged client claims A without proof; an expired token proves nothing.
+            let expired = try await key.token(uid: a.uid, project: T.project, issuedAt: Date().addingTimeInterval(-7200), ttl: 3600)
+            let proven = try PythonSocketClient.start(
+                .eio3, port: port, namespaces: [], transports: "websocket", changesocketid: a.uid, headers: ["idtoken": a.token])
+            let impostor = try PythonSocketClient.start(
+                .eio4, port: port, namespaces: [], transports: "websocket", changesocketid: a.uid, headers: ["idtoken": eve.token])
+            let unproven = try PythonSocketClient.start(.eio4, port: port, namespaces: [], transports: "websocket", changesocketid: a.uid)
+            let stale = try PythonSocketClient.start(
+                .eio4, port: port, namespaces: [], transports: "websocket", changesocketid: a.uid, headers: ["idtoken": expired])
+            for client in [proven, impostor, unproven, stale] { try await client.waitFor("ready") }
+            try await eventually("A's proven socket hears B", timeout: .seconds(60)) {
+                #expect(try await Self.send(s, b, to: a, "안녕").status.code == 200)
+                try await Task.sleep(for: .milliseconds(200))
+                return !proven.events("chat").isEmpty
+            }
+            #expect(try await Self.send(s, b, to: a, "마지막").status.code == 200)
+            try await eventually("the last chat arrives") { proven.events("chat").contains { $0["chat"] as? String == "마지막" } }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(impostor.events("chat").isEmpty && unproven.events("chat").isEmpty && stale.events("chat").isEmpty)
+            for client in [proven, impostor, unproven, stale] { try await client.stop() }
+            try await fanout.stop()
+        }
+    }
+}

@@ -21,9 +21,9 @@ struct StudyUserTests {
         let key = try await FakeKeySet.key("study-k1")
         keys.serve([key])
         try await keys.run { url in
-            try await Stack.run(
-                services: [.study(env: services.merging(["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url]) { $1 })], gateway: gateway
-            ) { s in
+            // The gateway knows the project too: a Socket.IO handshake's `idtoken` proves its uid.
+            let firebase = ["STUDY_FIREBASE_PROJECT_ID": project, "STUDY_FIREBASE_JWKS_URL": url]
+            try await Stack.run(services: [.study(env: services.merging(firebase) { $1 })], gateway: gateway.merging(firebase) { $1 }) { s in
                 try await body(s, key)
             }
         }

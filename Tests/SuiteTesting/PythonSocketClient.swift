@@ -20,7 +20,7 @@ public struct PythonSocketClient: Sendable {
     /// - Parameter namespaces: `(namespace, event)` pairs to join and listen to.
     public static func start(
         _ generation: Generation, port: Int, namespaces: [(String, String)], transports: String = "polling,websocket",
-        token: String? = nil, changesocketid: String? = nil
+        token: String? = nil, changesocketid: String? = nil, headers: [String: String] = [:]
     ) throws -> PythonSocketClient {
         let python = repository.appendingPathComponent(".devdata/\(generation.rawValue)/bin/python").path
         let script = repository.appendingPathComponent("Tests/GatewayTests/Realtime/clients/listen.py").path
@@ -29,6 +29,7 @@ public struct PythonSocketClient: Sendable {
         for (namespace, event) in namespaces { arguments += ["--namespace", "\(namespace):\(event)"] }
         if let token { arguments += ["--token", token] }
         if let changesocketid { arguments += ["--changesocketid", changesocketid] }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["--header", "\(name):\(value)"] }
         return PythonSocketClient(process: try TestProcess(path: python, arguments: arguments), stopFile: stopFile)
     }
 

@@ -2,6 +2,7 @@ import AccessTokens
 import AsyncHTTPClient
 import Configuration
 import Database
+import FirebaseAuth
 import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
@@ -44,6 +45,9 @@ public enum GatewayService {
         "gateway.socketio.max-queued-packets": 1_000,
         "gateway.socketio.max-queued-bytes": 4_194_304,
         "gateway.socketio.anonymous": "true",
+        // The study app's Firebase project, as `study` has it: a handshake's `idtoken` proves its uid.
+        AbsoluteConfigKey(ConfigKey(FirebaseProject.projectIdSetting)): "",
+        AbsoluteConfigKey(ConfigKey(FirebaseProject.keySetURLSetting)): ConfigValue(.string(FirebaseProject.googleKeySetURL), isSecret: false),
         "gateway.socketio.max-namespaces": 500,
         // Real-time admission per client address (docs/realtime.md): handshakes and joins.
         "gateway.realtime.handshake-rate-per-second": 20,
@@ -93,6 +97,13 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     protocols.stomp.files = StompFileLinks(publicURL: smooth.publicURL, chatPrefix: smooth.chatPrefix)
     let document = try APIDocument.load()
     let schemas = try EventSchemaDocuments.load()
+    let firebaseProject: FirebaseProject
+    do {
+        firebaseProject = try FirebaseProject(
+            projectId: try settings.string(FirebaseProject.projectIdSetting), keySetURL: try settings.string(FirebaseProject.keySetURLSetting))
+    } catch let invalid as FirebaseProject.Invalid {
+        throw StartupError(invalid.description)
+    }
     var platform = try await ServicePlatform.make(settings: settings, logger: logger)
     let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(gateway.jwtPublicKeyPEM), audience: gateway.audience, issuer: gateway.issuer)
     // Health and metrics on the admin listener only (`admin.port`), not on the public port; the
@@ -134,6 +145,9 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
         operations: StompOperations(
             client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? ""),
+        firebase: firebaseProject.isConfigured
+            ? FirebaseTokenVerifier(projectId: firebaseProject.projectId, keySetURL: firebaseProject.keySetURL, client: httpClient, logger: logger)
+            : nil,
         router: router, logger: logger
     )
     return platform.makeApplication(
@@ -152,8 +166,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 /// `router`).
 private func realtime(
     _ protocols: ProtocolSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies, platform: inout ServicePlatform<NoDatabase>,
-    verifier: AccessTokenVerifier, access: ConversationAccess, operations: StompOperations, router: ServiceRouter<GatewayRequestContext>,
-    logger: Logger
+    verifier: AccessTokenVerifier, access: ConversationAccess, operations: StompOperations, firebase: FirebaseTokenVerifier?,
+    router: ServiceRouter<GatewayRequestContext>, logger: Logger
 ) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int) {
     let (realtime, socketIO, nativeSettings) = (protocols.realtime, protocols.socketIO, protocols.native)
     let gatewayId = realtime.gatewayId
@@ -162,7 +176,7 @@ private func realtime(
         settings: realtime, events: publisher, interest: GatewayInterest(gatewayId: gatewayId, events: publisher), access: access,
         verifier: verifier, admission: protocols.admission
     )
-    let server = SocketIOServer(settings: socketIO, hub: hub, logger: logger)
+    let server = SocketIOServer(settings: socketIO, hub: hub, firebase: firebase, logger: logger)
     let client = platform.kafkaClient
     let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
     let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: fetchWait, retention: nativeSettings.resumeWindow, logger: logger)

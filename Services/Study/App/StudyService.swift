@@ -17,8 +17,8 @@ public enum StudyService {
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
         "http.port": ConfigValue(.int(ServiceEntry.study.port), isSecret: false),
-        "study.firebase-project-id": "",
-        "study.firebase-jwks-url": "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com",
+        AbsoluteConfigKey(ConfigKey(FirebaseProject.projectIdSetting)): "",
+        AbsoluteConfigKey(ConfigKey(FirebaseProject.keySetURLSetting)): ConfigValue(.string(FirebaseProject.googleKeySetURL), isSecret: false),
         "study.search-radius-meters": 700,
         "study.dodge-penalty-seconds": 60,
         // Apple Root CA - G3 (PEM) in production; empty: in-app purchases are refused (201).
@@ -37,11 +37,11 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let httpClient = HTTPClient(
         eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(3))))
     platform.addService(HTTPClientService(client: httpClient))
-    if studySettings.firebaseProjectId.isEmpty {
+    if !studySettings.firebase.isConfigured {
         logger.warning("study.firebase-project-id (STUDY_FIREBASE_PROJECT_ID) is not set: every request is refused with 401")
     }
     let verifier = FirebaseTokenVerifier(
-        projectId: studySettings.firebaseProjectId, keySetURL: studySettings.firebaseKeySetURL, client: httpClient, logger: logger)
+        projectId: studySettings.firebase.projectId, keySetURL: studySettings.firebase.keySetURL, client: httpClient, logger: logger)
     if studySettings.appStoreRootsPEM == nil {
         logger.warning("study.appstore-root-certificates-file (STUDY_APPSTORE_ROOT_CERTIFICATES_FILE) is not set: in-app purchases are refused")
     }

@@ -1,12 +1,12 @@
+import FirebaseAuth
 import Foundation
 import ServiceKit
 
 /// Settings of `study` beyond the platform's (docs/configuration.md).
 struct StudySettings: Sendable {
-    /// The Firebase project whose ID tokens are accepted (`aud`); empty refuses every request.
-    var firebaseProjectId: String
+    /// The Firebase project whose ID tokens are accepted (`aud`; empty refuses every request) and
     /// Google's secure-token key set (a JWKS), or a stand-in's.
-    var firebaseKeySetURL: String
+    var firebase: FirebaseProject
     /// How far `POST /v1/queue/search` looks, in meters (the original app: about 700 m).
     var searchRadiusMeters: Int
     /// `fromRecommend` of a search: studies the operator suggests (comma-separated setting).
@@ -21,13 +21,11 @@ struct StudySettings: Sendable {
     var dodgePenaltySeconds: Int
 
     init(_ settings: ServiceSettings) throws {
-        firebaseProjectId = try settings.string("study.firebase-project-id").trimmingCharacters(in: .whitespaces)
-        firebaseKeySetURL = try settings.string("study.firebase-jwks-url")
-        guard let url = URL(string: firebaseKeySetURL), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
-            throw StartupError("study.firebase-jwks-url must be an http(s) URL (got '\(firebaseKeySetURL)')")
-        }
-        guard firebaseProjectId.utf8.count <= 128, !firebaseProjectId.contains(where: { $0.isWhitespace || $0 == "/" }) else {
-            throw StartupError("study.firebase-project-id must be a Firebase project id")
+        do {
+            firebase = try FirebaseProject(
+                projectId: try settings.string(FirebaseProject.projectIdSetting), keySetURL: try settings.string(FirebaseProject.keySetURLSetting))
+        } catch let invalid as FirebaseProject.Invalid {
+            throw StartupError(invalid.description)
         }
         searchRadiusMeters = try settings.int("study.search-radius-meters")
         guard (1...50_000).contains(searchRadiusMeters) else { throw StartupError("study.search-radius-meters must be 1–50000") }

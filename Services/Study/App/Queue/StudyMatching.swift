@@ -45,9 +45,8 @@ struct StudyMatching: Sendable {
     /// next); 202 either side is not searching; 406; 501 asking oneself.
     func request(_ uid: String, to other: String, _ c: PostgresConnection) async throws -> Int {
         guard other != uid else { return 501 }
-        let users = try await store.lockUsers([uid, other], c)
+        let (users, entries) = try await lockPair(uid, other, c)
         guard let me = users[uid] else { return 406 }
-        let entries = try await store.entries([uid, other], c)
         guard users[other] != nil, entries[other]?.isSearching == true, entries[uid]?.isSearching == true else { return 202 }
         if try await store.hasRequest(from: other, to: uid, c) { return 201 }
         if try await store.addRequest(from: uid, to: other, c) {
@@ -62,9 +61,8 @@ struct StudyMatching: Sendable {
     /// other stopped searching (or is not asking); 203 the caller is matched already; 406.
     func accept(_ uid: String, from other: String, _ c: PostgresConnection) async throws -> Int {
         guard other != uid else { return 501 }
-        let users = try await store.lockUsers([uid, other], c)
+        let (users, entries) = try await lockPair(uid, other, c)
         guard let me = users[uid] else { return 406 }
-        let entries = try await store.entries([uid, other], c)
         if let mine = entries[uid], !mine.isSearching { return 203 }
         guard let requester = users[other], let theirs = entries[other] else { return 202 }
         if !theirs.isSearching { return 201 }
@@ -77,6 +75,14 @@ struct StudyMatching: Sendable {
                 data: StudyEvents.Matched(acceptorUid: uid, acceptorNick: me.nick, requesterUid: other, requesterNick: requester.nick)),
             on: c, logger: logger)
         return 200
+    }
+
+    /// Locks both users (in uid order) and reads both queue rows.
+    private func lockPair(_ uid: String, _ other: String, _ c: PostgresConnection) async throws -> (
+        users: [String: StudyLockedUser], entries: [String: StudyQueueEntry]
+    ) {
+        let users = try await store.lockUsers([uid, other], c)
+        return (users, try await store.entries([uid, other], c))
     }
 
     /// `POST /v1/queue/dodge`: 200 the study is cancelled for both, and the caller's dodge count

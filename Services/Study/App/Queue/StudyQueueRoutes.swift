@@ -108,7 +108,7 @@ extension StudyAPI {
         guard let found else { throw StudyRefusal.notRegistered }
         return try json(
             StudySearchResponse(
-                fromQueueDB: found.near.map(StudyQueuedUserResponse.init), fromQueueDBRequested: found.requested.map(StudyQueuedUserResponse.init),
+                fromQueueDB: found.near, fromQueueDBRequested: found.requested,
                 fromRecommend: recommendedStudies))
     }
 
@@ -136,37 +136,7 @@ struct StudyQueueStateResponse: Encodable {
 }
 
 struct StudySearchResponse: Encodable {
-    var fromQueueDB: [StudyQueuedUserResponse]
-    var fromQueueDBRequested: [StudyQueuedUserResponse]
+    var fromQueueDB: [StudyQueuedUser]
+    var fromQueueDBRequested: [StudyQueuedUser]
     var fromRecommend: [String]
-}
-
-/// A person in a search answer, every key present (clients decode them as non-optional).
-/// `type` is always 0: clients decode it but none reads it, and the original's meaning is unknown.
-struct StudyQueuedUserResponse: Encodable {
-    var uid: String
-    var nick: String
-    var lat: Double
-    var long: Double
-    var reputation: [Int]
-    var studylist: [String]
-    var reviews: [String]
-    var gender: Int
-    var type: Int
-    var sesac: Int
-    var background: Int
-
-    init(_ user: StudyQueuedUser) {
-        uid = user.uid
-        nick = user.nick
-        lat = user.lat
-        long = user.long
-        reputation = user.reputation
-        studylist = user.studylist
-        reviews = user.reviews
-        gender = user.gender
-        type = 0
-        sesac = user.sesac
-        background = user.background
-    }
 }

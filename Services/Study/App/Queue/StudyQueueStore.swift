@@ -28,8 +28,10 @@ struct StudyQueueEntry: Sendable, Equatable {
     var isStudying: Bool { matchedUid != nil && !dodged && !reviewed }
 }
 
-/// Somebody in the queue as `POST /v1/queue/search` shows them.
-struct StudyQueuedUser: Sendable, Equatable {
+/// Somebody in the queue as `POST /v1/queue/search` shows them, every key present (clients decode
+/// them as non-optional). `type` is always 0: clients decode it but none reads it, and the
+/// original's meaning is unknown.
+struct StudyQueuedUser: Sendable, Equatable, Encodable {
     var uid: String
     var nick: String
     var lat: Double
@@ -40,6 +42,23 @@ struct StudyQueuedUser: Sendable, Equatable {
     var gender: Int
     var sesac: Int
     var background: Int
+
+    enum CodingKeys: String, CodingKey { case uid, nick, lat, long, reputation, studylist, reviews, gender, type, sesac, background }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(uid, forKey: .uid)
+        try c.encode(nick, forKey: .nick)
+        try c.encode(lat, forKey: .lat)
+        try c.encode(long, forKey: .long)
+        try c.encode(reputation, forKey: .reputation)
+        try c.encode(studylist, forKey: .studylist)
+        try c.encode(reviews, forKey: .reviews)
+        try c.encode(gender, forKey: .gender)
+        try c.encode(0, forKey: .type)
+        try c.encode(sesac, forKey: .sesac)
+        try c.encode(background, forKey: .background)
+    }
 }
 
 /// SQL of the matching queue. Its callers hold the users-row locks of everyone whose queue row

@@ -26,6 +26,7 @@ def main():
     parser.add_argument("--transports", default="polling,websocket")
     parser.add_argument("--token")
     parser.add_argument("--changesocketid")
+    parser.add_argument("--header", action="append", default=[], help="name:value, sent on the handshake")
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--seconds", type=float, default=60)
     args = parser.parse_args()
@@ -76,6 +77,8 @@ def main():
         namespaces.insert(0, "/")
 
     kwargs = dict(namespaces=namespaces, transports=args.transports.split(","))
+    if args.header:
+        kwargs["headers"] = dict(spec.split(":", 1) for spec in args.header)
     if major >= 5:
         kwargs["wait_timeout"] = 10
         if args.token:

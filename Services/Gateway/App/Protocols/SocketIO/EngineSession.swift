@@ -34,6 +34,8 @@ final class EngineSession: Sendable {
     let version: EngineIOVersion
     /// The user of a verified `Authorization` header on the handshake, if any.
     let userId: String?
+    /// The study-app uid of a verified Firebase `idtoken` header on the handshake, if any.
+    let studyUid: String?
     /// The client's address (the join limit's key).
     let clientAddress: String
     /// Closes the session when the hub's deliveries overflow its queue.
@@ -41,9 +43,10 @@ final class EngineSession: Sendable {
     private let state: Mutex<State>
 
     init(
-        id: String, version: EngineIOVersion, transport: Transport, userId: String?, clientAddress: String, maxQueuedPackets: Int,
-        maxQueuedBytes: Int, server: SocketIOServer
+        id: String, version: EngineIOVersion, transport: Transport, userId: String?, studyUid: String? = nil, clientAddress: String,
+        maxQueuedPackets: Int, maxQueuedBytes: Int, server: SocketIOServer
     ) {
+        self.studyUid = studyUid
         self.server = server
         self.id = id
         self.version = version

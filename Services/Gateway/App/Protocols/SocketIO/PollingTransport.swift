@@ -23,17 +23,17 @@ struct PollingTransport: Sendable {
         // A WebSocket request that reached HTTP was not upgradable (unknown or upgraded session).
         case "websocket":
             if query["sid"] != nil { return Self.error(.unknownSession) }
-            if case .failure(let error) = await server.authenticate(authorization: request.headers[.authorization]) { return Self.error(error) }
+            if case .failure(let error) = await server.authenticate(request.headers) { return Self.error(error) }
             return Self.error(.badRequest)
         default: return Self.error(.unknownTransport)
         }
         guard let sid = query["sid"] else {
             guard request.method == .get else { return Self.error(.badHandshakeMethod) }
             guard server.admission.allowHandshake(from: clientAddress) else { return Self.error(.tooManyRequests) }
-            switch await server.authenticate(authorization: request.headers[.authorization]) {
+            switch await server.authenticate(request.headers) {
             case .failure(let error): return Self.error(error)
-            case .success(let userId):
-                let (_, packets) = server.open(version: version, transport: .polling, userId: userId, clientAddress: clientAddress)
+            case .success(let identity):
+                let (_, packets) = server.open(version: version, transport: .polling, identity: identity, clientAddress: clientAddress)
                 return Self.payload(packets, version: version)
             }
         }

@@ -1,7 +1,9 @@
 import AccessTokens
 import ChatInternalAPI
 import Events
+import FirebaseAuth
 import Foundation
+import HTTPTypes
 import Logging
 import ServiceKit
 import Synchronization
@@ -12,12 +14,16 @@ import Synchronization
 final class SocketIOServer: Sendable {
     let settings: SocketIOSettings
     let hub: RealtimeHub
+    /// Checks the study app's Firebase ID tokens (`idtoken` on the handshake); nil when no
+    /// Firebase project is configured.
+    private let firebase: FirebaseTokenVerifier?
     private let logger: Logger
     private let sessions = Mutex<[String: EngineSession]>([:])
 
-    init(settings: SocketIOSettings, hub: RealtimeHub, logger: Logger) {
+    init(settings: SocketIOSettings, hub: RealtimeHub, firebase: FirebaseTokenVerifier?, logger: Logger) {
         self.settings = settings
         self.hub = hub
+        self.firebase = firebase
         self.logger = logger
     }
 
@@ -31,20 +37,33 @@ final class SocketIOServer: Sendable {
 
     // MARK: lifecycle
 
-    /// The user of an `Authorization` header on the handshake: nil without one, `.failure` for a
-    /// token that does not verify (the handshake is refused).
-    func authenticate(authorization: String?) async -> Result<String?, EngineIOError> {
-        guard let authorization, !authorization.trimmingCharacters(in: .whitespaces).isEmpty else { return .success(nil) }
-        guard let user = await hub.user(ofToken: authorization) else { return .failure(.forbidden) }
-        return .success(user.description)
+    /// Who a handshake's headers name: the suite user of an `Authorization` header (nil without
+    /// one; `.failure` for a token that does not verify: the handshake is refused), and the study
+    /// app's user of a verified Firebase `idtoken` (nil without one, or when it does not verify:
+    /// the app still works as in the compatibility mode, see `announceStudyUser`).
+    func authenticate(_ headers: HTTPFields) async -> Result<SocketIOIdentity, EngineIOError> {
+        var identity = SocketIOIdentity()
+        if let authorization = headers[.authorization], !authorization.trimmingCharacters(in: .whitespaces).isEmpty {
+            guard let user = await hub.user(ofToken: authorization) else { return .failure(.forbidden) }
+            identity.userId = user.description
+        }
+        if let firebase, let token = headers[Self.idToken]?.trimmingCharacters(in: .whitespaces), !token.isEmpty {
+            identity.studyUid = try? await firebase.verify(token).uid
+        }
+        return .success(identity)
     }
+
+    static let idToken = HTTPField.Name("idtoken")!
 
     /// Opens a session and returns it with the packets that start it: the open packet and, for
     /// Engine.IO v3 (Socket.IO 2), the implicit connection of the default namespace.
-    func open(version: EngineIOVersion, transport: EngineSession.Transport, userId: String?, clientAddress: String) -> (EngineSession, [String]) {
+    func open(version: EngineIOVersion, transport: EngineSession.Transport, identity: SocketIOIdentity, clientAddress: String) -> (
+        EngineSession, [String]
+    ) {
+        let userId = identity.userId
         let session = EngineSession(
-            id: randomSessionId(), version: version, transport: transport, userId: userId, clientAddress: clientAddress,
-            maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes, server: self
+            id: randomSessionId(), version: version, transport: transport, userId: userId, studyUid: identity.studyUid,
+            clientAddress: clientAddress, maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes, server: self
         )
         sessions.withLock { $0[session.id] = session }
         hub.sessionOpened(session.id, user: userId.flatMap(UserID.init), protocol: .socketIO)
@@ -168,11 +187,18 @@ final class SocketIOServer: Sendable {
 
     /// The study app names its user on the default namespace (`changesocketid` with its Firebase
     /// uid, client contract §3.2): the session follows that user's study chats, which arrive as
-    /// `chat` events. The app presents no credentials, so this is part of the compatibility mode
-    /// (`gateway.socketio.anonymous`); without it the announcement is ignored. A malformed uid is
-    /// ignored too; a new uid replaces the previous one.
+    /// `chat` events. A session whose handshake carried a verified Firebase `idtoken` may announce
+    /// only that token's uid. The unchanged apps present no credentials, so an unproven
+    /// announcement is part of the compatibility mode (`gateway.socketio.anonymous`); without it
+    /// the announcement is ignored. A malformed uid is ignored too; a new uid replaces the
+    /// previous one.
     private func announceStudyUser(_ uid: String, _ session: EngineSession) -> Bool {
-        guard settings.anonymous, (1...128).contains(uid.utf8.count),
+        if let verified = session.studyUid {
+            guard uid == verified else { return true }
+        } else {
+            guard settings.anonymous else { return true }
+        }
+        guard (1...128).contains(uid.utf8.count),
             !uid.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
         else { return true }
         // Like a namespace join: it holds interest (a Kafka record), so it is admitted per address.
@@ -187,4 +213,12 @@ final class SocketIOServer: Sendable {
     private func refuse(_ namespace: String, _ message: String, _ session: EngineSession) -> Bool {
         session.send(SocketIOEncoder.connectError(namespace, message: message, version: session.version)) || fail(session, "send queue full")
     }
+}
+
+/// Who a Socket.IO handshake names (each verified, or nil).
+struct SocketIOIdentity: Sendable, Equatable {
+    /// The suite user of the `Authorization` header.
+    var userId: String?
+    /// The study app's user of the Firebase `idtoken` header.
+    var studyUid: String?
 }

@@ -18,7 +18,7 @@ struct WebSocketTransport: Sendable {
     /// What the handshake decided.
     private enum Decision: Sendable {
         /// A new WebSocket-only session.
-        case open(EngineIOVersion, userId: String?, clientAddress: String)
+        case open(EngineIOVersion, identity: SocketIOIdentity, clientAddress: String)
         /// The upgrade of a polling session.
         case upgrade(EngineSession)
     }
@@ -31,8 +31,8 @@ struct WebSocketTransport: Sendable {
             case .upgrade(let session):
                 session.attach(abort: context.requestContext.abort)
                 await upgrade(session, inbound: inbound, outbound: outbound)
-            case .open(let version, let userId, let clientAddress):
-                let (session, packets) = server.open(version: version, transport: .websocket, userId: userId, clientAddress: clientAddress)
+            case .open(let version, let identity, let clientAddress):
+                let (session, packets) = server.open(version: version, transport: .websocket, identity: identity, clientAddress: clientAddress)
                 session.attach(abort: context.requestContext.abort)
                 var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
                 await serve(session, messages: &messages, outbound: outbound, first: packets)
@@ -53,8 +53,8 @@ struct WebSocketTransport: Sendable {
         // A refused handshake falls through to the polling routes, which answer it with an error.
         let clientAddress = trustedProxies.clientAddress(peer: context.channel.remoteAddress, headers: request.headers)
         guard server.admission.allowHandshake(from: clientAddress) else { return .dontUpgrade }
-        guard case .success(let userId) = await server.authenticate(authorization: request.headers[.authorization]) else { return .dontUpgrade }
-        context.decision.set(Decision.open(version, userId: userId, clientAddress: clientAddress))
+        guard case .success(let identity) = await server.authenticate(request.headers) else { return .dontUpgrade }
+        context.decision.set(Decision.open(version, identity: identity, clientAddress: clientAddress))
         return .upgrade([:])
     }
 
