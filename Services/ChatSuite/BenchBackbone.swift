@@ -45,7 +45,8 @@ struct BenchBackbone {
         process.executableURL = binDir.appendingPathComponent(service.name)
         process.environment = ProcessInfo.processInfo.environment.merging(
             ["HTTP_PORT": "\(port)", "KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": databaseURL, "LOG_LEVEL": "warning"].merging(
-                environment) { $1 }
+                environment
+            ) { $1 }
         ) { $1 }
         try process.run()
         let readyBy = ContinuousClock.now + .seconds(120)

@@ -101,7 +101,8 @@ struct StudySearchBench: AsyncParsableCommand {
         print("setup: \(users) people searching in \(ContinuousClock.now - setupStart)")
 
         // The searcher signs up through the service, like the app.
-        let token = try await signer.sign(FirebaseIDToken(project: "bench", uid: "bench-searcher-\(run)", issuedAt: Date()), kid: JWKIdentifier(string: "bench"))
+        let token = try await signer.sign(
+            FirebaseIDToken(project: "bench", uid: "bench-searcher-\(run)", issuedAt: Date()), kid: JWKIdentifier(string: "bench"))
         let base = "http://127.0.0.1:\(port)/study/v1"
         @Sendable func post(_ path: String, _ form: String) async throws -> (HTTPResponseStatus, ByteBuffer) {
             var request = HTTPClientRequest(url: base + path)

@@ -22,7 +22,9 @@ struct StudyScenarioTests {
             let mogUid = "mog-\(UUID().uuidString.prefix(8))"
             let mogToken = try await key.token(uid: mogUid, project: T.project)
             #expect(try await T.call(s, .get, "/v1/user", token: mogToken).status.code == 406)
-            #expect(try await T.call(s, .post, "/v1/user", token: mogToken, form: Stack.studySignUpForm(nick: "모그", gender: "0", fcm: "fcm-mog")).status.code == 200)
+            #expect(
+                try await T.call(s, .post, "/v1/user", token: mogToken, form: Stack.studySignUpForm(nick: "모그", gender: "0", fcm: "fcm-mog")).status.code == 200
+            )
             let mog = StudyPerson(uid: mogUid, token: mogToken, nick: "모그")
             let dhs = try await Q.person(s, key, nick: "디에이치")
             #expect(try await Q.code(s, .put, "/v1/user/mypage", mog, form: "searchable=1&ageMin=20&ageMax=40&gender=0&study=Swift") == 200)
