@@ -102,6 +102,14 @@ struct StudyChatTests {
             let later = try await Self.history(s, a, with: b, after: pivot)
             #expect(later.allSatisfy { ($0["createdAt"] as? String ?? "") > pivot } && later.count <= 3 && !later.isEmpty)
             #expect(try await Self.history(s, eve, with: a).isEmpty, "nobody else's chats")
+            // Exclusive to the millisecond for every chat's own date (a bound sent through a
+            // floating-point date once let the chat at the bound back in).
+            for chat in sent {
+                let date = try #require(chat["createdAt"] as? String)
+                let after = try await Self.history(s, b, with: a, after: date)
+                #expect(after.allSatisfy { ($0["createdAt"] as? String ?? "") > date }, "after \(date)")
+                #expect(after.count == sent.filter { ($0["createdAt"] as? String ?? "") > date }.count, "after \(date)")
+            }
 
             // The study ends: sending is 201 both ways; history stays.
             #expect(try await Q.code(s, .post, "/v1/queue/dodge", a, form: "otheruid=\(b.uid)") == 200)

@@ -10,8 +10,8 @@ import ServiceKit
 /// to the gateways whose Socket.IO sessions announced the recipient.
 extension StudyAPI {
     static let maxChatCharacters = 1_000
-    /// `lastchatDate` meaning "everything" to the app.
-    static let everything = Date(timeIntervalSince1970: 946_684_800)  // 2000-01-01T00:00:00.000Z
+    /// `lastchatDate` meaning "everything" to the app: 2000-01-01T00:00:00.000Z, in milliseconds.
+    static let everything: Int64 = 946_684_800_000
 
     func addChat(to router: some RouterMethods<SuiteRequestContext>) {
         let chat = router.group("study/v1/chat")
@@ -52,12 +52,12 @@ extension StudyAPI {
         let other = try StudyQueueFields.uid(context.parameters.get("uid") ?? "")
         var after = Self.everything
         if let text = request.uri.queryParameters.get("lastchatDate"), !text.isEmpty {
-            guard let date = Timestamp.parse(text) else { throw StudyRefusal.badField }
-            after = date
+            guard let milliseconds = Timestamp.parseMilliseconds(text) else { throw StudyRefusal.badField }
+            after = milliseconds
         }
         let found = try await postgres.withConnection { [users, chats] c -> [StudyChat]? in
             guard try await users.find(uid, c) != nil else { return nil }
-            return try await chats.history(between: uid, other, after: after, c)
+            return try await chats.history(between: uid, other, afterMilliseconds: after, c)
         }
         guard let found else { throw StudyRefusal.notRegistered }
         return try json(StudyChatHistoryResponse(payload: found.map(StudyChatResponse.init)))

@@ -40,14 +40,15 @@ struct StudyChatStore: Sendable {
         return chat
     }
 
-    /// The chats between `a` and `b` created after `after`, oldest first.
-    func history(between a: String, _ b: String, after: Date, _ c: PostgresConnection) async throws -> [StudyChat] {
+    /// The chats between `a` and `b` created after `afterMilliseconds` (since 1970; exclusive, to
+    /// the millisecond: an integer, so no floating-point rounding moves the bound), oldest first.
+    func history(between a: String, _ b: String, afterMilliseconds: Int64, _ c: PostgresConnection) async throws -> [StudyChat] {
         try await chats(
             c.query(
                 """
                 SELECT id, from_uid, to_uid, chat, created_at FROM chats
                 WHERE least(from_uid, to_uid) = least(\(a)::text, \(b)::text) AND greatest(from_uid, to_uid) = greatest(\(a)::text, \(b)::text)
-                  AND created_at > \(after)
+                  AND created_at > timestamptz '1970-01-01 00:00:00+00' + \(afterMilliseconds) * interval '1 millisecond'
                 ORDER BY created_at, id
                 """, logger: logger))
     }
