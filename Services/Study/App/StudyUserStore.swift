@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Logging
 import PostgresNIO
@@ -38,12 +39,15 @@ struct StudyUserStore: Sendable {
     }
 
     /// Registers a user; nil when the uid is registered already (the primary key decides races).
+    /// `birth` goes in as whole milliseconds: a bound `Date` is truncated to the microsecond by
+    /// the driver, which would give some dates back a millisecond early.
     func insert(_ signUp: StudySignUp, uid: String, objectId: String, _ c: PostgresConnection) async throws -> StudyUser? {
         try await users(
             c.query(
                 """
                 INSERT INTO users (uid, object_id, phone_number, email, fcm_token, nick, birth, gender)
-                VALUES (\(uid), \(objectId), \(signUp.phoneNumber), \(signUp.email), \(signUp.fcmToken), \(signUp.nick), \(signUp.birth),
+                VALUES (\(uid), \(objectId), \(signUp.phoneNumber), \(signUp.email), \(signUp.fcmToken), \(signUp.nick),
+                        timestamptz '1970-01-01 00:00:00+00' + \(Timestamp.milliseconds(signUp.birth)) * interval '1 millisecond',
                         \(Int16(signUp.gender)))
                 ON CONFLICT (uid) DO NOTHING
                 RETURNING \(unescaped: Self.columns)
