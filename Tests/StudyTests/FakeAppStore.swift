@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SuiteTesting
 import SwiftASN1
 import X509
 
@@ -72,13 +73,9 @@ struct FakeAppStore {
             return Data(serializer.serializedBytes).base64EncodedString()
         }
         let header = try JSONSerialization.data(withJSONObject: ["alg": alg, "x5c": x5c])
-        let input = Self.base64URL(header) + "." + Self.base64URL(try JSONSerialization.data(withJSONObject: payload))
+        let input = try header.base64URL + "." + JSONSerialization.data(withJSONObject: payload).base64URL
         let signature = try leafKey.signature(for: Data(input.utf8)).rawRepresentation
-        return input + "." + Self.base64URL(signature)
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return input + "." + signature.base64URL
     }
 
     /// The root as a temporary PEM file (the service's `study.appstore-root-certificates-file`).

@@ -135,13 +135,21 @@ struct StudyChatTests {
             #expect(try await Self.send(s, a, to: stranger, "누구").status.code == 201)
             #expect(try await Self.send(s, stranger, to: a, "누구").status.code == 406)
             #expect(try await T.call(s, .get, "/v1/chat/\(a.uid)?lastchatDate=2000-01-01T00:00:00.000Z", token: stranger.token).status.code == 406)
-            for bad in ["", "   ", String(repeating: "가", count: 1_001)] {
+            // Too long in characters, and short in characters but long in bytes (a letter with 50
+            // combining accents is one character of 101 bytes: 100 of them are 10 100 bytes).
+            let heavy = String(repeating: "a" + String(repeating: "\u{0301}", count: 50), count: 100)
+            #expect(heavy.count == 100 && heavy.utf8.count > 4 * 1_000)
+            for bad in ["", "   ", String(repeating: "가", count: 1_001), heavy] {
                 #expect(try await Self.send(s, a, to: b, bad).status.code == 501, "\(bad.count) characters")
             }
             #expect(try await T.call(s, .post, "/v1/chat/\(b.uid)", token: a.token, form: "message=hi").status.code == 501)
             #expect(try await T.call(s, .get, "/v1/chat/\(b.uid)?lastchatDate=yesterday", token: a.token).status.code == 501)
             #expect(try await T.call(s, .post, "/v1/chat/\(b.uid)", token: nil, form: "chat=hi").status.code == 401)
             #expect(try await Self.send(s, a, to: b, String(repeating: "가", count: 1_000)).status.code == 200)
+            // Over the body limit (64 KiB): 413, and the service goes on answering.
+            let huge = "chat=" + String(repeating: "x", count: 70_000)
+            #expect(try await T.call(s, .post, "/v1/chat/\(b.uid)", token: a.token, form: huge).status.code == 413)
+            #expect(try await Self.send(s, a, to: b, "아직 살아있어요").status.code == 200)
             #expect(try await Q.json(s, .get, "/v1/chat/\(b.uid)", a)["payload"] as? [Any] != nil, "no date: everything")
         }
     }

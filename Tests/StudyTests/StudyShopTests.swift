@@ -66,10 +66,9 @@ struct StudyShopTests {
             let a = try await Q.person(s, key, nick: "구매자")
             let valid = try store.transaction([:])
             let parts = valid.split(separator: ".").map(String.init)
-            let forgedPayload = FakeAppStore.base64URL(
-                try JSONSerialization.data(withJSONObject: [
-                    "transactionId": "1", "bundleId": "com.memolease.sesac1", "productId": "com.memolease.sesac1.sprout1", "environment": "Production",
-                ]))
+            let forgedPayload = try JSONSerialization.data(withJSONObject: [
+                "transactionId": "1", "bundleId": "com.memolease.sesac1", "productId": "com.memolease.sesac1.sprout1", "environment": "Production",
+            ]).base64URL
             for (name, receipt, product) in [
                 ("another root", try stranger.transaction([:]), "com.memolease.sesac1.sprout1"),
                 ("no Apple marker", try unmarked.transaction([:]), "com.memolease.sesac1.sprout1"),
@@ -77,7 +76,7 @@ struct StudyShopTests {
                 ("a forged payload", parts[0] + "." + forgedPayload + "." + parts[2], "com.memolease.sesac1.sprout1"),
                 ("ES384 claimed", try store.transaction([:], alg: "ES384"), "com.memolease.sesac1.sprout1"),
                 (
-                    "alg none", parts[0].replacingOccurrences(of: parts[0], with: FakeAppStore.base64URL(Data(#"{"alg":"none"}"#.utf8))) + "." + parts[1] + ".",
+                    "alg none", Data(#"{"alg":"none"}"#.utf8).base64URL + "." + parts[1] + ".",
                     "com.memolease.sesac1.sprout1"
                 ),
                 ("another bundle", try store.transaction(["bundleId": "com.example.other"]), "com.memolease.sesac1.sprout1"),

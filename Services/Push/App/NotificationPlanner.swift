@@ -24,8 +24,8 @@ enum PushProvider: String, Sendable, CaseIterable {
 struct NotificationPlanner: Sendable {
     static let wakeChannel = "push_notifications"
     let providers: Set<PushProvider>
-    private let planned = Counter(label: "push_notifications_planned_total")
-    private let skippedNoProvider = Counter(label: "push_notifications_skipped_total", dimensions: [("reason", "no_provider")])
+    let planned = Counter(label: "push_notifications_planned_total")
+    let skippedNoProvider = Counter(label: "push_notifications_skipped_total", dimensions: [("reason", "no_provider")])
 
     init(providers: Set<PushProvider>) {
         self.providers = providers

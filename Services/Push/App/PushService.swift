@@ -76,7 +76,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         ("push.presence", .presence, PushProjections.registerPresence),
         ("push.read-cursors", .chatRead, PushProjections.registerReadCursors),
         ("push.messages", .chatMessage, planner.register),
-        ("push.study", .study, StudyNotifications(providers: Set(senders.keys)).register),
+        ("push.study", .study, planner.registerStudy),
     ]
     for consumer in consumers {
         var router = EventRouter()

@@ -7,17 +7,9 @@ import PostgresNIO
 /// `study.v1` → the study app's notifications (client contract §3.2: request, accept, dodge,
 /// chat), each to the recipient's latest FCM token, planned in the inbox transaction of its event
 /// (so once, whatever the redeliveries). The study app has no notification settings; a user
-/// without a token, or FCM switched off, gets none.
-struct StudyNotifications: Sendable {
-    let providers: Set<PushProvider>
-    private let planned = Counter(label: "push_notifications_planned_total")
-    private let skippedNoProvider = Counter(label: "push_notifications_skipped_total", dimensions: [("reason", "no_provider")])
-
-    init(providers: Set<PushProvider>) {
-        self.providers = providers
-    }
-
-    func register(into router: inout EventRouter) {
+/// without a token, or FCM switched off, gets none. The planner's providers and counters serve both.
+extension NotificationPlanner {
+    func registerStudy(into router: inout EventRouter) {
         router.on(StudyEvents.UserTokenChanged.self) { event, context in
             let e = event.data
             if let token = e.fcmToken {
@@ -33,21 +25,21 @@ struct StudyNotifications: Sendable {
             }
         }
         router.on(StudyEvents.RequestSent.self) { event, context in
-            try await plan(event.id, to: event.data.toUid, .studyRequest(event.data), at: event.time, context)
+            try await planStudy(event.id, to: event.data.toUid, .studyRequest(event.data), at: event.time, context)
         }
         router.on(StudyEvents.Matched.self) { event, context in
-            try await plan(event.id, to: event.data.requesterUid, .studyMatched(event.data), at: event.time, context)
+            try await planStudy(event.id, to: event.data.requesterUid, .studyMatched(event.data), at: event.time, context)
         }
         router.on(StudyEvents.Dodged.self) { event, context in
-            try await plan(event.id, to: event.data.partnerUid, .studyDodged(event.data), at: event.time, context)
+            try await planStudy(event.id, to: event.data.partnerUid, .studyDodged(event.data), at: event.time, context)
         }
         router.on(StudyEvents.ChatSent.self) { event, context in
-            try await plan(event.id, to: event.data.to, .studyChat(event.data), at: event.data.createdAt, context)
+            try await planStudy(event.id, to: event.data.to, .studyChat(event.data), at: event.data.createdAt, context)
         }
     }
 
     /// One notification row (keyed by the event id and the token) for `uid`'s current token.
-    private func plan(_ eventId: UUID, to uid: String, _ content: NotificationContent, at time: Date, _ context: EventContext) async throws {
+    private func planStudy(_ eventId: UUID, to uid: String, _ content: NotificationContent, at time: Date, _ context: EventContext) async throws {
         let c = context.connection
         var found: String?
         for try await token in try await c.query("SELECT token FROM study_tokens WHERE uid = \(uid)", logger: context.logger).decode(String.self) {
@@ -68,7 +60,7 @@ struct StudyNotifications: Sendable {
             VALUES (\(eventId), \(token), \(uid), \(provider.rawValue), \(payload)::jsonb, \(time))
             ON CONFLICT DO NOTHING
             """, logger: context.logger)
-        _ = try await c.query("SELECT pg_notify(\(NotificationPlanner.wakeChannel), '')", logger: context.logger)
+        _ = try await c.query("SELECT pg_notify(\(Self.wakeChannel), '')", logger: context.logger)
         planned.increment()
     }
 }
