@@ -36,7 +36,9 @@ public final class TestProcess: Sendable {
         }
         let name = URL(fileURLWithPath: path).lastPathComponent
         outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("test-\(name)-\(UUID().uuidString).log").path
-        var env = inheritEnvironment ? ProcessInfo.processInfo.environment : [:]
+        // Tracing settings one test puts in this process's environment (swift-otel reads it) are
+        // not every child's: a child gets them only when its test passes them.
+        var env = inheritEnvironment ? ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") } : [:]
         for (k, v) in environment { env[k] = v }
         pid = try spawnProcess(path: path, arguments: arguments, environment: env, outputPath: outputPath)
     }

@@ -309,6 +309,17 @@ public struct Stack: Sendable {
         }
     }
 
+    /// Waits until chat's read model has `userId` in the workspace (what joining by reading checks).
+    public func waitForWorkspaceMemberInChat(_ userId: String, workspace: String) async throws {
+        guard let db = chatDatabase, let user = UUID(uuidString: userId), let workspace = UUID(uuidString: workspace) else { return }
+        try await eventually("chat sees \(userId) in workspace \(workspace)", timeout: .seconds(30)) {
+            for try await _ in try await db.query("SELECT 1 FROM workspace_members WHERE workspace_id = \(workspace) AND user_id = \(user)") {
+                return true
+            }
+            return false
+        }
+    }
+
     /// The same for a channel a legacy client names by its integer alias.
     public func waitForChatMember(_ userId: String, channelAlias: Int) async throws {
         guard let db = chatDatabase, let user = UUID(uuidString: userId) else { return }

@@ -58,13 +58,13 @@ struct ThreadTests {
             // A thread does not move on its own.
             #expect(outcome(try await s.send(.put, "\(base)/\(tid)/location", owner, json: #"{"next":"0"}"#)) == "400 E11")
 
-            // Chat: members write and read in the thread; a non-member of the channel cannot.
+            // Chat: members write and read in the thread; an outsider of the workspace cannot.
             try await s.waitForChatMember(member.id, channel: tid)
             let chats = "\(base)/\(tid)/chats"
             let sent = try await s.multipartRequest(.post, chats, member, fields: ["content": "스레드 첫 글"])
             #expect(sent.status == .ok, "\(String(buffer: sent.body))")
             #expect(try #require(jsonArray(try await s.get(chats, owner))).map { $0["content"] as? String } == ["스레드 첫 글"])
-            #expect(outcome(try await s.get(chats, late)) == "400 E13")
+            #expect(outcome(try await s.get(chats, outsider)) == "400 E13")
 
             // Joining the channel joins its threads; leaving leaves them.
             #expect(try await s.request(.post, "\(base)/\(news)/join", token: late.token).status == .ok)
@@ -72,7 +72,13 @@ struct ThreadTests {
             #expect(try await s.get(chats, late).status == .ok)
             #expect(try await s.get("\(base)/\(news)/exit", late).status == .ok)
             try await s.waitForChatMember(late.id, channel: tid, present: false)
-            #expect(outcome(try await s.get(chats, late)) == "400 E13")
+            // A member of the workspace who opens the thread again joins it by reading (as any
+            // channel: WorkSpaceX explores without a join call), the thread alone.
+            #expect(try await s.get(chats, late).status == .ok)
+            try await eventually("the workspace has the late member in the thread", timeout: .seconds(30)) {
+                (jsonObject(try await s.get("\(base)/\(tid)", owner))?["channelMembers"] as? [[String: Any]] ?? []).contains { id($0, "user_id") == late.id }
+            }
+            #expect(!(jsonObject(try await s.get("\(base)/\(news)", owner))?["channelMembers"] as? [[String: Any]] ?? []).contains { id($0, "user_id") == late.id })
 
             // Deleting the channel deletes its thread, in workspace and in chat.
             #expect(try await s.request(.delete, "\(base)/\(news)", token: owner.token).status == .ok)

@@ -7,8 +7,9 @@ import PostgresNIO
 import ServiceKit
 
 /// `/v1/workspaces/{w}/channels/{c}/chats` and `/unreads` (client contract §1.4, §1.6). Only the
-/// channel's members (per chat's read model of `workspace.v1`) may read or write: anyone else,
-/// including a member the read model has not caught up with yet, gets E13.
+/// channel's members (per chat's read model of `workspace.v1`) may read or write. A member of the
+/// workspace who is not in the channel joins it by reading or writing its chats (clients explore
+/// channels without a join call; see `joiningChannel`); anyone else gets E13.
 extension ChatAPI {
     /// Mounted at `/v1/workspaces/{w}/channels/{c}`.
     var channelChatRoutes: RouteCollection<AuthenticatedContext> {
@@ -18,9 +19,7 @@ extension ChatAPI {
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             return try await receive(
                 request, context,
-                member: {
-                    try await postgres.withConnection { try await messages.channel(channelId, in: workspace, member: me, lock: false, $0) != nil }
-                }
+                member: { try await joiningChannel(channelId, in: workspace, me) != nil }
             ) { form, text in
                 try await postgres.withTransaction(logger: logger) { c in
                     // Locking the channel row serialises its inserts: unique, commit-ordered times.
@@ -41,9 +40,9 @@ extension ChatAPI {
         routes.get("chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
+            guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
             return try await postgres.withConnection { c in
-                guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
-                return JSONResponse(array: try await history(.channel(channel), request, c).map { ChannelChatResponse($0, in: channel) })
+                JSONResponse(array: try await history(.channel(channel), request, c).map { ChannelChatResponse($0, in: channel) })
             }
         }
         routes.get("unreads") { request, context -> ChannelUnreadResponse in
@@ -59,5 +58,23 @@ extension ChatAPI {
             }
         }
         return routes
+    }
+
+    /// The channel when `me` is in it. A member of its workspace who is not (per the read models)
+    /// joins it first, with the effect of `POST …/join`: chat adds them at once, so this read and
+    /// the next ones answer (read-your-writes), and asks the workspace to apply it with a
+    /// `chat.channel-join-requested` in the same transaction. The workspace answers with
+    /// `workspace.channel-member-joined` (or nothing when they were in), or refuses, and chat takes
+    /// the membership back. Concurrent reads join once.
+    func joiningChannel(_ id: ChannelID, in workspace: WorkspaceID, _ me: UserID) async throws -> ChannelRef? {
+        if let channel = try await postgres.withConnection({ try await messages.channel(id, in: workspace, member: me, lock: false, $0) }) {
+            return channel
+        }
+        return try await postgres.withTransaction(logger: logger) { c in
+            if try await messages.joinByReading(id, in: workspace, user: me, c) {
+                try await append(ChatEvents.ChannelJoinRequested(userId: me, workspaceId: workspace, channelId: id), c)
+            }
+            return try await messages.channel(id, in: workspace, member: me, lock: false, c)
+        }
     }
 }

@@ -93,8 +93,6 @@ struct ChatAPI: Sendable {
 
     func pathID<Entity>(_ context: AuthenticatedContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
 
-    /// A `cursor_date` / `after` value in epoch milliseconds: absent or empty is nil; otherwise the
-    /// contract's format (E11 when unreadable).
     /// A conversation's history as the query asks: by `cursor_date` (everything newer, the
     /// contract's default) or, with `page` / `size`, one page newest-first (oldest first within it).
     func history(_ conversation: Conversation, _ request: Request, _ c: PostgresConnection) async throws -> [StoredMessage] {
@@ -110,6 +108,8 @@ struct ChatAPI: Sendable {
         return try await messages.page(conversation, page, c)
     }
 
+    /// A `cursor_date` / `after` value in epoch milliseconds: absent or empty is nil; otherwise the
+    /// contract's format (E11 when unreadable).
     static func milliseconds(_ text: String?) throws -> Int64? {
         guard let text, !text.isEmpty else { return nil }
         guard let milliseconds = Timestamp.parseMilliseconds(text) else { throw APIError.badRequest("dates are yyyy-MM-ddTHH:mm:ss.SSSZ") }

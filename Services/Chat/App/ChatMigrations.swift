@@ -149,5 +149,11 @@ enum ChatMigrations {
             );
             \(PresenceProjection.createTable);
             """),
+        Migration(
+            105, "channels a workspace member joins by reading them (workspace.channel-created's joinable)",
+            """
+            -- Channels created before the flag stay closed to joining by reading (E13 as before).
+            ALTER TABLE channels ADD COLUMN joinable boolean NOT NULL DEFAULT false;
+            """),
     ]
 }

@@ -20,8 +20,9 @@ enum MembershipProjection {
             let e = event.data
             _ = try await context.connection.query(
                 """
-                INSERT INTO channels (id, workspace_id, name, alias) VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name), \(e.alias))
-                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = coalesce(EXCLUDED.alias, channels.alias)
+                INSERT INTO channels (id, workspace_id, name, alias, joinable)
+                VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name), \(e.alias), \(e.joinable ?? false))
+                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = coalesce(EXCLUDED.alias, channels.alias), joinable = EXCLUDED.joinable
                 """, logger: context.logger)
         }
         router.on(WorkspaceEvents.ChannelUpdated.self) { event, context in
@@ -63,6 +64,13 @@ enum MembershipProjection {
         }
         router.on(WorkspaceEvents.ChannelMemberJoined.self) { event, context in
             try await addMember(event.data.userId, to: [event.data.channelId], context)
+        }
+        // A join by reading that the workspace refused: take back what `MessageStore.joinByReading` granted.
+        router.on(WorkspaceEvents.ChannelJoinRefused.self) { event, context in
+            _ = try await context.connection.query(
+                """
+                DELETE FROM channel_members WHERE channel_id = \(event.data.channelId.uuid) AND user_id = \(event.data.userId.uuid)
+                """, logger: context.logger)
         }
         router.on(WorkspaceEvents.ChannelMemberLeft.self) { event, context in
             _ = try await context.connection.query(

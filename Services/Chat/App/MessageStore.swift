@@ -107,6 +107,31 @@ struct MessageStore: Sendable {
         return nil
     }
 
+    /// Lets `user` into a joinable channel of a workspace they are a member of (per the read
+    /// models); true when it added them, so the caller asks the workspace to apply the join in the
+    /// same transaction. The membership row of the workspace is locked first: a concurrent
+    /// `workspace.member-left` then either came first (no join) or removes this row after it.
+    /// Concurrent calls for one user and channel add one row: one of them answers true.
+    func joinByReading(_ id: ChannelID, in workspace: WorkspaceID, user: UserID, _ c: PostgresConnection) async throws -> Bool {
+        var isMember = false
+        for try await _ in try await c.query(
+            "SELECT 1 FROM workspace_members WHERE workspace_id = \(workspace.uuid) AND user_id = \(user.uuid) FOR SHARE", logger: logger)
+        {
+            isMember = true
+        }
+        guard isMember else { return false }
+        for try await _ in try await c.query(
+            """
+            INSERT INTO channel_members (channel_id, user_id)
+            SELECT c.id, \(user.uuid) FROM channels c WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid) AND c.joinable
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger)
+        {
+            return true
+        }
+        return false
+    }
+
     /// The channel with integer alias `alias`; when `member` is given, only if they are in it.
     func channel(alias: Int64, member: UserID?, _ c: PostgresConnection) async throws -> ChannelRef? {
         for try await (id, workspace, name) in try await c.query(

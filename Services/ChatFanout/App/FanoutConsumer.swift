@@ -100,7 +100,10 @@ final class FanoutConsumer: Service, Sendable {
             case Topic.presence.name:
                 record.value.flatMap { try? EventCoding.decode(PresenceEvents.StatusChanged.self, from: $0).data.workspaceIds.map(\.uuid) }
             case Topic.chatRead.name:
-                record.value.flatMap { try? [EventCoding.decode(ChatEvents.ReadCursorMoved.self, from: $0).data.conversation.id] }
+                // A join request is for the workspace service, not for any gateway.
+                record.cloudEventType == ChatEvents.ChannelJoinRequested.eventType
+                    ? []
+                    : record.value.flatMap { try? [EventCoding.decode(ChatEvents.ReadCursorMoved.self, from: $0).data.conversation.id] }
             case Topic.study.name:
                 // Study chats go to their recipient's sessions; the queue's events to no gateway.
                 record.cloudEventType == StudyEvents.ChatSent.eventType

@@ -106,7 +106,7 @@ extension WorkspaceAPI {
                     try await emit(
                         WorkspaceEvents.ChannelCreated(
                             workspaceId: id, channelId: channel.id, name: channel.name, description: channel.description, ownerId: me,
-                            isDefault: false, createdAt: channel.createdAt, alias: channel.alias
+                            isDefault: false, createdAt: channel.createdAt, alias: channel.alias, joinable: true
                         ), c)
                     try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channel.id, userId: me), c)
                     return channel
@@ -215,11 +215,7 @@ extension WorkspaceAPI {
         return try await write { c in
             _ = try await requireMember(id, me, c, lock: true)
             let channel = try await requireChannel(channelId, in: id, c)
-            guard try await channels.addMember(channelId, me, c) else { throw APIError.duplicate("already a channel member") }
-            try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: channelId, userId: me), c)
-            for thread in try await joinThreads(of: channelId, me, c) {
-                try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: id, channelId: thread, userId: me), c)
-            }
+            guard try await addToChannel(channel, me, c) else { throw APIError.duplicate("already a channel member") }
             return ChannelDetailResponse(channel, members: try await channels.members(of: channelId, c))
         }
     }

@@ -35,7 +35,7 @@ extension WorkspaceAPI {
             guard let channel = try await api.channels.defaultChannel(in: workspace.id, c) else {
                 throw PostgresStoreError("pending workspace \(workspace.id) has no default channel")
             }
-            try await api.emitCreated(workspace, defaultChannel: channel, c)
+            try await api.emitCreated(workspace, .workspace, defaultChannel: channel, c)
             try await CreationSaga.notify(workspace.id, c, logger: context.logger)
         }
         router.on(PaymentEvents.CoinDebitRejected.self) { event, context in

@@ -17,6 +17,11 @@ struct WorkspaceRecord: Sendable, Equatable {
 enum WorkspaceKind: String, Sendable {
     case workspace
     case community
+
+    /// Whether its members join a channel by reading it (`ChannelJoins`): in a `/v1` workspace
+    /// every channel is visible to every member; a Smooth community has private channels and
+    /// its own join.
+    var joinsByReading: Bool { self == .workspace }
 }
 
 /// A channel's type: Smooth has text and voice channels; `/v1` channels are all text.

@@ -12,9 +12,11 @@ import ServiceKit
 /// `/v1/workspaces/{id}/channels/{channel}/threads` (GET lists, POST `{name}` creates); Smooth's
 /// `POST /channel/thread` and its layout's `threads:[{id, name}]`.
 extension WorkspaceAPI {
-    /// Creates a thread under `parent` in the locked workspace, owned by `owner`, with the
-    /// channel's members; nil when a thread of the channel already has the name.
-    func insertThread(_ name: String, under parent: ChannelRecord, owner: UserID, _ c: PostgresConnection) async throws -> ChannelRecord? {
+    /// Creates a thread under `parent` in the locked workspace (of `kind`), owned by `owner`, with
+    /// the channel's members; nil when a thread of the channel already has the name.
+    func insertThread(
+        _ name: String, under parent: ChannelRecord, in kind: WorkspaceKind, owner: UserID, _ c: PostgresConnection
+    ) async throws -> ChannelRecord? {
         guard
             let thread = try await channels.insert(
                 .generate(), workspace: parent.workspaceId, category: parent.categoryId, name: name, description: nil, coverImage: nil,
@@ -23,7 +25,7 @@ extension WorkspaceAPI {
         try await emit(
             WorkspaceEvents.ChannelCreated(
                 workspaceId: thread.workspaceId, channelId: thread.id, name: thread.name, description: nil, ownerId: owner, isDefault: false,
-                createdAt: thread.createdAt, alias: thread.alias, parentId: parent.id), c)
+                createdAt: thread.createdAt, alias: thread.alias, parentId: parent.id, joinable: kind.joinsByReading), c)
         for user in try await channels.copyMembers(from: parent.id, to: thread.id, c) {
             try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: thread.workspaceId, channelId: thread.id, userId: user), c)
         }
@@ -77,7 +79,7 @@ extension WorkspaceAPI {
                 let parent = try await requireChannel(channelId, in: id, c)
                 guard !parent.isThread else { throw APIError.badRequest("threads cannot be nested") }
                 guard try await channels.isMember(parent.id, me, c) else { throw APIError.forbidden("not a member of the channel") }
-                guard let thread = try await insertThread(name, under: parent, owner: me, c) else { throw APIError.duplicate("thread name") }
+                guard let thread = try await insertThread(name, under: parent, in: .workspace, owner: me, c) else { throw APIError.duplicate("thread name") }
                 return thread
             })
     }

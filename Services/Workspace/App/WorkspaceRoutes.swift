@@ -121,7 +121,7 @@ extension WorkspaceAPI {
                             requestId: debitRequest, workspaceId: workspace.id, userId: me, amount: cost, reason: "workspace-creation"
                         ), c)
                 } else {
-                    try await emitCreated(workspace, defaultChannel: channel, c)
+                    try await emitCreated(workspace, .workspace, defaultChannel: channel, c)
                 }
                 return workspace
             }
@@ -142,7 +142,7 @@ extension WorkspaceAPI {
     }
 
     /// The events of a workspace becoming visible: itself, its default channel, its owner.
-    func emitCreated(_ workspace: WorkspaceRecord, defaultChannel channel: ChannelRecord, _ c: PostgresConnection) async throws {
+    func emitCreated(_ workspace: WorkspaceRecord, _ kind: WorkspaceKind, defaultChannel channel: ChannelRecord, _ c: PostgresConnection) async throws {
         try await emit(
             WorkspaceEvents.WorkspaceCreated(
                 workspaceId: workspace.id, name: workspace.name, description: workspace.description, coverImage: workspace.coverImage,
@@ -152,7 +152,7 @@ extension WorkspaceAPI {
         try await emit(
             WorkspaceEvents.ChannelCreated(
                 workspaceId: workspace.id, channelId: channel.id, name: channel.name, description: channel.description,
-                ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt, alias: channel.alias
+                ownerId: channel.ownerId, isDefault: true, createdAt: channel.createdAt, alias: channel.alias, joinable: kind.joinsByReading
             ), c)
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: workspace.id, userId: workspace.ownerId, channelIds: [channel.id], via: .creation), c)
     }

@@ -8,8 +8,8 @@ import ServiceKit
 import Uploads
 
 /// `workspace`: Workspaces, members, channels, categories and invites; produces `workspace.v1`,
-/// consumes `auth.user.v1` (member profiles), `payment.v1` (coin saga replies) and `presence.v1`
-/// (the online status Smooth's member list shows).
+/// consumes `auth.user.v1` (member profiles), `payment.v1` (coin saga replies), `presence.v1`
+/// (the online status Smooth's member list shows) and `chat.read.v1` (joins by reading).
 public enum WorkspaceService {
     public static let name = ServiceEntry.workspace.name
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
@@ -38,9 +38,11 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addGatedService { saga }
     platform.addInboxConsumer(group: "workspace.profiles", topics: [.authUser], router: api.profileProjection)
     platform.addInboxConsumer(group: "workspace.saga", topics: [.payment], router: api.sagaReplies)
+    // Join requests ride on the presence consumer: one poller less (each idle consumer costs CPU).
     var presence = EventRouter()
     PresenceProjection.register(into: &presence)
-    platform.addInboxConsumer(group: "workspace.presence", topics: [.presence], router: presence)
+    WorkspaceAPI.registerJoinRequests(api, into: &presence)
+    platform.addInboxConsumer(group: "workspace.presence", topics: [.presence, .chatRead], router: presence)
     let router = platform.makeRouter()
     api.add(to: router)
     return platform.makeApplication(responder: router.buildResponder())

@@ -155,4 +155,23 @@ extension ChatEvents {
             self.readAt = Timestamp.truncated(readAt)
         }
     }
+
+    /// `chat.read.v1`, keyed by user id: a member of the workspace read or wrote to a channel
+    /// they are not in (clients that explore channels have no join call), and chat let them in
+    /// on its read model. The workspace service applies it as `POST …/join` does (once; a
+    /// `workspace.channel-member-joined` when new) or answers `workspace.channel-join-refused`.
+    public struct ChannelJoinRequested: EventPayload {
+        public static let eventType = "chat.channel-join-requested"
+        public static let topic = Topic.chatRead
+        public var userId: UserID
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var subject: String { userId.description }
+
+        public init(userId: UserID, workspaceId: WorkspaceID, channelId: ChannelID) {
+            self.userId = userId
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+        }
+    }
 }

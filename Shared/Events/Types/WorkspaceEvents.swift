@@ -134,14 +134,20 @@ public enum WorkspaceEvents {
         public var alias: Int64?
         /// A thread's channel; nil for a channel.
         public var parentId: ChannelID?
+        /// Whether a member of the workspace who is not in the channel joins it by reading it
+        /// (`chat.channel-join-requested`): every channel of a `/v1` workspace; no channel of a
+        /// Smooth community (its clients join otherwise). nil in events written before this
+        /// field: not joinable.
+        public var joinable: Bool?
         public var subject: String { workspaceId.description }
 
         public init(
             workspaceId: WorkspaceID, channelId: ChannelID, name: String, description: String?, ownerId: UserID,
-            isDefault: Bool, createdAt: Date, alias: Int64? = nil, parentId: ChannelID? = nil
+            isDefault: Bool, createdAt: Date, alias: Int64? = nil, parentId: ChannelID? = nil, joinable: Bool? = nil
         ) {
             self.alias = alias
             self.parentId = parentId
+            self.joinable = joinable
             self.workspaceId = workspaceId
             self.channelId = channelId
             self.name = name
@@ -203,6 +209,24 @@ public enum WorkspaceEvents {
 
     public struct ChannelMemberJoined: EventPayload {
         public static let eventType = "workspace.channel-member-joined"
+        public static let topic = Topic.workspace
+        public var workspaceId: WorkspaceID
+        public var channelId: ChannelID
+        public var userId: UserID
+        public var subject: String { workspaceId.description }
+
+        public init(workspaceId: WorkspaceID, channelId: ChannelID, userId: UserID) {
+            self.workspaceId = workspaceId
+            self.channelId = channelId
+            self.userId = userId
+        }
+    }
+
+    /// A `chat.channel-join-requested` that the workspace turned down: the user is no longer in
+    /// the workspace, or the channel is gone. Chat drops the membership it granted on the read
+    /// (an accepted request is a `workspace.channel-member-joined`, or nothing when already in).
+    public struct ChannelJoinRefused: EventPayload {
+        public static let eventType = "workspace.channel-join-refused"
         public static let topic = Topic.workspace
         public var workspaceId: WorkspaceID
         public var channelId: ChannelID

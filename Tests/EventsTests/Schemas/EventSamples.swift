@@ -42,6 +42,7 @@ enum EventSamples {
             WorkspaceEvents.ChannelOwnerChanged(workspaceId: workspace, channelId: channel, previousOwnerId: user, ownerId: other),
             WorkspaceEvents.ChannelMemberJoined(workspaceId: workspace, channelId: channel, userId: other),
             WorkspaceEvents.ChannelMemberLeft(workspaceId: workspace, channelId: channel, userId: other),
+            WorkspaceEvents.ChannelJoinRefused(workspaceId: workspace, channelId: channel, userId: other),
             WorkspaceEvents.CoinDebitRequested(requestId: request, workspaceId: workspace, userId: user, amount: 10, reason: "workspace-creation"),
             WorkspaceEvents.CoinRefundRequested(requestId: request, workspaceId: workspace, userId: user),
             ChatEvents.ChannelMessageCreated(
@@ -58,6 +59,7 @@ enum EventSamples {
                 messageId: message, workspaceId: workspace, conversation: .channel(channel), userId: other, emoji: "👍", added: true,
                 reactions: [ChatEvents.Reaction(emoji: "👍", count: 1, users: [other])]),
             ChatEvents.ReadCursorMoved(userId: user, workspaceId: workspace, conversation: dm, readAt: now),
+            ChatEvents.ChannelJoinRequested(userId: other, workspaceId: workspace, channelId: channel),
             // A personal room: no workspace, an alias and a group name.
             ChatEvents.DirectMessageCreated(
                 messageId: message, workspaceId: nil, roomId: room, participants: [user, other].sorted(), sender: sender, content: "모두 안녕",

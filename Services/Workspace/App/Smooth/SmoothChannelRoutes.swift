@@ -78,7 +78,7 @@ extension WorkspaceAPI {
             try await smoothWrite { c in
                 let (view, parent) = try await visibleChannel(body.id, me, c)
                 guard !parent.isThread, parent.type == .text else { throw SmoothError.badRequest }
-                guard let thread = try await insertThread(name, under: parent, owner: me, c) else { throw SmoothError.badRequest }
+                guard let thread = try await insertThread(name, under: parent, in: .community, owner: me, c) else { throw SmoothError.badRequest }
                 let category = view.categories.first { $0.id == parent.categoryId }
                 var answer = SmoothChannel(thread, categoryAlias: category?.alias ?? 0)
                 answer.parent = parent.alias
@@ -122,7 +122,7 @@ extension WorkspaceAPI {
                 try await emit(
                     WorkspaceEvents.ChannelCreated(
                         workspaceId: community.id, channelId: channel.id, name: channel.name, description: nil, ownerId: me, isDefault: false,
-                        createdAt: channel.createdAt, alias: channel.alias), c)
+                        createdAt: channel.createdAt, alias: channel.alias, joinable: false), c)
                 audience.removeAll { $0 == me }
                 for user in [me] + audience where try await channels.addMember(channel.id, user, c) {
                     try await emit(WorkspaceEvents.ChannelMemberJoined(workspaceId: community.id, channelId: channel.id, userId: user), c)

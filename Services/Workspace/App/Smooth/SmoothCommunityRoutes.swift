@@ -93,7 +93,7 @@ extension WorkspaceAPI {
                 else { throw PostgresStoreError("default channel insert returned no row") }
                 _ = try await channels.addMember(general.id, me, c)
                 _ = try await channels.addMember(lounge.id, me, c)
-                try await emitCreated(community, defaultChannel: general, c)
+                try await emitCreated(community, .community, defaultChannel: general, c)
                 try await emit(
                     WorkspaceEvents.ChannelCreated(
                         workspaceId: community.id, channelId: lounge.id, name: lounge.name, description: nil, ownerId: me, isDefault: false,
