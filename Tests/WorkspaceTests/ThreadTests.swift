@@ -78,7 +78,8 @@ struct ThreadTests {
             try await eventually("the workspace has the late member in the thread", timeout: .seconds(30)) {
                 (jsonObject(try await s.get("\(base)/\(tid)", owner))?["channelMembers"] as? [[String: Any]] ?? []).contains { id($0, "user_id") == late.id }
             }
-            #expect(!(jsonObject(try await s.get("\(base)/\(news)", owner))?["channelMembers"] as? [[String: Any]] ?? []).contains { id($0, "user_id") == late.id })
+            #expect(
+                !(jsonObject(try await s.get("\(base)/\(news)", owner))?["channelMembers"] as? [[String: Any]] ?? []).contains { id($0, "user_id") == late.id })
 
             // Deleting the channel deletes its thread, in workspace and in chat.
             #expect(try await s.request(.delete, "\(base)/\(news)", token: owner.token).status == .ok)
