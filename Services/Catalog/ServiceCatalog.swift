@@ -70,6 +70,7 @@ public struct ServiceEntry: Sendable, Hashable, CustomStringConvertible {
         public static func any(_ pattern: String) -> Route { Route(method: nil, pattern: pattern, isPublic: false) }
         public static func publicPost(_ pattern: String) -> Route { Route(method: "POST", pattern: pattern, isPublic: true) }
         public static func publicGet(_ pattern: String) -> Route { Route(method: "GET", pattern: pattern, isPublic: true) }
+        public static func get(_ pattern: String) -> Route { Route(method: "GET", pattern: pattern, isPublic: false) }
         public static func anonymousCompatibleGet(_ pattern: String) -> Route {
             Route(method: "GET", pattern: pattern, isPublic: false, isAnonymousCompatible: true)
         }
@@ -130,6 +131,17 @@ extension ServiceEntry {
             .any("/v1/users/**"),
             .any("/v1/friends/**"),
             .any("/v1/static/profiles/**"),
+            // Gen A (Lilac, docs/generation-a.md): the edge maps its requests onto `/gena/v1/...`.
+            .publicPost("/v2/users/login"),
+            .publicPost("/gena/v1/users/join"),
+            .publicPost("/gena/v1/users/login"),
+            .publicPost("/gena/v1/users/login/kakao"),
+            .publicPost("/gena/v1/users/login/apple"),
+            .any("/gena/v1/users/my"),
+            .any("/gena/v1/users/my/image"),
+            .any("/gena/v1/users/logout"),
+            .any("/gena/v1/users/deviceToken"),
+            .get("/gena/v1/users/*"),
             // Smooth's `/auth-server` (docs/smooth-api.md): the edge maps its prefix onto `/smooth/auth`.
             .publicPost("/smooth/auth/sign-in"),
             // The access token may have expired: auth checks it (and the refresh token) itself.
@@ -147,6 +159,8 @@ extension ServiceEntry {
         name: "workspace", port: 8082, database: .init("workspace", extensions: ["pg_trgm"]), storesFiles: true,
         routes: [
             .any("/v1/workspaces/**"), .any("/v1/invites/*"), .any("/v1/static/workspaces/**"),
+            // Gen A: workspaces by integer id, channels by name (docs/generation-a.md).
+            .any("/gena/v1/workspaces"), .any("/gena/v1/workspaces/**"),
             // Smooth's `/community-server` (its DM rooms are chat's); community icons are loaded
             // by URL without a token, as Smooth's public image URLs were.
             .publicGet("/smooth/community/icons/*"),
@@ -163,6 +177,9 @@ extension ServiceEntry {
             .any("/v1/workspaces/*/chats/search"),
             .any("/v1/workspaces/*/unreads"),
             .any("/v1/workspaces/*/dms/**"),
+            // Gen A: a channel's chats and unreads by the channel's name.
+            .any("/gena/v1/workspaces/*/channels/*/chats"),
+            .any("/gena/v1/workspaces/*/channels/*/unreads"),
             // Personal rooms (friends and groups, outside workspaces).
             .any("/v1/rooms"),
             .any("/v1/rooms/**"),
@@ -189,7 +206,8 @@ extension ServiceEntry {
         name: "presence", port: 8085, database: .init("presence"), routes: [.any("/v1/workspaces/*/presence")]
     )
 
-    public static let payment = ServiceEntry(name: "payment", port: 8086, database: .init("payment"), routes: [.any("/v1/store/**")])
+    public static let payment = ServiceEntry(
+        name: "payment", port: 8086, database: .init("payment"), routes: [.any("/v1/store/**"), .any("/gena/v1/store/pay/validation")])
 
     /// Every executable, the edge first (start order of `chatsuite dev`).
     /// Notifications to phones for messages their users are not online to see.

@@ -58,15 +58,6 @@ extension Stack {
     }
 }
 
-extension FakePortOne {
-    static func environment(url: String, timeoutMilliseconds: Int = 1_000) -> [String: String] {
-        [
-            "PAYMENT_PORTONE_URL": url, "PAYMENT_PORTONE_API_KEY": apiKey, "PAYMENT_PORTONE_API_SECRET": apiSecret,
-            "PAYMENT_PORTONE_TIMEOUT_MS": String(timeoutMilliseconds),
-        ]
-    }
-}
-
 /// What the payment database says about a user's coins.
 struct LedgerTotals: Sendable, Equatable {
     var balance: Int

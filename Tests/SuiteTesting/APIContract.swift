@@ -20,10 +20,15 @@ public struct APIContract: Sendable {
 
     /// The document in the repository, loaded once.
     public static let repository: Result<APIContract, any Error> = Result { try APIContract(url: documentURL) }
+    /// Gen A's document (docs/openapi-generation-a.yaml: Lilac's paths and shapes).
+    public static let generationA: Result<APIContract, any Error> = Result { try APIContract(url: generationADocumentURL) }
 
-    public static var documentURL: URL {
+    public static var documentURL: URL { docs.appendingPathComponent("openapi.yaml") }
+    public static var generationADocumentURL: URL { docs.appendingPathComponent("openapi-generation-a.yaml") }
+
+    static var docs: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("docs/openapi.yaml")
+            .appendingPathComponent("docs")
     }
 
     public init(url: URL) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayApp
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
@@ -19,8 +20,8 @@ public struct ContractCheckedClient: TestClientProtocol {
     public func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse {
         let response = try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
         // The REST surface; Socket.IO polling and health are documented elsewhere.
-        guard uri.hasPrefix("/v1/"), !Self.isStudyPath(uri) else { return response }
-        switch APIContract.repository {
+        guard uri.hasPrefix("/v1/") || uri.hasPrefix("/v2/"), !Self.isStudyPath(uri) else { return response }
+        switch Self.contract(for: uri, headers: headers) {
         case .success(let contract):
             let problems = contract.violations(
                 method: method.rawValue, uri: uri, status: Int(response.status.code), contentType: response.headers[.contentType],
@@ -30,6 +31,18 @@ public struct ContractCheckedClient: TestClientProtocol {
             Issue.record("docs/openapi.yaml does not load: \(error)")
         }
         return response
+    }
+
+    /// Gen A's document for a Gen A request that it lists (a Gen A key, or a path only Gen A
+    /// has); else the suite's (what the gateway answers as Gen B).
+    static func contract(for uri: String, headers: HTTPFields) -> Result<APIContract, any Error> {
+        let path = String(uri.split(separator: "?", maxSplits: 1).first ?? "")
+        let speaksGenerationA = headers[HTTPField.Name("SesacKey")!] == Stack.generationAKey || GenerationA.isOwnPath(path)
+        if speaksGenerationA, case .success(let generationA) = APIContract.generationA, generationA.template(for: path) != nil {
+            return .success(generationA)
+        }
+        if speaksGenerationA, case .failure = APIContract.generationA { return APIContract.generationA }
+        return APIContract.repository
     }
 
     /// The study app's surface (`/v1/user…`, `/v1/queue…`, `/v1/chat/…`): documented in

@@ -90,6 +90,8 @@ public struct Stack: Sendable {
     /// The gateway's admin listener (`/health/*`, `/metrics`).
     public let gatewayAdminPort: Int
     public static let appKey = "test-app-key"
+    /// Also accepted; Gen A's when a test sets `SESAC_GENERATION_A_KEYS` to it (LilacFlowTests).
+    public static let generationAKey = "lilac-app-key"
 
     /// The workspace service's database (nil when it is not running).
     public var workspaceDatabase: PostgresClient? { databases[ServiceEntry.workspace.name] }
@@ -132,7 +134,7 @@ public struct Stack: Sendable {
             case .verifying?: env["JWT_PUBLIC_KEY"] = keys.publicKey
             case nil: break
             }
-            if entry.isEdge { env["SESAC_KEYS"] = "other-key, \(appKey)" }
+            if entry.isEdge { env["SESAC_KEYS"] = "other-key, \(appKey), \(generationAKey)" }
             return env.merging(overrides) { $1 }
         }
 

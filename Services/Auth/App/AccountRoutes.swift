@@ -44,20 +44,10 @@ struct AccountRoutes: Sendable {
             if try await store.emailExists(email) { throw APIError.duplicate("email") }
             return .ok
         }
-        routes.post("join") { request, context in try await join(request, context) }
-        routes.post("login") { request, context in try await login(request, context) }
-        routes.post("login/apple") { request, context -> UserResponse in
-            let body = try await request.decodeBody(as: AppleLoginBody.self, context: context)
-            guard let token = body.idToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("idToken is required") }
-            var identity = try await apple.verify(token)
-            identity.nickname = try body.nickname.flatMap { $0.isEmpty ? nil : try Validation.nickname($0) }
-            return try await socialLogin(identity, deviceToken: try Validation.deviceToken(body.deviceToken))
-        }
-        routes.post("login/kakao") { request, context -> UserResponse in
-            let body = try await request.decodeBody(as: KakaoLoginBody.self, context: context)
-            guard let token = body.oauthToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("oauthToken is required") }
-            return try await socialLogin(try await kakao.verify(token), deviceToken: try Validation.deviceToken(body.deviceToken))
-        }
+        routes.post("join") { request, context -> UserResponse in UserResponse.authResult(try await join(request, context)) }
+        routes.post("login") { request, context -> UserResponse in UserResponse.authResult(try await login(request, context)) }
+        routes.post("login/apple") { request, context -> UserResponse in UserResponse.authResult(try await appleLogin(request, context)) }
+        routes.post("login/kakao") { request, context -> UserResponse in UserResponse.authResult(try await kakaoLogin(request, context)) }
         routes.get(":userId") { _, context -> UserResponse in
             guard let id = context.parameters.get("userId").flatMap(UserID.init), let user = try await store.find(id: id) else {
                 throw APIError.unknownAccount
@@ -75,27 +65,32 @@ struct AccountRoutes: Sendable {
             guard let user = try await store.find(id: id) else { throw APIError.unknownAccount }
             return .myProfile(user, coins: try await store.coinBalance(id: id))
         }
-        routes.put("me") { request, context in try await editProfile(request, context) }
-        routes.put("me/image") { request, context in try await editImage(request, context) }
+        routes.put("me") { request, context -> UserResponse in .editedProfile(try await editProfile(request, context)) }
+        routes.put("me/image") { request, context -> UserResponse in .editedProfile(try await editImage(request, context)) }
         for method in [HTTPRequest.Method.put, .post] {
-            routes.on("deviceToken", method: method) { request, context -> HTTPResponse.Status in
-                let body = try await request.decodeBody(as: DeviceTokenBody.self, context: context)
-                guard let token = try Validation.deviceToken(body.deviceToken) else { throw APIError.badRequest("deviceToken is required") }
-                try await registerDeviceToken(token, for: context.identity)
-                return .ok
-            }
+            routes.on("deviceToken", method: method) { request, context in try await saveDeviceToken(request, context) }
         }
         for method in [HTTPRequest.Method.post, .get] {
-            routes.on("logout", method: method) { _, context -> HTTPResponse.Status in
-                try await store.revokeRefreshTokens(for: context.identity)
-                try await removeDeviceTokens(of: context.identity)
-                return .ok
-            }
+            routes.on("logout", method: method) { _, context in try await logout(context) }
         }
         return routes
     }
 
-    private func join(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
+    func saveDeviceToken(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+        let body = try await request.decodeBody(as: DeviceTokenBody.self, context: context)
+        guard let token = try Validation.deviceToken(body.deviceToken) else { throw APIError.badRequest("deviceToken is required") }
+        try await registerDeviceToken(token, for: context.identity)
+        return .ok
+    }
+
+    /// Revokes the caller's refresh tokens and forgets their device tokens.
+    func logout(_ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+        try await store.revokeRefreshTokens(for: context.identity)
+        try await removeDeviceTokens(of: context.identity)
+        return .ok
+    }
+
+    func join(_ request: Request, _ context: SuiteRequestContext) async throws -> SignedIn {
         let body = try await request.decodeBody(as: JoinBody.self, context: context)
         let email = try Validation.email(body.email)
         let password = try Validation.password(body.password)
@@ -114,10 +109,10 @@ struct AccountRoutes: Sendable {
             return user
         }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
+        return SignedIn(user: user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
     }
 
-    private func login(_ request: Request, _ context: SuiteRequestContext) async throws -> UserResponse {
+    func login(_ request: Request, _ context: SuiteRequestContext) async throws -> SignedIn {
         let body = try await request.decodeBody(as: LoginBody.self, context: context)
         guard let email = body.email?.trimmingCharacters(in: .whitespacesAndNewlines), !email.isEmpty,
             let password = body.password, !password.isEmpty
@@ -127,12 +122,26 @@ struct AccountRoutes: Sendable {
         let matches = try await hasher.verify(password, hash: user?.passwordHash ?? dummyHash)
         guard let user, user.passwordHash != nil, matches else { throw APIError.unknownAccount }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
+        return SignedIn(user: user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
+    }
+
+    func appleLogin(_ request: Request, _ context: SuiteRequestContext) async throws -> SignedIn {
+        let body = try await request.decodeBody(as: AppleLoginBody.self, context: context)
+        guard let token = body.idToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("idToken is required") }
+        var identity = try await apple.verify(token)
+        identity.nickname = try body.nickname.flatMap { $0.isEmpty ? nil : try Validation.nickname($0) }
+        return try await socialLogin(identity, deviceToken: try Validation.deviceToken(body.deviceToken))
+    }
+
+    func kakaoLogin(_ request: Request, _ context: SuiteRequestContext) async throws -> SignedIn {
+        let body = try await request.decodeBody(as: KakaoLoginBody.self, context: context)
+        guard let token = body.oauthToken?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw APIError.badRequest("oauthToken is required") }
+        return try await socialLogin(try await kakao.verify(token), deviceToken: try Validation.deviceToken(body.deviceToken))
     }
 
     /// Logs in the user linked to a provider identity, creating the account on first login.
     /// An email already registered by another account is E12 (the contract's "already joined").
-    private func socialLogin(_ identity: SocialIdentity, deviceToken: String?) async throws -> UserResponse {
+    private func socialLogin(_ identity: SocialIdentity, deviceToken: String?) async throws -> SignedIn {
         var user = try await store.find(provider: identity.provider, subject: identity.subject)
         if user == nil {
             // Providers may withhold the email (Kakao without consent): a unique, undeliverable one.
@@ -161,13 +170,20 @@ struct AccountRoutes: Sendable {
         }
         guard let user else { throw APIError.unknownAccount }
         if let deviceToken { try await registerDeviceToken(deviceToken, for: user.id) }
-        return .authResult(user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
+        return SignedIn(user: user, token: try await tokens.issuePair(for: user.id, alias: user.alias))
     }
 
     /// The old (normally expired) access token names the user; the refresh token must be that
     /// user's, unrevoked and unexpired. Refresh tokens are not rotated (clients keep theirs).
+    /// Lilac's newest client sends the refresh token alone (no `Authorization`): then the refresh
+    /// token names its user.
     private func refresh(_ request: Request) async throws -> AccessTokenResponse {
-        guard let token = bareToken(fromAuthorizationHeader: request.headers[.authorization]) else { throw APIError.authenticationFailed }
+        let refreshToken = request.headers[HTTPField.Name("RefreshToken")!]?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard let token = bareToken(fromAuthorizationHeader: request.headers[.authorization]) else {
+            guard !refreshToken.isEmpty else { throw APIError.authenticationFailed }
+            guard let userId = try await store.refreshTokenOwner(hash: Tokens.hash(refreshToken)) else { throw APIError.refreshTokenExpired }
+            return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
+        }
         let claims: AccessTokenClaims
         do {
             claims = try await tokens.verifier.verify(token, allowExpired: true)
@@ -176,17 +192,16 @@ struct AccountRoutes: Sendable {
         }
         if (try? await tokens.verifier.verify(token)) != nil { throw APIError.accessTokenStillValid }
         guard let userId = UserID(claims.userId),
-            let refresh = request.headers[HTTPField.Name("RefreshToken")!]?.trimmingCharacters(in: .whitespaces), !refresh.isEmpty,
-            try await store.refreshTokenIsValid(hash: Tokens.hash(refresh), userId: userId)
+            !refreshToken.isEmpty, try await store.refreshTokenIsValid(hash: Tokens.hash(refreshToken), userId: userId)
         else { throw APIError.refreshTokenExpired }
         return AccessTokenResponse(accessToken: try await tokens.accessToken(for: userId))
     }
 
-    private func editImage(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
+    func editImage(_ request: Request, _ context: AuthenticatedContext) async throws -> UserRecord {
         guard request.isMultipart else { throw APIError.badRequest("multipart/form-data with an 'image' part is required") }
         let parts = try await request.multipartParts(limit: images.multipartLimit)
         guard let part = parts.first(where: { $0.name == "image" }) else { throw APIError.badRequest("multipart part 'image' is required") }
-        return .editedProfile(try await replaceImage(of: context.identity, with: part))
+        return try await replaceImage(of: context.identity, with: part)
     }
 
     /// Stores `part` as the user's profile image (validated by its bytes; E11 when it is not an
@@ -208,7 +223,7 @@ struct AccountRoutes: Sendable {
         return result.0
     }
 
-    private func editProfile(_ request: Request, _ context: AuthenticatedContext) async throws -> UserResponse {
+    func editProfile(_ request: Request, _ context: AuthenticatedContext) async throws -> UserRecord {
         let id = context.identity
         let body = try await request.decodeBody(as: ProfileBody.self, context: context)
         let nickname = try Validation.nickname(body.nickname)
@@ -220,6 +235,6 @@ struct AccountRoutes: Sendable {
             try await Outbox.append(CloudEvent(source: Self.source, data: user.profileUpdatedEvent), on: connection, logger: logger)
             return user
         }
-        return .editedProfile(user)
+        return user
     }
 }

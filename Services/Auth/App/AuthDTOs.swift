@@ -10,6 +10,12 @@ struct TokenPair: Codable, Sendable {
     var refreshToken: String
 }
 
+/// A join or login: the account and its new tokens (each API generation shapes it its own way).
+struct SignedIn: Sendable {
+    var user: UserRecord
+    var token: TokenPair
+}
+
 /// Every user-shaped response of the contract from one type; fields left nil are omitted, so each
 /// factory yields exactly its contract shape (and a member summary cannot leak a phone number).
 struct UserResponse: ResponseEncodable, Sendable {
@@ -36,9 +42,9 @@ struct UserResponse: ResponseEncodable, Sendable {
     }
 
     /// Join and every login: the user plus a token pair.
-    static func authResult(_ user: UserRecord, token: TokenPair) -> Self {
-        var r = Self(user, details: true)
-        r.token = token
+    static func authResult(_ signedIn: SignedIn) -> Self {
+        var r = Self(signedIn.user, details: true)
+        r.token = signedIn.token
         return r
     }
 

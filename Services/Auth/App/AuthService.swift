@@ -61,6 +61,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addGatedService { AliasAnnouncement(postgres: postgres, store: store, logger: logger) }
     let router = platform.makeRouter()
     accounts.add(to: router)
+    accounts.addGenerationA(to: router)
     FriendRoutes(postgres: postgres, logger: logger).add(to: router)
     SmoothAuthRoutes(
         account: accounts, friends: FriendBook(postgres: postgres, logger: logger),

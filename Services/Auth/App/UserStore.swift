@@ -259,6 +259,18 @@ struct UserStore: Sendable {
         return false
     }
 
+    /// The user of an unrevoked, unexpired refresh token.
+    func refreshTokenOwner(hash: [UInt8]) async throws -> UserID? {
+        for try await id in try await postgres.query(
+            """
+            SELECT user_id FROM refresh_tokens WHERE token_hash = \(ByteBuffer(bytes: hash)) AND revoked_at IS NULL AND expires_at > now()
+            """, logger: logger
+        ).decode(UUID.self) {
+            return UserID(id)
+        }
+        return nil
+    }
+
     func revokeRefreshTokens(for id: UserID) async throws {
         _ = try await postgres.query("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = \(id.uuid) AND revoked_at IS NULL", logger: logger)
     }

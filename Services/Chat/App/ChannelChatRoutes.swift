@@ -15,49 +15,62 @@ extension ChatAPI {
     var channelChatRoutes: RouteCollection<AuthenticatedContext> {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.post("chats") { request, context -> JSONResponse in
-            let me = context.identity
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            return try await receive(
-                request, context,
-                member: { try await joiningChannel(channelId, in: workspace, me) != nil }
-            ) { form, text in
-                try await postgres.withTransaction(logger: logger) { c in
-                    // Locking the channel row serialises its inserts: unique, commit-ordered times.
-                    guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {
-                        throw APIError.notFound("channel")
-                    }
-                    let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
-                        ChatEvents.ChannelMessageCreated(
-                            messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
-                            content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
-                            channelAlias: channel.alias, parentName: m.parent?.senderName, parentContent: m.parent?.content
-                        )
-                    }
-                    return (JSONResponse(ChannelChatResponse(message, in: channel)), isNew)
-                }
-            }
+            let (channel, message) = try await postChannelChat(request, context)
+            return JSONResponse(ChannelChatResponse(message, in: channel))
         }
         routes.get("chats") { request, context -> JSONResponse in
-            let me = context.identity
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
-            return try await postgres.withConnection { c in
-                JSONResponse(array: try await history(.channel(channel), request, c).map { ChannelChatResponse($0, in: channel) })
-            }
+            let (channel, history) = try await channelHistory(request, context)
+            return JSONResponse(array: history.map { ChannelChatResponse($0, in: channel) })
         }
-        routes.get("unreads") { request, context -> ChannelUnreadResponse in
-            let me = context.identity
-            let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
-            return try await postgres.withConnection { c in
-                guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
-                // No `after` means the client has nothing local: the contract answers 0.
-                var count = 0
-                if let after { count = try await messages.unreadCount(.channel(channel), after: after, reader: me, c) }
-                return ChannelUnreadResponse(channel_id: channel.id, name: channel.name, count: count)
-            }
-        }
+        routes.get("unreads") { request, context in try await channelUnreads(request, context) }
         return routes
+    }
+
+    /// Stores a chat of the path's channel (joining it first: `joiningChannel`).
+    func postChannelChat(_ request: Request, _ context: AuthenticatedContext) async throws -> (ChannelRef, StoredMessage) {
+        let me = context.identity
+        let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
+        return try await receive(
+            request, context,
+            member: { try await joiningChannel(channelId, in: workspace, me) != nil }
+        ) { form, text in
+            try await postgres.withTransaction(logger: logger) { c in
+                // Locking the channel row serialises its inserts: unique, commit-ordered times.
+                guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {
+                    throw APIError.notFound("channel")
+                }
+                let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
+                    ChatEvents.ChannelMessageCreated(
+                        messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
+                        content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
+                        channelAlias: channel.alias, parentName: m.parent?.senderName, parentContent: m.parent?.content
+                    )
+                }
+                return ((channel, message), isNew)
+            }
+        }
+    }
+
+    /// The path's channel and its history as the query asks (joining it first: `joiningChannel`).
+    func channelHistory(_ request: Request, _ context: AuthenticatedContext) async throws -> (ChannelRef, [StoredMessage]) {
+        let me = context.identity
+        let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
+        guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
+        return (channel, try await postgres.withConnection { c in try await history(.channel(channel), request, c) })
+    }
+
+    /// The unread count of the path's channel after `after` (0 without one).
+    func channelUnreads(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelUnreadResponse {
+        let me = context.identity
+        let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
+        let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
+        return try await postgres.withConnection { c in
+            guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
+            // No `after` means the client has nothing local: the contract answers 0.
+            var count = 0
+            if let after { count = try await messages.unreadCount(.channel(channel), after: after, reader: me, c) }
+            return ChannelUnreadResponse(channel_id: channel.id, name: channel.name, count: count)
+        }
     }
 
     /// The channel when `me` is in it. A member of its workspace who is not (per the read models)

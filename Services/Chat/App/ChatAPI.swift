@@ -29,6 +29,8 @@ struct ChatAPI: Sendable {
         // What clients ask, through the gateway: as the signed-in user.
         let v1 = router.group("v1", context: AuthenticatedContext.self)
         v1.addRoutes(channelChatRoutes, atPath: "workspaces/:workspace/channels/:conversation")
+        router.group("gena/v1", context: AuthenticatedContext.self)
+            .addRoutes(generationAChannelChatRoutes, atPath: "workspaces/:workspace/channels/:channel")
         v1.addRoutes(dmRoutes, atPath: "workspaces/:workspace/dms")
         v1.addRoutes(personalRoomRoutes, atPath: "rooms")
         for kind in ConversationKind.allCases {

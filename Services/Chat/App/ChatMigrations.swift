@@ -155,5 +155,11 @@ enum ChatMigrations {
             -- Channels created before the flag stay closed to joining by reading (E13 as before).
             ALTER TABLE channels ADD COLUMN joinable boolean NOT NULL DEFAULT false;
             """),
+        Migration(
+            106, "Gen A names channels: a thread's parent (threads are not named by Gen A), the name index",
+            """
+            ALTER TABLE channels ADD COLUMN parent_id uuid;
+            CREATE INDEX channels_name ON channels (workspace_id, lower(name)) WHERE parent_id IS NULL;
+            """),
     ]
 }

@@ -20,9 +20,10 @@ enum MembershipProjection {
             let e = event.data
             _ = try await context.connection.query(
                 """
-                INSERT INTO channels (id, workspace_id, name, alias, joinable)
-                VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name), \(e.alias), \(e.joinable ?? false))
-                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = coalesce(EXCLUDED.alias, channels.alias), joinable = EXCLUDED.joinable
+                INSERT INTO channels (id, workspace_id, name, alias, joinable, parent_id)
+                VALUES (\(e.channelId.uuid), \(e.workspaceId.uuid), \(e.name), \(e.alias), \(e.joinable ?? false), \(e.parentId?.uuid))
+                ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, alias = coalesce(EXCLUDED.alias, channels.alias), joinable = EXCLUDED.joinable,
+                    parent_id = EXCLUDED.parent_id
                 """, logger: context.logger)
         }
         router.on(WorkspaceEvents.ChannelUpdated.self) { event, context in

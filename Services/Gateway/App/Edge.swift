@@ -23,7 +23,8 @@ struct Edge: Sendable {
             throw APIError.authenticationFailed
         }
         guard addressLimiter.allow(context.clientAddress) else { throw APIError.tooManyRequests }
-        guard let route = routes.match(method: request.method, path: request.uri.path) else { throw APIError.unknownRoute }
+        let path = GenerationA.upstreamPath(request.method, request.uri.path, keySpeaksGenerationA: settings.generationAKeys.contains(key), routes)
+        guard let route = routes.match(method: request.method, path: path) else { throw APIError.unknownRoute }
         let bodyLimit = settings.bodyLimit(contentType: request.headers[.contentType])
         if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyLimit {
             throw APIError.bodyTooLarge(limit: bodyLimit)
@@ -42,7 +43,7 @@ struct Edge: Sendable {
         }
         guard let base = settings.upstreams[route.upstream] else { throw APIError.internalError }
         return try await proxy.forward(
-            request, to: base, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress, bodyLimit: bodyLimit
+            request, to: base, path: path, userId: userId, requestId: context.requestId, clientAddress: context.clientAddress, bodyLimit: bodyLimit
         )
     }
 }

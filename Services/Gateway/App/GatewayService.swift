@@ -38,6 +38,8 @@ public enum GatewayService {
         "gateway.upstream-timeout-seconds": 60,
         // Load balancers whose X-Forwarded-For is believed (comma-separated IPs / CIDRs); none by default.
         "gateway.trusted-proxies": "",
+        // App keys of Gen A clients (Lilac); none by default.
+        "sesac.generation-a-keys": ConfigValue(.string(""), isSecret: true),
         // Socket.IO (docs/realtime.md). `gateway.id` defaults to the instance id.
         "gateway.socketio.ping-interval-ms": 25_000,
         "gateway.socketio.ping-timeout-ms": 20_000,
@@ -132,6 +134,12 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     schemas.addRoute(to: v1)
     for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
         v1.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
+    }
+    // `/v2/users/login` (Gen B's login where other clients of the SeSAC server call it); the
+    // catalog has no other `/v2` route, so the rest is E97.
+    let v2 = router.group("/v2").add(middleware: AccessLogMiddleware(logger: logger))
+    for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
+        v2.on("**", method: method) { request, context in try await edge.handle(request, context: context) }
     }
     SmoothEdge(
         settings: smooth, gateway: gateway, routes: routes, verifier: verifier, proxy: edge.proxy, userLimiter: edge.userLimiter,

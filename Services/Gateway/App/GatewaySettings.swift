@@ -6,6 +6,9 @@ import ServiceKit
 struct GatewaySettings: Sendable {
     /// App keys accepted in the `SesacKey` header. Secret.
     var sesacKeys: Set<String>
+    /// The keys (of `sesacKeys`) whose apps speak Gen A of the SeSAC workspace API (Lilac,
+    /// contract §1.9) where its paths are also Gen B's. Secret.
+    var generationAKeys: Set<String>
     var jwtPublicKeyPEM: String
     var audience: String
     var issuer: String
@@ -29,6 +32,11 @@ struct GatewaySettings: Sendable {
         let keys = try settings.string("sesac.keys", isSecret: true).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         sesacKeys = Set(keys.filter { !$0.isEmpty })
         guard !sesacKeys.isEmpty else { throw StartupError("sesac.keys (SESAC_KEYS) must list at least one app key") }
+        let generationA = try settings.string("sesac.generation-a-keys", isSecret: true).split(separator: ",")
+        generationAKeys = Set(generationA.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        guard generationAKeys.isSubset(of: sesacKeys) else {
+            throw StartupError("sesac.generation-a-keys (SESAC_GENERATION_A_KEYS) may list only keys of sesac.keys")
+        }
         jwtPublicKeyPEM = try settings.secretText("jwt.public-key")
         audience = try settings.string("jwt.audience")
         issuer = try settings.string("jwt.issuer")

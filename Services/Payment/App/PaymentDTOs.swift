@@ -1,3 +1,4 @@
+import ClientContract
 import Events
 import Foundation
 import Hummingbird
@@ -42,5 +43,26 @@ struct BillingResponse: ResponseEncodable, Sendable {
         price = billing.item.price
         sesacCoin = billing.item.coins
         paidAt = Timestamp.format(billing.paidAt)
+    }
+}
+
+/// Gen A's `POST /v1/store/pay/validation` answer (Lilac's `BillingResult`, client contract §1.9):
+/// `billing_id` is an integer, `amount` what was paid, `sesacCoin` the coins it bought, `success`
+/// true (a refused validation is an error code, as in Gen B).
+struct GenerationABilling: ResponseEncodable, Sendable {
+    var billing_id: Int64
+    var merchant_uid: String
+    var amount: Int
+    var sesacCoin: Int
+    var success: Bool
+    var createdAt: String
+
+    init(_ billing: BillingRecord) {
+        billing_id = GenerationAID.of(billing.id)
+        merchant_uid = billing.merchantUID
+        amount = billing.item.price
+        sesacCoin = billing.item.coins
+        success = true
+        createdAt = Timestamp.format(billing.paidAt)
     }
 }

@@ -29,6 +29,7 @@ struct StoreRoutes: Sendable {
 
     func add(to router: some RouterMethods<SuiteRequestContext>) {
         router.group("v1/store", context: AuthenticatedContext.self).addRoutes(routes)
+        router.group("gena/v1/store", context: AuthenticatedContext.self).addRoutes(generationARoutes)
     }
 
     /// Signed-in users only, though the catalogue is the same for everyone.
@@ -37,13 +38,18 @@ struct StoreRoutes: Sendable {
         routes.get("item/list") { _, _ -> [StoreItemResponse] in
             try await postgres.withConnection { try await records.items($0) }.map(StoreItemResponse.init)
         }
-        routes.post("pay/validation") { request, context in
-            try await validate(request, context)
-        }
+        routes.post("pay/validation") { request, context in BillingResponse(try await validate(request, context)) }
         return routes
     }
 
-    private func validate(_ request: Request, _ context: AuthenticatedContext) async throws -> BillingResponse {
+    /// Gen A (Lilac, docs/generation-a.md): the same validation, answered in Gen A's shape.
+    var generationARoutes: RouteCollection<AuthenticatedContext> {
+        let routes = RouteCollection(context: AuthenticatedContext.self)
+        routes.post("pay/validation") { request, context in GenerationABilling(try await validate(request, context)) }
+        return routes
+    }
+
+    private func validate(_ request: Request, _ context: AuthenticatedContext) async throws -> BillingRecord {
         let buyer = context.identity
         let body = try await request.decodeBody(as: ValidationBody.self, context: context)
         let impUID = try Self.reference(body.imp_uid, "imp_uid")
@@ -73,7 +79,7 @@ struct StoreRoutes: Sendable {
             throw APIError.paymentProcessed("imp_uid \(impUID) billed concurrently")
         }
         logger.info("payment credited", metadata: ["billing.id": "\(billing.id)", "user.id": "\(buyer)", "coins": "\(item.coins)"])
-        return BillingResponse(billing)
+        return billing
     }
 
     /// `imp_uid` and `merchant_uid`: 100 characters (ASCII only, so 100 bytes).

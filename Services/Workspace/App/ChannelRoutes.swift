@@ -34,11 +34,13 @@ extension WorkspaceAPI {
         routes.get("channels/:channel") { request, context -> ChannelDetailResponse in
             try await readChannel(context) { channel, c in ChannelDetailResponse(channel, members: try await channels.members(of: channel.id, c)) }
         }
-        routes.put("channels/:channel") { request, context in try await editChannel(request, context) }
+        routes.put("channels/:channel") { request, context in
+            try await editChannel(try await WorkspaceForm.read(request, context: context, images: images), context)
+        }
         routes.delete("channels/:channel") { request, context in try await deleteChannel(request, context) }
         routes.get("channels/:channel/exit") { request, context in try await leaveChannel(request, context) }
         routes.put("channels/:channel/transfer/ownership") { request, context in
-            try await transferChannel(request, context)
+            try await transferChannel(context, to: try await newOwner(request, context))
         }
         routes.get("channels/:channel/members") { request, context -> [MemberResponse] in
             try await readChannel(context) { channel, c in try await channels.members(of: channel.id, c).map(MemberResponse.init) }
@@ -73,7 +75,7 @@ extension WorkspaceAPI {
         guard channel.ownerId == user || workspace.ownerId == user else { throw APIError.forbidden("not the channel owner") }
     }
 
-    private func createChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+    func createChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let form = try await WorkspaceForm.read(request, context: context, images: images)
@@ -117,11 +119,10 @@ extension WorkspaceAPI {
         }
     }
 
-    private func editChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+    func editChannel(_ form: WorkspaceForm, _ context: AuthenticatedContext) async throws -> ChannelResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
-        let form = try await WorkspaceForm.read(request, context: context, images: images)
         let newName = try form.name.map { try WorkspaceForm.validName($0) }
         let newDescription = try form.description.map { try WorkspaceForm.validDescription($0) }
         let newCover = try form.image.map(images.store)
@@ -153,7 +154,7 @@ extension WorkspaceAPI {
     }
 
     /// The default channel cannot be deleted (E11).
-    private func deleteChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+    func deleteChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
@@ -169,7 +170,7 @@ extension WorkspaceAPI {
     }
 
     /// `GET .../exit`: leaves the channel; returns my remaining channels of the workspace.
-    private func leaveChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> [ChannelResponse] {
+    func leaveChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> [ChannelResponse] {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
@@ -186,11 +187,10 @@ extension WorkspaceAPI {
         }
     }
 
-    private func transferChannel(_ request: Request, _ context: AuthenticatedContext) async throws -> ChannelResponse {
+    func transferChannel(_ context: AuthenticatedContext, to target: UserID) async throws -> ChannelResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let channelId: ChannelID = try pathID(context, "channel")
-        let target = try await newOwner(request, context)
         return ChannelResponse(
             try await write { c in
                 let workspace = try await requireMember(id, me, c, lock: true)

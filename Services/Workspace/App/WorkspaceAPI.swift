@@ -37,6 +37,7 @@ struct WorkspaceAPI: Sendable {
         v1.addRoutes(workspaceInviteRoutes, atPath: "workspaces/:workspace/invites")
         v1.addRoutes(inviteRoutes, atPath: "invites")
         v1.addRoutes(coverRoutes, atPath: "static/workspaces")
+        router.group("gena/v1", context: AuthenticatedContext.self).addRoutes(generationARoutes, atPath: "workspaces")
         addSmoothRoutes(to: router)
     }
 

@@ -33,7 +33,7 @@ extension WorkspaceAPI {
         routes.put(":workspace") { request, context in try await edit(request, context) }
         routes.delete(":workspace") { request, context in try await delete(request, context) }
         routes.get(":workspace/exit") { request, context in try await leave(request, context) }
-        routes.put(":workspace/transfer/ownership") { request, context in try await transfer(request, context) }
+        routes.put(":workspace/transfer/ownership") { request, context in try await transfer(context, to: try await newOwner(request, context)) }
         routes.post(":workspace/members") { request, context in try await invite(request, context) }
         routes.get(":workspace/members") { request, context -> [MemberResponse] in
             let me = context.identity
@@ -53,24 +53,27 @@ extension WorkspaceAPI {
                 return MemberResponse(member)
             }
         }
-        routes.get(":workspace/search") { request, context -> WorkspaceDetailResponse in
-            let me = context.identity
-            let id: WorkspaceID = try pathID(context, "workspace")
-            let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else {
-                throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)")
-            }
-            let pattern = LikePattern.contains(keyword)
-            return try await read { c in
-                let workspace = try await requireMember(id, me, c)
-                return WorkspaceDetailResponse(
-                    workspace,
-                    channels: try await channels.search(in: id, pattern: pattern, c),
-                    members: try await workspaces.searchMembers(of: id, pattern: pattern, c)
-                )
-            }
-        }
+        routes.get(":workspace/search") { request, context in try await search(request, context) }
         return routes
+    }
+
+    /// The workspace with the channels and members whose names contain `keyword`.
+    func search(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceDetailResponse {
+        let me = context.identity
+        let id: WorkspaceID = try pathID(context, "workspace")
+        let keyword = request.uri.queryParameters.get("keyword")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        guard !keyword.isEmpty, TextLimit.searchKeyword.allows(keyword) else {
+            throw APIError.badRequest("keyword must be 1 to 100 characters (400 bytes)")
+        }
+        let pattern = LikePattern.contains(keyword)
+        return try await read { c in
+            let workspace = try await requireMember(id, me, c)
+            return WorkspaceDetailResponse(
+                workspace,
+                channels: try await channels.search(in: id, pattern: pattern, c),
+                members: try await workspaces.searchMembers(of: id, pattern: pattern, c)
+            )
+        }
     }
 
     /// Cover images, to members of a workspace that shows them; mounted at `/v1/static/workspaces`.
@@ -90,7 +93,7 @@ extension WorkspaceAPI {
     /// Creates the workspace with its owner as first member, a default category and the default
     /// channel. With a creation cost the workspace stays pending until `payment` answers the
     /// debit request (see `CreationSaga`).
-    private func create(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+    func create(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
         let me = context.identity
         let form = try await WorkspaceForm.read(request, context: context, images: images)
         let name = try WorkspaceForm.validName(form.name)
@@ -157,7 +160,7 @@ extension WorkspaceAPI {
         try await emit(WorkspaceEvents.MemberJoined(workspaceId: workspace.id, userId: workspace.ownerId, channelIds: [channel.id], via: .creation), c)
     }
 
-    private func edit(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+    func edit(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let form = try await WorkspaceForm.read(request, context: context, images: images)
@@ -188,7 +191,7 @@ extension WorkspaceAPI {
         return WorkspaceResponse(result.0)
     }
 
-    private func delete(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
+    func delete(_ request: Request, _ context: AuthenticatedContext) async throws -> HTTPResponse.Status {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let covers = try await write { c -> [String] in
@@ -204,7 +207,7 @@ extension WorkspaceAPI {
 
     /// `GET .../exit`: leaves the workspace and all its channels; returns my remaining workspaces.
     /// The owner of the workspace or of any of its channels must transfer ownership first (E15).
-    private func leave(_ request: Request, _ context: AuthenticatedContext) async throws -> [WorkspaceResponse] {
+    func leave(_ request: Request, _ context: AuthenticatedContext) async throws -> [WorkspaceResponse] {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         return try await write { c in
@@ -218,10 +221,9 @@ extension WorkspaceAPI {
         }
     }
 
-    private func transfer(_ request: Request, _ context: AuthenticatedContext) async throws -> WorkspaceResponse {
+    func transfer(_ context: AuthenticatedContext, to target: UserID) async throws -> WorkspaceResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
-        let target = try await newOwner(request, context)
         return WorkspaceResponse(
             try await write { c in
                 _ = try await requireOwner(id, me, c, lock: true)
@@ -234,7 +236,7 @@ extension WorkspaceAPI {
     }
 
     /// Invites a registered user by email: they join the workspace and its default channel.
-    private func invite(_ request: Request, _ context: AuthenticatedContext) async throws -> MemberResponse {
+    func invite(_ request: Request, _ context: AuthenticatedContext) async throws -> MemberResponse {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")
         let email = try EmailAddress.validated(try await request.decodeBody(as: EmailBody.self, context: context).email)

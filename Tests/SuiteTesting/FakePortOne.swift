@@ -10,36 +10,45 @@ import Testing
 /// A stand-in for the PortOne (iamport) REST API on a real local port: `POST /users/getToken`
 /// issues tokens for the test credentials, `GET /payments/{imp_uid}` answers what the test set
 /// up for that payment — a payment record, a 500, or a reply slower than payment's timeout.
-final class FakePortOne: Sendable {
-    static let apiKey = "test-imp-key"
-    static let apiSecret = "test-imp-secret"
+public final class FakePortOne: Sendable {
+    public static let apiKey = "test-imp-key"
+    public static let apiSecret = "test-imp-secret"
 
-    enum Answer: Sendable {
+    public enum Answer: Sendable {
         case payment(status: String, merchantUID: String, name: String, amount: Double)
         case serverError
         case slow(Duration, then: Payment)
-        struct Payment: Sendable { var merchantUID: String; var name: String; var amount: Double }
+        public struct Payment: Sendable {
+            public var merchantUID: String
+            public var name: String
+            public var amount: Double
+            public init(merchantUID: String, name: String, amount: Double) {
+                self.merchantUID = merchantUID
+                self.name = name
+                self.amount = amount
+            }
+        }
     }
 
     private let answers = Mutex<[String: Answer]>([:])
     private let issued = Mutex<Set<String>>([])
     private let counts = Mutex<(tokens: Int, lookups: Int)>((0, 0))
 
-    var tokenRequests: Int { counts.withLock { $0.tokens } }
-    var lookups: Int { counts.withLock { $0.lookups } }
+    public var tokenRequests: Int { counts.withLock { $0.tokens } }
+    public var lookups: Int { counts.withLock { $0.lookups } }
 
     /// Sets up the answer for `impUID`; unknown ones answer 404 as PortOne does.
-    func set(_ impUID: String, _ answer: Answer) {
+    public func set(_ impUID: String, _ answer: Answer) {
         answers.withLock { $0[impUID] = answer }
     }
 
     /// A paid payment of a catalogue item at its price.
-    func paid(_ impUID: String, merchantUID: String, name: String = "10 Coin", amount: Double = 100) {
+    public func paid(_ impUID: String, merchantUID: String, name: String = "10 Coin", amount: Double = 100) {
         set(impUID, .payment(status: "paid", merchantUID: merchantUID, name: name, amount: amount))
     }
 
     /// Runs the fake on a free port for the duration of `body`, which gets its base URL.
-    static func run(_ body: @escaping @Sendable (FakePortOne, String) async throws -> Void) async throws {
+    public static func run(_ body: @escaping @Sendable (FakePortOne, String) async throws -> Void) async throws {
         let fake = FakePortOne()
         let router = Router()
         router.post("/users/getToken") { request, context in try await fake.token(request, context) }
@@ -97,5 +106,15 @@ final class FakePortOne: Sendable {
     private static func json(_ status: HTTPResponse.Status, _ object: [String: Any]) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: object)) ?? Data("{}".utf8)
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+}
+
+extension FakePortOne {
+    /// Payment's settings for talking to the fake at `url`.
+    public static func environment(url: String, timeoutMilliseconds: Int = 1_000) -> [String: String] {
+        [
+            "PAYMENT_PORTONE_URL": url, "PAYMENT_PORTONE_API_KEY": apiKey, "PAYMENT_PORTONE_API_SECRET": apiSecret,
+            "PAYMENT_PORTONE_TIMEOUT_MS": String(timeoutMilliseconds),
+        ]
     }
 }
