@@ -41,6 +41,13 @@ extension ChatAPI {
             }
             return Response(status: .notFound)
         }
+        routes.get(RouterPath(ChatInternal.ChannelAlias.route)) { _, context -> Response in
+            guard let alias = context.parameters.get("alias").flatMap(IntegerAlias.parse) else { return Response(status: .badRequest) }
+            guard let id = try await ConversationName.channelAlias(alias).id(postgres, logger: logger) else { return Response(status: .notFound) }
+            var headers = HTTPFields()
+            headers[ChatInternal.ReaderCheck.idHeader] = id.lowercased
+            return Response(status: .noContent, headers: headers)
+        }
         routes.get(RouterPath(ChatInternal.CommunityCheck.route)) { _, context -> Response in
             guard let community = context.parameters.get("community"), let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
                 return Response(status: .badRequest)

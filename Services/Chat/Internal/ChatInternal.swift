@@ -44,6 +44,16 @@ public enum ChatInternal {
         }
     }
 
+    /// `GET /internal/v1/channel-aliases/{alias}`: 204 with the channel's id in
+    /// `ReaderCheck.idHeader` when a channel has this integer alias (Gen A's Socket.IO namespaces
+    /// `/ws-channel-{alias}` joined without credentials, as `/ws-channel-{id}` are), else 404;
+    /// 400 when it is not an alias.
+    public enum ChannelAlias {
+        public static let route = "channel-aliases/:alias"
+
+        public static func path(alias: Int64) -> String { "\(prefix)/channel-aliases/\(alias)" }
+    }
+
     /// `GET /internal/v1/users/{user}/session` → a `SessionSnapshot` (JSON); 400 for a malformed id.
     public enum Session {
         /// The route under `prefix`; its parameter is `user`.

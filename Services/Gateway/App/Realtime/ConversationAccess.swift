@@ -33,6 +33,11 @@ struct ConversationAccess: Sendable {
         return readable
     }
 
+    /// The channel with this integer alias (Gen A's namespaces, joined without credentials).
+    func channel(alias: Int64) async -> UUID? {
+        await check(chatURL + ChatInternal.ChannelAlias.path(alias: alias))?.conversationId
+    }
+
     /// The workspace `community` names (its id, or its integer alias as Smooth sends it) when
     /// `user` is a member of it; nil when not.
     func community(_ community: String, member user: UserID) async -> UUID? {

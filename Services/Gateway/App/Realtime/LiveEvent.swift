@@ -97,7 +97,7 @@ final class LiveDelivery: Sendable {
     /// What a rendering is for: a protocol's format, and the target it depends on (a Socket.IO
     /// packet names its namespace; a STOMP body does not). Cheap to hash: looked up per recipient.
     struct RenderingKey: Hashable, Sendable {
-        enum Format: Hashable, Sendable { case socketIO, stomp }
+        enum Format: Hashable, Sendable { case socketIO, socketIOGenerationA, stomp }
         var format: Format
         var target: UUID?
         /// Where the rendering links attachments (STOMP: URLs name the host the client reached).

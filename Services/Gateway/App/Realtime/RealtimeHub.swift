@@ -27,6 +27,9 @@ struct LiveFollow: Sendable, Equatable {
     var workspaceId: UUID?
     /// Who follows; nil for an anonymous Socket.IO join.
     var userId: UserID?
+    /// A Gen A Socket.IO namespace (`/ws-channel-{alias}`, Lilac) names the channel by its
+    /// integer alias, and gets chats in Gen A's shape.
+    var generationAAlias: Int64? = nil
 
     /// The workspace the follow is in (a workspace follow: itself).
     var workspace: UUID? { kind == .workspace ? id : workspaceId }

@@ -1,5 +1,6 @@
-import NIOCore
+import ClientContract
 import Foundation
+import NIOCore
 import Synchronization
 
 /// One Engine.IO session (one client connection, whatever its transport), with its Socket.IO
@@ -231,6 +232,11 @@ final class EngineSession: Sendable {
 
     var namespaceCount: Int { state.withLock { $0.namespaces.count } }
 
+    /// The connected conversation namespace a client names (as it joined it).
+    func connectedNamespace(named name: String) -> ConversationNamespace? {
+        state.withLock { state in state.namespaces.first { $0.name == name } }
+    }
+
     /// Marks the default namespace connected; false when it already was.
     func connectDefaultNamespace() -> Bool {
         state.withLock { state in
@@ -266,6 +272,16 @@ extension EngineSession: LiveSubscriber {
             return
         }
         guard let namespace = ConversationNamespace(follow) else { return }
+        if namespace.generationAAlias != nil {
+            // Lilac listens for new chats only, in Gen A's shape.
+            guard case .channelMessage(let message) = delivery.event else { return }
+            let packet = delivery.rendering(.init(format: .socketIOGenerationA, target: follow.id)) { _ in
+                let json = String(buffer: GenerationAChatPayload(message).jsonBuffer)
+                return OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: json)))
+            }
+            if !send(packet) { server.close(self, reason: "send queue full") }
+            return
+        }
         let name: String
         switch delivery.event {
         case .channelMessage, .directMessage: name = namespace.eventName

@@ -41,3 +41,30 @@ private func writeCommon(
     json.member("parent_id", parentId)
     if let mentions, !mentions.isEmpty { json.member("mentions", ids: mentions) }
 }
+
+/// Gen A's `Chatting` (Lilac, docs/generation-a.md) as its `/ws-channel-{alias}` namespace gets
+/// it: the channel's and the sender's integer aliases (0 when the event has none) and the
+/// message's `generationAChatID`, the same as chat's Gen A answers.
+struct GenerationAChatPayload: JSONWritable {
+    let message: ChatEvents.ChannelMessageCreated
+
+    init(_ message: ChatEvents.ChannelMessageCreated) { self.message = message }
+
+    func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("channel_id", Int(message.channelAlias ?? 0))
+        json.member("channelName", message.channelName)
+        json.member("chat_id", Int(message.messageId.generationAChatID))
+        json.member("content", message.content)
+        json.member("createdAt", Timestamp.format(message.createdAt))
+        json.member("files", strings: message.files)
+        json.key("user")
+        json.beginObject()
+        json.member("user_id", Int(message.sender.alias ?? 0))
+        json.member("email", message.sender.email)
+        json.member("nickname", message.sender.nickname)
+        json.member("profileImage", message.sender.profileImage)
+        json.endObject()
+        json.endObject()
+    }
+}

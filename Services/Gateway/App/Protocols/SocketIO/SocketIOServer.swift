@@ -132,7 +132,7 @@ final class SocketIOServer: Sendable {
         case .connect:
             return await connect(packet, session)
         case .disconnect:
-            if let namespace = ConversationNamespace(packet.namespace), session.disconnect(namespace) {
+            if let namespace = session.connectedNamespace(named: packet.namespace), session.disconnect(namespace) {
                 hub.unfollow(session, namespace.conversationId)
             }
             return true
@@ -155,14 +155,23 @@ final class SocketIOServer: Sendable {
             }
             return true
         }
-        // Ids as the REST answers print them (lowercase): clients match the namespace string exactly.
-        guard let namespace = ConversationNamespace(packet.namespace), namespace.name == packet.namespace else {
-            return refuse(packet.namespace, "Invalid namespace", session)
-        }
+        // Ids as the REST answers print them (lowercase): clients match the namespace string
+        // exactly. Gen A (Lilac) names a channel by its integer alias.
+        let generationAAlias = ConversationNamespace.generationAAlias(packet.namespace)
+        let named = ConversationNamespace(packet.namespace)
+        guard generationAAlias != nil || named?.name == packet.namespace else { return refuse(packet.namespace, "Invalid namespace", session) }
         // Each first join holds interest (a Kafka record) and may ask chat: bounded per session
         // and per address before anything else happens.
         guard session.namespaceCount < admission.maxNamespacesPerSession else { return refuse(packet.namespace, "Too many namespaces", session) }
         guard admission.allowJoin(from: session.clientAddress) else { return refuse(packet.namespace, "Too many requests", session) }
+        let namespace: ConversationNamespace
+        if let named {
+            namespace = named
+        } else if let generationAAlias, let id = await hub.access.channel(alias: generationAAlias) {
+            namespace = .generationAChannel(alias: generationAAlias, id: id)
+        } else {
+            return refuse(packet.namespace, "Invalid namespace", session)
+        }
         // Credentials are optional (the existing clients send none); presented ones must verify
         // and their user must be able to read the conversation.
         var user = session.userId.flatMap(UserID.init)
@@ -170,7 +179,7 @@ final class SocketIOServer: Sendable {
             guard let verified = await hub.user(ofToken: token) else { return refuse(packet.namespace, "Not authorized", session) }
             user = verified
         }
-        var follow = LiveFollow(id: namespace.conversationId, kind: namespace.followKind, userId: user)
+        var follow = LiveFollow(id: namespace.conversationId, kind: namespace.followKind, userId: user, generationAAlias: namespace.generationAAlias)
         if let user {
             guard let readable = await hub.access.mayRead(user: user.description, conversation: namespace.conversationId) else {
                 return refuse(packet.namespace, "Not authorized", session)
