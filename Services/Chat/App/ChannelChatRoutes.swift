@@ -55,6 +55,12 @@ extension ChatAPI {
     func channelHistory(_ request: Request, _ context: AuthenticatedContext) async throws -> (ChannelRef, [StoredMessage]) {
         let me = context.identity
         let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
+        // A member (WorkSpaceX polls every 2 s): one connection, as before joining by reading.
+        let asMember = try await postgres.withConnection { c -> (ChannelRef, [StoredMessage])? in
+            guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { return nil }
+            return (channel, try await history(.channel(channel), request, c))
+        }
+        if let asMember { return asMember }
         guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
         return (channel, try await postgres.withConnection { c in try await history(.channel(channel), request, c) })
     }

@@ -25,7 +25,9 @@ struct WorkspaceResponse: ResponseEncodable, Sendable {
     var coverImage: String
     var owner_id: UserID
     var createdAt: String
+}
 
+extension WorkspaceResponse {
     init(_ workspace: WorkspaceRecord) {
         workspace_id = workspace.id
         name = workspace.name
@@ -67,7 +69,9 @@ struct ChannelResponse: ResponseEncodable, Sendable {
     var coverImage: String?
     var owner_id: UserID
     var createdAt: String
+}
 
+extension ChannelResponse {
     init(_ channel: ChannelRecord) {
         channel_id = channel.id
         name = channel.name

@@ -25,13 +25,12 @@ struct GenerationAWorkspace: ResponseEncodable, Sendable {
         createdAt = workspace.createdAt
     }
 
+    /// `GET /workspaces/{id}` and search: with its channels and members.
     init(_ detail: WorkspaceDetailResponse, _ book: AliasBook) {
-        workspace_id = book.workspaces[detail.workspace_id] ?? 0
-        name = detail.name
-        description = detail.description
-        thumbnail = detail.coverImage
-        owner_id = book.users[detail.owner_id] ?? 0
-        createdAt = detail.createdAt
+        let summary = WorkspaceResponse(
+            workspace_id: detail.workspace_id, name: detail.name, description: detail.description, coverImage: detail.coverImage,
+            owner_id: detail.owner_id, createdAt: detail.createdAt)
+        self.init(summary, book)
         channels = detail.channels.map { GenerationAChannel($0, workspace: detail.workspace_id, book) }
         workspaceMembers = detail.workspaceMembers.map { GenerationAMember($0, alias: book.users[$0.user_id]) }
     }
@@ -58,14 +57,12 @@ struct GenerationAChannel: ResponseEncodable, Sendable {
         createdAt = channel.createdAt
     }
 
+    /// `GET …/channels/{name}`: with its members.
     init(_ detail: ChannelDetailResponse, workspace: WorkspaceID, _ book: AliasBook) {
-        workspace_id = book.workspaces[workspace] ?? 0
-        channel_id = book.channels[detail.channel_id] ?? 0
-        name = detail.name
-        description = detail.description
-        owner_id = book.users[detail.owner_id] ?? 0
-        `private` = 0
-        createdAt = detail.createdAt
+        let summary = ChannelResponse(
+            channel_id: detail.channel_id, name: detail.name, description: detail.description, coverImage: detail.coverImage,
+            owner_id: detail.owner_id, createdAt: detail.createdAt)
+        self.init(summary, workspace: workspace, book)
         channelMembers = detail.channelMembers.map { GenerationAMember($0, alias: book.users[$0.user_id]) }
     }
 }
