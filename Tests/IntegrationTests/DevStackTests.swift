@@ -32,15 +32,19 @@ struct DevStackTests {
         for service in ServiceEntry.all {
             let port = service.healthPort(httpPort: basePort + service.port - ServiceEntry.gatewayPort)
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/health/ready"), timeout: .seconds(5))
+            _ = try await response.body.collect(upTo: 1 << 20)
             #expect(response.status == .ok, "\(service) is ready (port \(port))")
         }
         // The gateway's public port serves neither health nor metrics; its admin listener does.
         for path in ["/health/ready", "/health/live", "/metrics"] {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(basePort)\(path)"), timeout: .seconds(5))
+            _ = try await response.body.collect(upTo: 1 << 20)
             #expect(response.status == .notFound, "\(path) on the public port: \(response.status)")
         }
         let metrics = try await HTTPClient.shared.execute(
             HTTPClientRequest(url: "http://127.0.0.1:\(ServiceEntry.gateway.healthPort(httpPort: basePort))/metrics"), timeout: .seconds(5))
+        // Read every body: an unread one holds its connection (and the gateway's graceful stop) open.
+        _ = try await metrics.body.collect(upTo: 16 << 20)
         #expect(metrics.status == .ok)
 
         // The pids the launcher started.
