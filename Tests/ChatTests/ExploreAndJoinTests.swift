@@ -66,6 +66,9 @@ struct ExploreAndJoinTests {
             let detail = try await s.get(channel.path, explorer)
             #expect(detail.status == .ok && memberIds(detail) == [owner.id])
 
+            // A read refused for its cursor joins nothing.
+            #expect(outcome(try await s.get(channel.chats + "?cursor_date=yesterday", explorer)) == "400 E11")
+            #expect(try await outboxCount(try #require(s.chatDatabase), type: "chat.channel-join-requested", user: explorer.id, channel: channel.id) == 0)
             // Opening the channel: the history comes back at once, not E13 and not empty.
             let history = try #require(jsonArray(try await s.get(channel.chats, explorer)))
             #expect(history.map { $0["content"] as? String } == ["환영"])

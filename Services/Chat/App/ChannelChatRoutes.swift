@@ -61,6 +61,8 @@ extension ChatAPI {
             return (channel, try await history(.channel(channel), request, c))
         }
         if let asMember { return asMember }
+        // A read that will be refused (an unreadable cursor) joins nothing.
+        _ = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
         guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
         return (channel, try await postgres.withConnection { c in try await history(.channel(channel), request, c) })
     }
