@@ -13,7 +13,7 @@ struct BrokerCommand: AsyncParsableCommand {
     )
 
     @Option(help: "Brokers in the embedded Kafka cluster.")
-    var embeddedBrokers: Int = 3
+    var embeddedBrokers: Int = 1
 
     func run() async throws {
         var logger = Logger(label: "chatsuite.broker")

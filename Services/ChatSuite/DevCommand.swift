@@ -12,7 +12,7 @@ import ServiceCatalog
 import ServiceKit
 
 /// `chatsuite dev`: the whole suite on this machine — PostgreSQL (created under the data folder
-/// when none is given), the embedded Kafka cluster (3 brokers, real protocol), one database per
+/// when none is given), the embedded Kafka cluster (1 broker by default, real protocol), one database per
 /// service, all seven executables; waits until every one is ready; restarts a service that
 /// crashes (`DevSupervisor`); Ctrl-C stops everything.
 struct DevCommand: AsyncParsableCommand {
@@ -30,8 +30,10 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Gateway port; the other services use the next ports (their catalog offsets).")
     var port: Int = 8080
 
+    /// One by default: each broker of librdkafka's mock is one more connection, thread and fetch
+    /// loop in every client, for no durability (docs/benchmarks.md, "The embedded broker").
     @Option(help: "Brokers in the embedded Kafka cluster (without --brokers).")
-    var embeddedBrokers: Int = 3
+    var embeddedBrokers: Int = 1
 
     @Option(help: "\(BootstrapServers.help), of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).", transform: BootstrapServers.parse)
     var brokers: String?

@@ -32,6 +32,16 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "WebSocket handshakes in flight.") var handshakes = 64
     @Option(help: "Seconds the open sockets stay idle before the idle RSS sample.") var idleSeconds = 5
     @Flag(help: "Also print the figures as one JSON line.") var json = false
+    @Option(help: "name=pid of a process whose own CPU time (without its children) is reported (repeatable), e.g. broker=<chatsuite dev pid>.")
+    var watchAlone: [String] = []
+    @Option(help: "A peer server driven with the same plan after the suite, for a side-by-side table: nchan (nginx + nchan, bench/peers/nchan.conf).")
+    var peer: LoadGenPeer?
+    @Flag(help: "Run only the peer (no suite run).") var peerOnly = false
+    @Option(help: "The peer's nginx configuration template.") var peerConfig = "bench/peers/nchan.conf"
+    @Option(help: "Port the peer listens on.") var peerPort = 18990
+    @Option(help: "The nginx executable.") var nginx = "/usr/sbin/nginx"
+    @Option(help: "File keeping setup's accounts and channels: reused when it exists (same suite and plan), written after setup otherwise.")
+    var world: String?
 
     var options: LoadGenOptions {
         var o = LoadGenOptions()
@@ -55,6 +65,13 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.handshakes = handshakes
         o.idleSeconds = idleSeconds
         o.json = json
+        o.watchAlone = watchAlone
+        o.peer = peer
+        o.peerOnly = peerOnly
+        o.peerConfig = peerConfig
+        o.peerPort = peerPort
+        o.nginx = nginx
+        o.world = world
         return o
     }
 
@@ -72,3 +89,4 @@ struct LoadGenCommand: AsyncParsableCommand {
 // The library stays free of ArgumentParser; its two option types are read from the command line here.
 extension LoadGenProtocol: ExpressibleByArgument {}
 extension LoadGenOptions.Inject: ExpressibleByArgument {}
+extension LoadGenPeer: ExpressibleByArgument {}

@@ -4,6 +4,7 @@ import Testing
 
 /// Records every send; `deliver` is what the "suite" does with it.
 final class FakeSink: MessageSink {
+    var name: String { "fake" }
     let sent = Locked<[(channel: Int, sender: Int, content: String)]>([])
     let deliver: @Sendable (_ channel: Int, _ content: String) -> String?
 

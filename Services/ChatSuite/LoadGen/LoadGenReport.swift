@@ -2,6 +2,8 @@ import Foundation
 
 /// The run's figures, computed once at the end from the send and delivery logs.
 struct LoadGenReport: Encodable {
+    /// "chatsuite" or the peer's name.
+    var server = "chatsuite"
     var protocolName = ""
     var inject = ""
     var sockets = 0
@@ -91,7 +93,7 @@ struct LoadGenReport: Encodable {
         var lines: [String] = []
         func add(_ s: String) { lines.append(s) }
         func f(_ v: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", v) }
-        add("──── chatsuite loadgen ─────────────────────────────────────────")
+        add("──── chatsuite loadgen: \(server) ─────────────────────────────")
         add("setup        \(users) users, \(channels) channels × \(members) members; protocol \(protocolName); inject \(inject)")
         add("sockets      \(sockets) opened: \(socketsReady) ready, \(socketsFailed) failed, \(socketsDropped) dropped during the run")
         add(
@@ -103,7 +105,7 @@ struct LoadGenReport: Encodable {
         add("latency      send→receive p50 \(f(latencyP50Ms, 2)) ms  p95 \(f(latencyP95Ms, 2)) ms  p99 \(f(latencyP99Ms, 2)) ms  max \(f(latencyMaxMs, 2)) ms")
         if let before = gatewayRssBeforeKiB, let idle = gatewayRssIdleKiB {
             add(
-                "gateway RSS  before sockets \(f(Double(before) / 1024)) MiB, sockets open and idle \(f(Double(idle) / 1024)) MiB, end \(gatewayRssEndKiB.map { f(Double($0) / 1024) } ?? "?") MiB"
+                "server RSS   before sockets \(f(Double(before) / 1024)) MiB, sockets open and idle \(f(Double(idle) / 1024)) MiB, end \(gatewayRssEndKiB.map { f(Double($0) / 1024) } ?? "?") MiB"
             )
             add("             RSS per idle socket = (\(idle) − \(before)) KiB / \(socketsReady) = \(f(gatewayRssPerIdleSocketKiB ?? 0, 2)) KiB")
         }

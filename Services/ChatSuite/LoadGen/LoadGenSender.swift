@@ -8,12 +8,15 @@ import NIOHTTP1
 /// Where the load generator's messages go in: chat's REST API through the gateway (the whole
 /// path), or straight onto `chat.message.v1` (fan-out and gateway only).
 protocol MessageSink: Sendable {
+    /// How messages go in, for the report: rest, kafka, http-publish.
+    var name: String { get }
     /// Sends `content` to channel `channel` as user `sender`; returns a failure reason or nil.
     func send(channel: Int, sender: Int, content: String) async -> String?
 }
 
 /// `POST /v1/workspaces/{w}/channels/{c}/chats {content}` as the sender.
 struct RESTSink: MessageSink {
+    var name: String { "rest" }
     let client: GatewayClient
     let world: LoadGenWorld
 
@@ -36,6 +39,7 @@ struct RESTSink: MessageSink {
 /// without chat's database in the path. Messages are not stored: history and unread counts do
 /// not see them.
 struct KafkaSink: MessageSink {
+    var name: String { "kafka" }
     let producer: KafkaProducer
     let world: LoadGenWorld
 

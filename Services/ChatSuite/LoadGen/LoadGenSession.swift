@@ -21,6 +21,7 @@ struct LoadGenSession {
             case .socketio: try await runSocketIO()
             case .native: try await runNative()
             case .stomp: try await runStomp()
+            case .nchan: try await runNchan()
             }
         } onCancel: {
             Task { try? await outbound.close(.normalClosure, reason: "load generator done") }

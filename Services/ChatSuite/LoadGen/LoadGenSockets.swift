@@ -7,11 +7,21 @@ import Logging
 /// The sockets' protocol: `mixed` makes even sockets Socket.IO and odd ones native.
 public enum LoadGenProtocol: String, Sendable {
     case socketio, native, stomp, mixed
+
+    /// The one kind of every socket; nil for `mixed`.
+    var socketKind: LoadGenSocketSpec.Kind? {
+        switch self {
+        case .socketio: .socketio
+        case .native: .native
+        case .stomp: .stomp
+        case .mixed: nil
+        }
+    }
 }
 
 /// One socket of the run: its user, the channels it follows, its protocol.
 struct LoadGenSocketSpec: Sendable {
-    enum Kind: String, Sendable { case socketio, native, stomp }
+    enum Kind: String, Sendable { case socketio, native, stomp, nchan }
     let index: Int
     let kind: Kind
     let token: String
@@ -116,6 +126,7 @@ final class SocketPool: Sendable {
         case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
         case .native: url = wsBase + "/v1/gateway"
         case .stomp: url = wsBase + "/v1/stomp"
+        case .nchan: url = wsBase + "/sub/" + spec.channels.map { "\($0.id)" }.joined(separator: ",")
         }
         let client = WebSocketClient(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
             let session = LoadGenSession(spec: spec, inbound: inbound, outbound: outbound, markers: markers, log: log, handshake: handshake)
@@ -145,6 +156,7 @@ final class SocketPool: Sendable {
             case .native: return "native: the gateway refused the WebSocket upgrade of /v1/gateway (no native server in this gateway?)"
             case .socketio: return "socketio: the gateway refused the WebSocket upgrade of /socket.io/"
             case .stomp: return "stomp: the gateway refused the WebSocket upgrade of /v1/stomp (no STOMP server in this gateway?)"
+            case .nchan: return "nchan: nginx refused the WebSocket upgrade of /sub/…"
             }
         }
         if error is CancellationError { return "\(kind.rawValue): cancelled" }

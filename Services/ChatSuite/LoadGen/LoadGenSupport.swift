@@ -77,9 +77,10 @@ public enum ProcessStats {
 
     /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
     /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
-    public static func cpuSeconds(pid: Int32) -> Double? {
+    public static func cpuSeconds(pid: Int32, withChildren: Bool = true) -> Double? {
         guard let own = stat(pid) else { return nil }
         var total = own.cpu
+        guard withChildren else { return total }
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
             for entry in entries {
                 guard let child = Int32(entry), child != pid, let s = stat(child), s.parent == pid else { continue }
@@ -87,6 +88,15 @@ public enum ProcessStats {
             }
         }
         return total
+    }
+
+    /// Live direct children of a process (nginx's workers of its master).
+    public static func children(of pid: Int32) -> [Int32] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { entry in
+            guard let child = Int32(entry), child != pid, let s = stat(child), s.parent == pid else { return nil }
+            return child
+        }
     }
 
     private static func stat(_ pid: Int32) -> (parent: Int32, cpu: Double)? {

@@ -80,7 +80,7 @@ public struct LoadGenPlan: Sendable {
 }
 
 /// A signed-up user.
-public struct LoadGenUser: Sendable {
+public struct LoadGenUser: Sendable, Codable {
     public let id: UserID
     public let email: String
     public let nickname: String
@@ -90,7 +90,7 @@ public struct LoadGenUser: Sendable {
 }
 
 /// A created channel.
-public struct LoadGenChannel: Sendable {
+public struct LoadGenChannel: Sendable, Codable {
     public let workspaceId: WorkspaceID
     public let id: ChannelID
     public let name: String
@@ -105,6 +105,37 @@ public struct LoadGenWorld: Sendable {
     public let channelsByUser: [[Int]]
     /// Sockets following each channel.
     public let socketsPerChannel: [Int]
+}
+
+extension LoadGenWorld {
+    /// What `--world` keeps between runs: the accounts and channels setup made on one suite.
+    private struct Saved: Codable {
+        let channels: Int
+        let members: Int
+        let channelsPerWorkspace: Int
+        let users: [LoadGenUser]
+        let channelIds: [LoadGenChannel]
+    }
+
+    func save(to path: String) throws {
+        let saved = Saved(channels: plan.channels, members: plan.members, channelsPerWorkspace: plan.channelsPerWorkspace, users: users, channelIds: channels)
+        try JSONEncoder().encode(saved).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// The world saved at `path` under this run's plan (its run id marks this run's messages),
+    /// or nil when there is none; an error when it was made for another plan.
+    static func load(from path: String, plan: LoadGenPlan) throws -> LoadGenWorld? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let saved = try JSONDecoder().decode(Saved.self, from: data)
+        guard saved.channels == plan.channels, saved.members == plan.members, saved.users.count == plan.users,
+            saved.channelsPerWorkspace == plan.channelsPerWorkspace
+        else {
+            throw LoadGenError(
+                "\(path) was set up for \(saved.users.count) users, \(saved.channels) channels × \(saved.members) members: delete it or use another --world")
+        }
+        return LoadGenWorld(
+            plan: plan, users: saved.users, channels: saved.channelIds, channelsByUser: plan.channelsByUser(), socketsPerChannel: plan.socketsPerChannel())
+    }
 }
 
 public struct LoadGenError: Error, CustomStringConvertible {

@@ -36,8 +36,44 @@ public struct LoadGenOptions: Sendable {
     public var idleSeconds = 5
     /// Also print the figures as one JSON line.
     public var json = false
+    /// `name=pid` entries whose process alone (without its children) is watched: the embedded
+    /// broker inside `chatsuite dev`, whose children are the services.
+    public var watchAlone: [String] = []
+    /// A peer server driven with the same topology after the suite (`--peer nchan`).
+    public var peer: LoadGenPeer?
+    /// Skip the suite run: only the peer.
+    public var peerOnly = false
+    public var peerConfig = "bench/peers/nchan.conf"
+    public var peerPort = 18990
+    public var nginx = "/usr/sbin/nginx"
+    /// A file keeping setup's accounts and channels: reused when it exists (same suite, same
+    /// plan), written after setup when it does not.
+    public var world: String?
 
     public init() {}
+}
+
+/// A peer server the load generator can drive with the suite's topology.
+public enum LoadGenPeer: String, Sendable {
+    /// nginx + nchan (C pub/sub over WebSocket): subscribers on `/sub/<channels>`, publishes
+    /// `POST /pub/<channel>` (bench/peers/nchan.conf).
+    case nchan
+}
+
+/// A process whose CPU time the report shows.
+struct WatchedProcess: Sendable {
+    let name: String
+    let pid: Int32
+    /// With its live direct children (PostgreSQL's backends, nginx's worker).
+    let children: Bool
+
+    static func parse(_ entry: String, children: Bool) throws -> WatchedProcess {
+        let parts = entry.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, let pid = Int32(parts[1]) else { throw LoadGenUsageError("--watch expects name=pid") }
+        return WatchedProcess(name: String(parts[0]), pid: pid, children: children)
+    }
+
+    var cpuSeconds: Double? { ProcessStats.cpuSeconds(pid: pid, withChildren: children) }
 }
 
 /// An option value the load generator cannot run with (the command reports it as a usage error).
@@ -54,8 +90,9 @@ public struct LoadGenUsageError: Error, CustomStringConvertible {
 public struct LoadGenerator: Sendable {
     public let options: LoadGenOptions
     let plan: LoadGenPlan
-    /// Processes whose CPU time is reported: `--watch`, the gateway, the load generator itself.
-    let watched: [(name: String, pid: Int32)]
+    /// Processes whose CPU time is reported: `--watch`, `--watch-alone`, the gateway, the load
+    /// generator itself.
+    let watched: [WatchedProcess]
     let fileLimit: Int
 
     /// Checks the options: the plan (`LoadGenError`), then every other value and the
@@ -68,15 +105,14 @@ public struct LoadGenerator: Sendable {
         )
         try plan.validate()
         guard o.rate >= 1, o.seconds >= 1, o.senders >= 1 else { throw LoadGenUsageError("--rate, --seconds and --senders must be positive") }
-        if o.inject == .kafka, o.brokers == nil { throw LoadGenUsageError("--inject kafka needs --brokers") }
+        if o.inject == .kafka, o.brokers == nil, !o.peerOnly { throw LoadGenUsageError("--inject kafka needs --brokers") }
+        if o.peerOnly, o.peer == nil { throw LoadGenUsageError("--peer-only needs --peer") }
         if plan.sockets + 64 > fileLimit { throw LoadGenUsageError("\(plan.sockets) sockets need more file descriptors than the limit \(fileLimit)") }
-        var watched: [(name: String, pid: Int32)] = try o.watch.map { entry in
-            let parts = entry.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let pid = Int32(parts[1]) else { throw LoadGenUsageError("--watch expects name=pid") }
-            return (String(parts[0]), pid)
+        var watched = try o.watch.map { try WatchedProcess.parse($0, children: true) } + o.watchAlone.map { try WatchedProcess.parse($0, children: false) }
+        if let gatewayPid = o.gatewayPid, !watched.contains(where: { $0.pid == gatewayPid }) {
+            watched.append(WatchedProcess(name: "gateway", pid: gatewayPid, children: true))
         }
-        if let gatewayPid = o.gatewayPid, !watched.contains(where: { $0.pid == gatewayPid }) { watched.append(("gateway", gatewayPid)) }
-        watched.append(("loadgen", getpid()))
+        watched.append(WatchedProcess(name: "loadgen", pid: getpid(), children: false))
         self.options = options
         self.plan = plan
         self.watched = watched
@@ -91,10 +127,32 @@ public struct LoadGenerator: Sendable {
         httpConfig.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(o.senders, o.setupConcurrency * 2))
         httpConfig.timeout = .init(connect: .seconds(10), read: .seconds(60))
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfig)
+        var reports: [LoadGenReport] = []
+        do {
+            if !o.peerOnly { reports.append(try await runSuite(http: http)) }
+            if o.peer == .nchan { reports.append(try await runNchan(http: http)) }
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        if reports.count > 1 || o.peer != nil { say(LoadGenComparison(reports: reports).table()) }
+    }
+
+    /// The suite: setup over REST, then sockets on the gateway and messages via REST or Kafka.
+    private func runSuite(http: HTTPClient) async throws -> LoadGenReport {
+        let o = options
         var producer: KafkaProducer?
         do {
             let client = GatewayClient(base: o.gateway, sesacKey: o.sesacKey, http: http)
-            let world = try await LoadGenSetup(rest: LoadGenREST(client: client), plan: plan, concurrency: o.setupConcurrency).run()
+            let world: LoadGenWorld
+            if let path = o.world, let saved = try LoadGenWorld.load(from: path, plan: plan) {
+                say("setup: reusing the accounts and channels of \(path)")
+                world = saved
+            } else {
+                world = try await LoadGenSetup(rest: LoadGenREST(client: client), plan: plan, concurrency: o.setupConcurrency).run()
+                if let path = o.world { try world.save(to: path) }
+            }
             try checkTokens(world)
             let sink: any MessageSink
             if o.inject == .kafka, let brokers = o.brokers {
@@ -107,14 +165,35 @@ public struct LoadGenerator: Sendable {
             } else {
                 sink = RESTSink(client: client, world: world)
             }
-            try await measure(world: world, sink: sink, watched: watched)
+            let report = try await measure(
+                server: "chatsuite", world: world, sink: sink, base: o.gateway, kind: o.proto.socketKind, serverPid: o.gatewayPid, watched: watched)
+            try? await producer?.flush()
+            return report
         } catch {
             try? await producer?.flush()
-            try? await http.shutdown()
             throw error
         }
-        try? await producer?.flush()
-        try await http.shutdown()
+    }
+
+    /// The peer: the same plan (channels, members, sockets, rate) against nginx + nchan.
+    private func runNchan(http: HTTPClient) async throws -> LoadGenReport {
+        let o = options
+        let peer = try await NchanPeer.start(nginx: o.nginx, config: o.peerConfig, port: o.peerPort)
+        do {
+            say("nginx + nchan on \(peer.base) (master pid \(peer.pid), worker pids \(peer.workers))")
+            let world = LoadGenWorld(peerOf: plan)
+            let watched = [
+                WatchedProcess(name: "nchan", pid: peer.pid, children: true), WatchedProcess(name: "loadgen", pid: getpid(), children: false),
+            ]
+            let report = try await measure(
+                server: "nginx+nchan", world: world, sink: NchanSink(http: http, base: peer.base, world: world), base: peer.base, kind: .nchan,
+                serverPid: peer.workers.first, watched: watched)
+            await peer.stop()
+            return report
+        } catch {
+            await peer.stop()
+            throw error
+        }
     }
 
     /// Access tokens live `auth.access-ttl-seconds` (600 s by default): a run that outlives them
@@ -129,27 +208,24 @@ public struct LoadGenerator: Sendable {
         }
     }
 
-    private func measure(world: LoadGenWorld, sink: any MessageSink, watched: [(name: String, pid: Int32)]) async throws {
+    /// Opens the sockets on `base`, probes, sends, drains; the figures of one server.
+    private func measure(
+        server: String, world: LoadGenWorld, sink: any MessageSink, base: String, kind: LoadGenSocketSpec.Kind?, serverPid: Int32?,
+        watched: [WatchedProcess]
+    ) async throws -> LoadGenReport {
         let o = options
         let plan = world.plan
-        let rssBefore = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let rssBefore = serverPid.flatMap(ProcessStats.rssKiB)
         let ownBefore = ProcessStats.rssKiB(pid: getpid())
         let log = DeliveryLog(expected: o.rate * o.seconds * max(1, plan.sockets * plan.members / max(plan.users, 1)))
         let specs = (0..<plan.sockets).map { s -> LoadGenSocketSpec in
             let user = plan.user(ofSocket: s)
-            let kind: LoadGenSocketSpec.Kind =
-                switch o.proto {
-                case .socketio: .socketio
-                case .native: .native
-                case .stomp: .stomp
-                case .mixed: s % 2 == 0 ? .socketio : .native
-                }
             return LoadGenSocketSpec(
-                index: s, kind: kind, token: world.users[user].token,
+                index: s, kind: kind ?? (s % 2 == 0 ? .socketio : .native), token: world.users[user].token,
                 channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) })
         }
-        say("opening \(plan.sockets) \(o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
-        let pool = SocketPool(specs: specs, gatewayURL: o.gateway, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
+        say("\(server): opening \(plan.sockets) \(kind?.rawValue ?? o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
+        let pool = SocketPool(specs: specs, gatewayURL: base, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
         let openStarted = ContinuousClock.now
         pool.start()
         let (ready, failed) = await pool.waitForHandshakes(timeout: .seconds(120 + plan.sockets / 50))
@@ -161,7 +237,7 @@ public struct LoadGenerator: Sendable {
         }
 
         try await Task.sleep(for: .seconds(o.idleSeconds))
-        let rssIdle = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let rssIdle = serverPid.flatMap(ProcessStats.rssKiB)
         let ownIdle = ProcessStats.rssKiB(pid: getpid())
 
         let readySockets = log.socketEvents.readySockets
@@ -179,8 +255,10 @@ public struct LoadGenerator: Sendable {
             plan: plan, users: world.users, channels: world.channels, channelsByUser: world.channelsByUser, socketsPerChannel: perChannel)
         let total = o.rate * o.seconds
         let expected = (0..<total).reduce(0) { $0 + perChannel[$1 % plan.channels] }
-        say("sending \(total) messages at \(o.rate)/s for \(o.seconds) s via \(o.inject.rawValue) with \(o.senders) workers (\(expected) deliveries expected)")
-        let cpuStart = watched.map { ProcessStats.cpuSeconds(pid: $0.1) }
+        say(
+            "\(server): sending \(total) messages at \(o.rate)/s for \(o.seconds) s via \(sink.name) with \(o.senders) workers (\(expected) deliveries expected)"
+        )
+        let cpuStart = watched.map(\.cpuSeconds)
         let sendStarted = ContinuousClock.now
         let sends = SendLog(messages: total)
         await OpenLoopSchedule(rate: o.rate, messages: total, workers: o.senders).run(plan: plan, sink: sink, log: sends)
@@ -192,15 +270,16 @@ public struct LoadGenerator: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         let measuredSeconds = (ContinuousClock.now - sendStarted).milliseconds / 1000
-        let cpuEnd = watched.map { ProcessStats.cpuSeconds(pid: $0.1) }
-        let rssEnd = o.gatewayPid.flatMap(ProcessStats.rssKiB)
+        let cpuEnd = watched.map(\.cpuSeconds)
+        let rssEnd = serverPid.flatMap(ProcessStats.rssKiB)
         let deliveries = log.allDeliveries
         let events = log.socketEvents
         await pool.stop()
 
         var report = LoadGenReport()
-        report.protocolName = o.proto.rawValue
-        report.inject = o.inject.rawValue
+        report.server = server
+        report.protocolName = kind?.rawValue ?? o.proto.rawValue
+        report.inject = sink.name
         report.sockets = plan.sockets
         report.socketsReady = ready
         report.socketsFailed = events.failed
@@ -219,10 +298,11 @@ public struct LoadGenerator: Sendable {
         if let rssBefore, let rssIdle { report.gatewayRssPerIdleSocketKiB = Double(rssIdle - rssBefore) / Double(ready) }
         if let ownBefore, let ownIdle { report.loadgenRssPerSocketKiB = Double(ownIdle - ownBefore) / Double(ready) }
         report.measuredSeconds = measuredSeconds
-        for (i, (name, _)) in watched.enumerated() {
-            if let a = cpuStart[i], let b = cpuEnd[i] { report.cpuSeconds[name] = b - a }
+        for (i, process) in watched.enumerated() {
+            if let a = cpuStart[i], let b = cpuEnd[i] { report.cpuSeconds[process.name] = b - a }
         }
         say(report.summary(failures: sends.snapshot.failures, socketErrors: events.errors))
         if o.json { say(report.jsonLine()) }
+        return report
     }
 }

@@ -1,26 +1,23 @@
 import Synchronization
 
-/// One WebSocket of a protocol whose frames are written by one writer task (native, STOMP):
-/// the frames queued for it (bounded in bytes and number), when the client last sent a heartbeat,
-/// whether it identified, and how it is to be closed. A native session outlives its connections
-/// (a resume attaches a new one). `LiveSocket` runs the writer and the reading loop.
+/// One WebSocket of a protocol that queues frames on it (native, STOMP): its frames (bounded in
+/// bytes and number while unwritten), when the client last sent a heartbeat, whether it
+/// identified, and how it is to be closed. A native session outlives its connections (a resume
+/// attaches a new one). `LiveSocket` attaches the WebSocket's `ChannelWriter` and runs the
+/// reading loop; frames sent before that wait in the queue.
 final class LiveConnection: Sendable {
-    enum Next: Sendable {
-        case frames([OutboundText])
-        /// Close with this WebSocket code and reason (after writing what was queued before it).
-        case close(code: UInt16, reason: String)
-    }
-
     private struct State: Sendable {
         var outbox: OutboundQueue
-        var waiter: CheckedContinuation<Next, Never>?
         var closing: (code: UInt16, reason: String)?
-        var closeTaken = false
         var lastHeartbeat: ContinuousClock.Instant
         var identified = false
         /// An identify or resume is being answered (the reading task waits for chat meanwhile,
         /// so heartbeats are not read): not a zombie.
         var busy = false
+        /// The WebSocket's writer once attached: frames go straight to the channel.
+        var direct: ChannelWriter?
+        /// The close frame's task, once the close was asked for on an attached connection.
+        var closeTask: Task<Void, Never>?
     }
 
     let opened = ContinuousClock.now
@@ -33,7 +30,7 @@ final class LiveConnection: Sendable {
         state = Mutex(State(outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedFrames), lastHeartbeat: .now))
     }
 
-    /// Queues frames; false when the connection is closing or its queue is full.
+    /// Queues frames; false when the connection is closing or its unwritten bytes are over the bound.
     @discardableResult
     func send(_ frames: String...) -> Bool {
         send(contentsOf: frames.map(OutboundText.init))
@@ -45,75 +42,70 @@ final class LiveConnection: Sendable {
 
     func send(contentsOf frames: [OutboundText]) -> Bool {
         let count = frames.byteCount
-        let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Next, Never>?, [OutboundText]) in
-            guard state.closing == nil else { return (false, nil, []) }
-            guard state.outbox.accepts(frames, count: count) else { return (false, nil, []) }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                let batch = state.outbox.take() + frames
-                state.outbox.handedOver(count: count)
-                return (true, waiter, batch)
+        return state.withLock { state -> Bool in
+            guard state.closing == nil, state.outbox.accepts(frames, count: count) else { return false }
+            guard let direct = state.direct else {
+                state.outbox.append(frames, count: count)
+                return true
             }
-            state.outbox.append(frames, count: count)
-            return (true, nil, [])
+            // Queued on the channel's loop under this lock: frames keep their order.
+            state.outbox.handedToChannel(frames: frames.count, bytes: count)
+            direct.write(frames) { _ in self.channelWrote(frames: frames.count, bytes: count) }
+            return true
         }
-        waiter?.resume(returning: .frames(batch))
-        return accepted
     }
 
-    /// Asks the writer to close the WebSocket after what is queued; the first call wins.
+    private func channelWrote(frames: Int, bytes: Int) {
+        state.withLock { $0.outbox.channelWrote(frames: frames, bytes: bytes) }
+    }
+
+    /// From now on frames go straight to the WebSocket's channel; what was queued first.
+    func attach(_ writer: ChannelWriter) {
+        state.withLock { state in
+            let pending = state.outbox.take()
+            if !pending.isEmpty {
+                // Their bytes are counted already (queued).
+                let count = pending.byteCount
+                state.outbox.handedToChannel(frames: pending.count, bytes: 0)
+                writer.write(pending) { _ in self.channelWrote(frames: pending.count, bytes: count) }
+            }
+            state.direct = writer
+            if let closing = state.closing, state.closeTask == nil {
+                state.closeTask = writer.close(code: closing.code, reason: closing.reason)
+            }
+        }
+    }
+
+    /// The close frame's task once the close was asked for (awaited before the connection's
+    /// handler returns, so hummingbird-websocket does not close with a code of its own first).
+    var closeTask: Task<Void, Never>? { state.withLock { $0.closeTask } }
+
+    /// Closes the WebSocket after the frames sent before; the first call wins.
     func close(code: UInt16, reason: String) {
-        let waiter = state.withLock { state -> CheckedContinuation<Next, Never>? in
-            guard state.closing == nil else { return nil }
+        state.withLock { state in
+            guard state.closing == nil else { return }
             state.closing = (code, reason)
-            guard state.outbox.isEmpty, let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            state.closeTaken = true
-            return waiter
+            // Unattached, the close waits for `attach`.
+            state.closeTask = state.direct?.close(code: code, reason: reason)
         }
-        waiter?.resume(returning: .close(code: code, reason: reason))
     }
 
-    /// Closes with `code` without waiting for the queue: what is queued is dropped (the client
-    /// fell too far behind to ever read it).
+    /// Closes with `code` without waiting for the queue: what is not yet on the channel is
+    /// dropped (the client fell too far behind to ever read it).
     func closeNow(code: UInt16, reason: String) {
-        let (waiter, writing) = state.withLock { state -> (CheckedContinuation<Next, Never>?, Bool) in
-            guard state.closing == nil else { return (nil, false) }
+        let writing = state.withLock { state -> Bool in
+            guard state.closing == nil else { return false }
             state.closing = (code, reason)
             state.outbox.clear()
-            guard let waiter = state.waiter else { return (nil, state.outbox.writeStarted != nil) }
-            state.waiter = nil
-            state.closeTaken = true
-            return (waiter, false)
+            state.closeTask = state.direct?.close(code: code, reason: reason)
+            return state.outbox.writeStarted != nil
         }
-        waiter?.resume(returning: .close(code: code, reason: reason))
-        // A writer in a write may wait on a client that never reads again: drop the connection
+        // A write in progress may wait on a client that never reads again: drop the connection
         // (the close frame would queue behind that write forever).
         if writing { abort() }
     }
 
     var isClosing: Bool { state.withLock { $0.closing != nil } }
-
-    /// The queued frames, or the close, or waits for either (one writer only).
-    func next() async -> Next {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Next, Never>) in
-            let immediate: Next? = state.withLock { state in
-                if !state.outbox.isEmpty { return .frames(state.outbox.take()) }
-                if let closing = state.closing {
-                    state.closeTaken = true
-                    return .close(code: closing.code, reason: closing.reason)
-                }
-                state.waiter = continuation
-                return nil
-            }
-            if let immediate { continuation.resume(returning: immediate) }
-        }
-    }
-
-    /// The writer's progress (`OutboundQueue.writing` / `idle`): what the write timeout reads.
-    func writer(_ update: (inout OutboundQueue) -> Void) {
-        state.withLock { update(&$0.outbox) }
-    }
 
     func heartbeat() {
         state.withLock { $0.lastHeartbeat = .now }

@@ -14,68 +14,44 @@ enum LiveSocket {
         var tooLarge: @Sendable (LiveConnection, Int) -> Void
     }
 
-    /// Serves `connection` until either side ends it. Each text frame goes to `receive` with the
-    /// protocol's per-connection state (a native session, a STOMP connection), which returns the
-    /// state for the next frame. When reading ends, `ended` gets the last state and must close
-    /// the connection (its writer then ends).
+    /// Serves `connection` until either side ends it. Its frames go straight to the channel
+    /// (`writer`, no writer task). Each text frame goes to `receive` with the protocol's
+    /// per-connection state (a native session, a STOMP connection), which returns the state for
+    /// the next frame. When reading ends, `ended` gets the last state and must close the
+    /// connection; the close frame is sent before this returns.
     static func serve<State: Sendable>(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, connection: LiveConnection, maxFrameBytes: Int,
+        inbound: WebSocketInboundStream, writer: ChannelWriter, connection: LiveConnection, maxFrameBytes: Int,
         refusals: Refusals, initial: State, receive: @escaping @Sendable (String, State) async -> State,
         onGracefulShutdown: @escaping @Sendable () -> Void, ended: @Sendable (State) -> Void
     ) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await write(connection, to: outbound) }
-            var state = initial
-            await withGracefulShutdownHandler {
-                var messages = inbound.messages(maxSize: maxFrameBytes).makeAsyncIterator()
-                while !connection.isClosing {
-                    guard let message = try? await messages.next() else { break }
-                    guard case .text(let text) = message else {
-                        refusals.binary(connection)
-                        break
-                    }
-                    // The server's frame limit is the largest protocol's, and hummingbird-websocket
-                    // checks `maxSize` only across fragments: enforce this protocol's limit here.
-                    guard text.utf8.count <= maxFrameBytes else {
-                        refusals.tooLarge(connection, maxFrameBytes)
-                        break
-                    }
-                    // Each frame is handled in a short-lived task: identify and resume go deep
-                    // (HTTP to chat, JSON), and a task keeps the stack slabs of its deepest call
-                    // for as long as it lives, which for this reading task is the connection's
-                    // life (heaptrack: ~9 KiB per idle socket from identify's HTTP call alone).
-                    let current = state
-                    state = await Task { await receive(text, current) }.value
+        connection.attach(writer)
+        var state = initial
+        await withGracefulShutdownHandler {
+            var messages = inbound.messages(maxSize: maxFrameBytes).makeAsyncIterator()
+            while !connection.isClosing {
+                guard let message = try? await messages.next() else { break }
+                guard case .text(let text) = message else {
+                    refusals.binary(connection)
+                    break
                 }
-            } onGracefulShutdown: {
-                onGracefulShutdown()
-            }
-            ended(state)
-            await group.waitForAll()
-        }
-    }
-
-    /// Writes what the connection queues until it closes (a close frame) or a write fails.
-    private static func write(_ connection: LiveConnection, to outbound: WebSocketOutboundWriter) async {
-        while true {
-            switch await connection.next() {
-            case .frames(let frames):
-                // Timed by the protocol's sweep: a write that does not finish in time (the
-                // client stopped reading) aborts the connection, which ends it.
-                connection.writer { $0.writing() }
-                defer { connection.writer { $0.idle() } }
-                do {
-                    for frame in frames {
-                        try await frame.write(to: outbound)
-                        connection.writer { $0.writing(wrote: frame.byteCount) }
-                    }
-                } catch {
-                    return
+                // The server's frame limit is the largest protocol's, and hummingbird-websocket
+                // checks `maxSize` only across fragments: enforce this protocol's limit here.
+                guard text.utf8.count <= maxFrameBytes else {
+                    refusals.tooLarge(connection, maxFrameBytes)
+                    break
                 }
-            case .close(let code, let reason):
-                try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-                return
+                // Each frame is handled in a short-lived task: identify and resume go deep
+                // (HTTP to chat, JSON), and a task keeps the stack slabs of its deepest call
+                // for as long as it lives, which for this reading task is the connection's
+                // life (heaptrack: ~9 KiB per idle socket from identify's HTTP call alone).
+                let current = state
+                state = await Task { await receive(text, current) }.value
             }
+        } onGracefulShutdown: {
+            onGracefulShutdown()
         }
+        ended(state)
+        // The protocol's close code, before hummingbird-websocket closes with its own.
+        await connection.closeTask?.value
     }
 }

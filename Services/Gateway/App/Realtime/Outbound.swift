@@ -67,14 +67,16 @@ struct OutboundText: Sendable {
     }
 }
 
-/// The frames waiting for one client, bounded in bytes as well as in number: bytes count from
-/// the moment a frame is queued until its writer reports it written, so a writer stuck on a
-/// client that does not read still holds its batch against the bound.
+/// The frames waiting for one client, bounded in bytes as well as in number: a frame counts from
+/// the moment it is queued until the channel reports it written, so a client that does not read
+/// holds everything sent to it against the bound.
 struct OutboundQueue: Sendable {
     private(set) var frames: [OutboundText] = []
     /// Queued bytes plus bytes handed to the writer and not yet written.
     private(set) var bytes = 0
-    /// When the writer started the write it is still in (nil while it waits for frames).
+    /// Frames handed to the channel and not yet written.
+    private(set) var framesOnChannel = 0
+    /// Since when the channel holds unwritten frames without having written any (nil: none).
     private(set) var writeStarted: ContinuousClock.Instant?
     let maxBytes: Int
     let maxFrames: Int
@@ -89,7 +91,7 @@ struct OutboundQueue: Sendable {
     /// Whether `more` (with `count` bytes) fits; a frame larger than the whole bound fits an
     /// empty queue (one message may be large; a backlog of them may not).
     func accepts(_ more: [OutboundText], count: Int) -> Bool {
-        guard frames.count + more.count <= maxFrames else { return false }
+        guard frames.count + framesOnChannel + more.count <= maxFrames else { return false }
         return bytes + count <= maxBytes || (bytes == 0 && more.count == 1)
     }
 
@@ -110,20 +112,24 @@ struct OutboundQueue: Sendable {
         return frames
     }
 
+    /// Frames handed straight to the channel (`ChannelWriter`): they count until the channel
+    /// reports them written, and the write clock starts if it was idle.
+    mutating func handedToChannel(frames: Int, bytes count: Int) {
+        bytes += count
+        framesOnChannel += frames
+        if writeStarted == nil { writeStarted = .now }
+    }
+
+    /// The channel wrote (or failed to write) frames handed to it: progress; idle once nothing
+    /// is outstanding.
+    mutating func channelWrote(frames: Int, bytes count: Int) {
+        written(count)
+        framesOnChannel = max(0, framesOnChannel - frames)
+        writeStarted = framesOnChannel > 0 ? .now : nil
+    }
+
     mutating func written(_ count: Int) {
         bytes = max(0, bytes - count)
-    }
-
-    /// The writer starts a batch, or finished one frame of it (progress: the write timeout
-    /// counts from here).
-    mutating func writing(wrote count: Int = 0) {
-        writeStarted = .now
-        written(count)
-    }
-
-    /// The batch is done (or failed): the writer waits for more.
-    mutating func idle() {
-        writeStarted = nil
     }
 
     /// Whether the writer has made no progress for longer than `timeout`.
@@ -131,6 +137,7 @@ struct OutboundQueue: Sendable {
         writeStarted.map { now - $0 > timeout } ?? false
     }
 
+    /// Drops what is queued; frames already on the channel stay counted until written.
     mutating func clear() {
         frames.removeAll(keepingCapacity: false)
         bytes = 0

@@ -56,6 +56,8 @@ final class RealtimeHub: Sendable {
     let access: ConversationAccess
     let verifier: AccessTokenVerifier
     let admission: RealtimeAdmission
+    /// Every protocol's WebSockets write through these (`ChannelWriter`).
+    let writeBatchers = EventLoopWriteBatchers()
     private let interest: GatewayInterest
     private let state = Mutex(State())
     private let recent: Mutex<RecentIds>

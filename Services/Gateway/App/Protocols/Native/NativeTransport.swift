@@ -20,7 +20,8 @@ struct NativeTransport: Sendable {
             let connection = gateway.open(abort: context.requestContext.abort)
             let limit = gateway.settings.maxFrameBytes
             await LiveSocket.serve(
-                inbound: inbound, outbound: outbound, connection: connection, maxFrameBytes: limit,
+                inbound: inbound, writer: ChannelWriter(channel: context.requestContext.channel, batchers: gateway.hub.writeBatchers, outbound: outbound),
+                connection: connection, maxFrameBytes: limit,
                 refusals: .init(
                     binary: { $0.close(code: NativeClose.decodeError, reason: "binary frames are not spoken") },
                     tooLarge: { $0.close(code: NativeClose.messageTooLarge, reason: "frame larger than \($1) bytes") }

@@ -19,6 +19,10 @@ final class EngineSession: Sendable {
         var waiter: CheckedContinuation<Wait, Never>?
         /// Drops the WebSocket's TCP connection (set once the session is on a WebSocket).
         var abort: (@Sendable () -> Void)?
+        /// The WebSocket's writer once the session is on it: packets go straight to the channel.
+        var direct: ChannelWriter?
+        /// The close frame's task, started when the session closed on its WebSocket.
+        var closing: Task<Void, Never>?
         /// Whether the session ended because the client fell too far behind.
         var tooSlow = false
         var transport: Transport
@@ -83,6 +87,12 @@ final class EngineSession: Sendable {
                 state.tooSlow = true
                 return (false, nil, [])
             }
+            if let direct = state.direct {
+                // Queued on the channel's loop under this lock: packets keep their order.
+                state.outbox.handedToChannel(frames: packets.count, bytes: count)
+                direct.write(packets) { _ in self.channelWrote(frames: packets.count, bytes: count) }
+                return (true, nil, [])
+            }
             if let waiter = state.waiter {
                 state.waiter = nil
                 let batch = state.outbox.take() + packets
@@ -96,15 +106,33 @@ final class EngineSession: Sendable {
         return accepted
     }
 
+    private func channelWrote(frames: Int, bytes: Int) {
+        state.withLock { $0.outbox.channelWrote(frames: frames, bytes: bytes) }
+    }
+
+    /// The session is on its WebSocket for good: `first` (the open packet of a new session),
+    /// then what is queued, then every later packet go straight to the channel.
+    func attach(_ writer: ChannelWriter, first: [OutboundText]) {
+        state.withLock { state in
+            let pending = first + state.outbox.take()
+            if !pending.isEmpty {
+                // The queued packets' bytes are counted already; `first` never was.
+                let count = pending.byteCount - first.byteCount
+                state.outbox.handedToChannel(frames: pending.count, bytes: 0)
+                writer.write(pending) { _ in self.channelWrote(frames: pending.count, bytes: count) }
+            }
+            state.direct = writer
+            if state.closed { state.closing = writer.close(code: state.tooSlow ? 1008 : 1000, reason: state.tooSlow ? "too far behind" : nil) }
+        }
+    }
+
+    /// The close frame's task once the session closed on its WebSocket (awaited before the
+    /// connection's handler returns, so the code is this one).
+    var closingTask: Task<Void, Never>? { state.withLock { $0.closing } }
+
     /// The writer (or a poll's answer) delivered `bytes`: they no longer count against the bound.
     func written(bytes: Int) {
         state.withLock { $0.outbox.written(bytes) }
-    }
-
-    /// The WebSocket writer's progress (`OutboundQueue.writing` / `idle`): what the write
-    /// timeout reads.
-    func writer(_ update: (inout OutboundQueue) -> Void) {
-        state.withLock { update(&$0.outbox) }
     }
 
     /// The session is on a WebSocket: `abort` drops its connection.
@@ -183,6 +211,10 @@ final class EngineSession: Sendable {
             guard !state.closed else { return (false, nil) }
             state.closed = true
             state.outbox.clear()
+            if let direct = state.direct {
+                // After the packets already on the channel's loop.
+                state.closing = direct.close(code: state.tooSlow ? 1008 : 1000, reason: state.tooSlow ? "too far behind" : nil)
+            }
             defer { state.waiter = nil }
             return (true, state.waiter)
         }

@@ -30,12 +30,12 @@ struct WebSocketTransport: Sendable {
             switch context.requestContext.decision.get(Decision.self) {
             case .upgrade(let session):
                 session.attach(abort: context.requestContext.abort)
-                await upgrade(session, inbound: inbound, outbound: outbound)
+                await upgrade(session, inbound: inbound, outbound: outbound, writer: writer(context.requestContext.channel, outbound))
             case .open(let version, let identity, let clientAddress):
                 let (session, packets) = server.open(version: version, transport: .websocket, identity: identity, clientAddress: clientAddress)
                 session.attach(abort: context.requestContext.abort)
                 var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
-                await serve(session, messages: &messages, outbound: outbound, first: packets)
+                await serve(session, messages: &messages, writer: writer(context.requestContext.channel, outbound), first: packets)
             case nil:
                 return
             }
@@ -58,7 +58,11 @@ struct WebSocketTransport: Sendable {
         return .upgrade([:])
     }
 
-    private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    private func writer(_ channel: any Channel, _ outbound: WebSocketOutboundWriter) -> ChannelWriter {
+        ChannelWriter(channel: channel, batchers: server.hub.writeBatchers, outbound: outbound)
+    }
+
+    private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, writer: ChannelWriter) async {
         var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
         // An upgrade that does not complete within the ping timeout is dropped: closing the
         // WebSocket ends the reads below.
@@ -81,48 +85,26 @@ struct WebSocketTransport: Sendable {
         }
         session.completeUpgrade()
         watchdog.cancel()
-        await serve(session, messages: &messages, outbound: outbound, first: [])
+        await serve(session, messages: &messages, writer: writer, first: [])
     }
 
-    /// Runs the session on the WebSocket until either side ends it.
+    /// Runs the session on the WebSocket until either side ends it. Packets go straight to the
+    /// channel (`ChannelWriter`, no writer task); this task reads the client's packets.
     private func serve(
-        _ session: EngineSession, messages: inout WebSocketInboundMessageStream.AsyncIterator, outbound: WebSocketOutboundWriter, first: [String]
+        _ session: EngineSession, messages: inout WebSocketInboundMessageStream.AsyncIterator, writer: ChannelWriter, first: [String]
     ) async {
-        let server = self.server
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for packet in first { try await outbound.write(.text(packet)) }
-                    while case .packets(let batch) = await session.next(poll: false) {
-                        // Timed by the heartbeat loop: a write that does not finish in time (the
-                        // client stopped reading) drops the connection, which ends this loop.
-                        session.writer { $0.writing() }
-                        defer { session.writer { $0.idle() } }
-                        for packet in batch {
-                            try await packet.write(to: outbound)
-                            session.writer { $0.writing(wrote: packet.byteCount) }
-                        }
-                    }
-                } catch {
-                    server.close(session, reason: "websocket write failed")
-                }
-                // 1008 for a client that fell too far behind (its queue overflowed).
-                if session.isTooSlow {
-                    try? await outbound.close(.policyViolation, reason: "too far behind")
-                } else {
-                    try? await outbound.close(.normalClosure, reason: nil)
-                }
-            }
-            while true {
-                guard let message = try? await messages.next() else { break }
-                guard case .text(let text) = message else { continue }  // binary packets are not spoken
-                // The server's frame limit may be the native protocol's (larger), and
-                // hummingbird-websocket checks `maxSize` only across fragments.
-                guard text.utf8.count <= server.settings.maxPayloadBytes else { break }
-                guard await server.receive(text[...], from: session) else { break }
-            }
-            server.close(session, reason: "websocket closed")
-            await group.waitForAll()
+        session.attach(writer, first: first.map(OutboundText.init))
+        while true {
+            guard let message = try? await messages.next() else { break }
+            guard case .text(let text) = message else { continue }  // binary packets are not spoken
+            // The server's frame limit may be the native protocol's (larger), and
+            // hummingbird-websocket checks `maxSize` only across fragments.
+            guard text.utf8.count <= server.settings.maxPayloadBytes else { break }
+            guard await server.receive(text[...], from: session) else { break }
         }
+        server.close(session, reason: "websocket closed")
+        // The close frame (1008 for a client that fell too far behind) before the handler
+        // returns, or hummingbird-websocket would close with its own code first.
+        await session.closingTask?.value
     }
 }

@@ -25,7 +25,8 @@ struct StompTransport: Sendable {
                 }
                 let link = server.open(abort: context.requestContext.abort, host: context.request.head.authority)
                 await LiveSocket.serve(
-                    inbound: inbound, outbound: outbound, connection: link.connection, maxFrameBytes: server.settings.maxFrameBytes,
+                    inbound: inbound, writer: ChannelWriter(channel: context.requestContext.channel, batchers: server.hub.writeBatchers, outbound: outbound),
+                    connection: link.connection, maxFrameBytes: server.settings.maxFrameBytes,
                     refusals: .init(
                         binary: { $0.close(code: 1003, reason: "binary frames are not spoken") },
                         tooLarge: { connection, limit in

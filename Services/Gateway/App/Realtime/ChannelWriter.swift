@@ -1,0 +1,117 @@
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+import Synchronization
+
+/// Writes WebSocket frames straight onto connections' NIO channels, batched per event loop.
+///
+/// Before, each socket had a writer task: a delivery resumed it, it hopped onto
+/// hummingbird-websocket's handler actor and then onto the channel's event loop for every frame
+/// — three scheduler hand-offs and a task kept alive per idle socket. Now a delivery appends
+/// its frames to the batcher of the socket's event loop; the first append schedules one drain
+/// on that loop, which writes everything appended meanwhile (every socket, every event) and
+/// flushes each channel once. Frames of one socket keep their order: they are appended under
+/// the socket's own lock, and the drains of one loop run in order.
+final class EventLoopWriteBatcher: Sendable {
+    private struct Pending: Sendable {
+        let channel: any Channel
+        let frames: [OutboundText]
+        let completion: (@Sendable (Bool) -> Void)?
+    }
+
+    let eventLoop: any EventLoop
+    private let state = Mutex<(pending: [Pending], scheduled: Bool)>(([], false))
+
+    init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    /// Queues `frames` for `channel` (on this batcher's loop); `completion` runs on the loop once
+    /// they are all written to the socket (true) or the write failed (false).
+    func write(_ frames: [OutboundText], to channel: any Channel, completion: (@Sendable (Bool) -> Void)?) {
+        let schedule = state.withLock { state -> Bool in
+            state.pending.append(Pending(channel: channel, frames: frames, completion: completion))
+            if state.scheduled { return false }
+            state.scheduled = true
+            return true
+        }
+        if schedule { eventLoop.execute { self.drain() } }
+    }
+
+    private func drain() {
+        let batch = state.withLock { state -> [Pending] in
+            defer {
+                state.pending = []
+                state.scheduled = false
+            }
+            return state.pending
+        }
+        var toFlush: [ObjectIdentifier: any Channel] = [:]
+        for item in batch {
+            let promise = item.completion.map { completion -> EventLoopPromise<Void> in
+                let promise = eventLoop.makePromise(of: Void.self)
+                promise.futureResult.whenComplete { completion((try? $0.get()) != nil) }
+                return promise
+            }
+            Self.write(item.frames, to: item.channel, lastPromise: promise)
+            toFlush[ObjectIdentifier(item.channel)] = item.channel
+        }
+        for channel in toFlush.values { channel.flush() }
+    }
+
+    /// One text frame per message, or text + continuation fragments around shared bytes
+    /// (`OutboundText`); the last frame carries the promise (writes complete in order).
+    private static func write(_ frames: [OutboundText], to channel: any Channel, lastPromise: EventLoopPromise<Void>?) {
+        for (index, text) in frames.enumerated() {
+            let promise = index == frames.count - 1 ? lastPromise : nil
+            guard let shared = text.shared, let tail = text.tail else {
+                channel.write(WebSocketFrame(fin: true, opcode: .text, data: text.head), promise: promise)
+                continue
+            }
+            channel.write(WebSocketFrame(fin: false, opcode: .text, data: text.head), promise: nil)
+            channel.write(WebSocketFrame(fin: false, opcode: .continuation, data: shared), promise: nil)
+            channel.write(WebSocketFrame(fin: true, opcode: .continuation, data: tail), promise: promise)
+        }
+        if frames.isEmpty { lastPromise?.succeed() }
+    }
+}
+
+/// The batchers of the server's event loops, one each, made on first use.
+final class EventLoopWriteBatchers: Sendable {
+    private let batchers = Mutex<[ObjectIdentifier: EventLoopWriteBatcher]>([:])
+
+    func batcher(for eventLoop: any EventLoop) -> EventLoopWriteBatcher {
+        batchers.withLock { batchers in
+            let key = ObjectIdentifier(eventLoop)
+            if let batcher = batchers[key] { return batcher }
+            let batcher = EventLoopWriteBatcher(eventLoop: eventLoop)
+            batchers[key] = batcher
+            return batcher
+        }
+    }
+}
+
+/// One WebSocket's outbound side without a writer task: frames go through its event loop's
+/// batcher; closing goes through hummingbird-websocket's writer (its close handshake), in a
+/// short-lived task started after the frames were queued, so it follows them on the loop.
+struct ChannelWriter: Sendable {
+    let channel: any Channel
+    let batcher: EventLoopWriteBatcher
+    let outbound: WebSocketOutboundWriter
+
+    init(channel: any Channel, batchers: EventLoopWriteBatchers, outbound: WebSocketOutboundWriter) {
+        self.channel = channel
+        self.batcher = batchers.batcher(for: channel.eventLoop)
+        self.outbound = outbound
+    }
+
+    func write(_ frames: [OutboundText], completion: (@Sendable (Bool) -> Void)?) {
+        batcher.write(frames, to: channel, completion: completion)
+    }
+
+    /// Sends the close frame after everything queued so far.
+    func close(code: UInt16, reason: String?) -> Task<Void, Never> {
+        let outbound = self.outbound
+        return Task { try? await outbound.close(.init(codeNumber: Int(code)), reason: reason) }
+    }
+}
