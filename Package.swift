@@ -243,7 +243,7 @@ var targets: [Target] = [
             "SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
             hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration,
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
-            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ],
         exclude: ["Realtime/clients"],
         swiftSettings: swiftSettings

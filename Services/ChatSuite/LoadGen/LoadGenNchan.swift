@@ -72,8 +72,9 @@ final class NchanPeer: Sendable {
     }
 }
 
-/// Publishes `{"content":"lg <run>-<n>"}` with `POST /pub/<channel>`: the body nchan hands to
-/// every subscriber of the channel as one text frame.
+/// Publishes with `POST /pub/<channel>` a body shaped like the suite's channel message (the same
+/// fields and about the same size, so both servers move the same bytes per delivery); nchan
+/// hands it to every subscriber of the channel as one text frame.
 struct NchanSink: MessageSink {
     let http: HTTPClient
     let base: String
@@ -84,7 +85,14 @@ struct NchanSink: MessageSink {
         var request = HTTPClientRequest(url: "\(base)/pub/\(world.channels[channel].id)")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(string: #"{"content":"\#(content)"}"#))
+        let c = world.channels[channel]
+        let user = world.users[sender]
+        let body = """
+            {"channel_id":"\(c.id)","channelName":"\(c.name)","chat_id":"\(UUID().uuidString.lowercased())","content":"\(content)",\
+            "createdAt":"\(Date().formatted(.iso8601))","files":[],"user":{"user_id":"\(user.id)","email":"\(user.email)",\
+            "nickname":"\(user.nickname)","profileImage":null}}
+            """
+        request.body = .bytes(ByteBuffer(string: body))
         do {
             let response = try await http.execute(request, timeout: .seconds(30))
             _ = try await response.body.collect(upTo: 1 << 16)
@@ -155,8 +163,9 @@ struct LoadGenComparison {
                         + f(r.latencyP50Ms, 2).leftPadded(7) + " " + f(r.latencyP99Ms, 2).leftPadded(7) + " "
                         + (r.gatewayRssPerIdleSocketKiB.map { f($0, 2) } ?? "–").leftPadded(16))
             }
-            if r.lost > 0 || r.duplicated > 0 || r.socketsFailed > 0 {
-                lines.append("  \(r.server): lost \(r.lost), duplicated \(r.duplicated), sockets failed \(r.socketsFailed)")
+            if r.lost > 0 || r.duplicated > 0 || r.socketsFailed > 0 || r.socketsUnanswered > 0 {
+                lines.append(
+                    "  \(r.server): lost \(r.lost), duplicated \(r.duplicated), sockets failed \(r.socketsFailed), never answered \(r.socketsUnanswered)")
             }
         }
         if let peer = rows.last(where: { !$0.0.hasPrefix("chatsuite") }), peer.1 > 0 {

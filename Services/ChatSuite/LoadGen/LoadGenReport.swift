@@ -10,6 +10,9 @@ struct LoadGenReport: Encodable {
     var socketsReady = 0
     var socketsFailed = 0
     var socketsDropped = 0
+    /// Sockets whose handshake (Socket.IO joins, native identify, STOMP subscribes) neither
+    /// completed nor failed within the handshake timeout: every one is a server bug.
+    var socketsUnanswered = 0
     var channels = 0
     var members = 0
     var users = 0
@@ -95,7 +98,9 @@ struct LoadGenReport: Encodable {
         func f(_ v: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", v) }
         add("──── chatsuite loadgen: \(server) ─────────────────────────────")
         add("setup        \(users) users, \(channels) channels × \(members) members; protocol \(protocolName); inject \(inject)")
-        add("sockets      \(sockets) opened: \(socketsReady) ready, \(socketsFailed) failed, \(socketsDropped) dropped during the run")
+        add(
+            "sockets      \(sockets) opened: \(socketsReady) ready, \(socketsFailed) failed, \(socketsUnanswered) never answered, \(socketsDropped) dropped during the run"
+        )
         add(
             "sent         \(sent) of \(messages) accepted (\(sendFailed) failed) at \(f(sendRate)) msgs/s (target \(rate)/s for \(seconds) s); \(sendLate) late > \(f(OpenLoopSchedule.lateTolerance, 0)) ms after their slot (max lag \(f(sendMaxLagMs)) ms)"
         )

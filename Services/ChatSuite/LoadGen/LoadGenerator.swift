@@ -283,6 +283,7 @@ public struct LoadGenerator: Sendable {
         report.sockets = plan.sockets
         report.socketsReady = ready
         report.socketsFailed = events.failed
+        report.socketsUnanswered = max(0, plan.sockets - ready - failed)
         report.socketsDropped = events.droppedAfterReady
         report.channels = plan.channels
         report.members = plan.members

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+@testable import LoadGen
+
+@Suite("Load generator: the saved world, and the side-by-side table with a peer")
+struct PeerTests {
+    @Test("a saved world comes back under the new run's plan; one made for another plan is refused")
+    func worldRoundTrip() throws {
+        let plan = LoadGenPlan(runId: "old", users: 4, channels: 2, members: 2, sockets: 4, channelsPerWorkspace: 2)
+        let world = ReportTests.world(plan)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lg-world-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try LoadGenWorld.load(from: path, plan: plan) == nil)
+        try world.save(to: path)
+        let next = LoadGenPlan(runId: "new", users: 4, channels: 2, members: 2, sockets: 8, channelsPerWorkspace: 2)
+        let loaded = try #require(try LoadGenWorld.load(from: path, plan: next))
+        #expect(loaded.plan.runId == "new")
+        #expect(loaded.users.map(\.id) == world.users.map(\.id))
+        #expect(loaded.users.map(\.token) == world.users.map(\.token))
+        #expect(loaded.channels.map(\.id) == world.channels.map(\.id))
+        #expect(loaded.socketsPerChannel == next.socketsPerChannel())
+        let other = LoadGenPlan(runId: "x", users: 4, channels: 4, members: 2, sockets: 4, channelsPerWorkspace: 2)
+        #expect(throws: LoadGenError.self) { try LoadGenWorld.load(from: path, plan: other) }
+    }
+
+    @Test("a peer's world has the plan's channels and users, distinct channel ids, and no tokens")
+    func peerWorld() {
+        let plan = LoadGenPlan(runId: "p", users: 6, channels: 3, members: 2, sockets: 6, channelsPerWorkspace: 100)
+        let world = LoadGenWorld(peerOf: plan)
+        #expect(world.users.count == 6 && world.channels.count == 3)
+        #expect(Set(world.channels.map(\.id)).count == 3)
+        #expect(world.users.allSatisfy { $0.token.isEmpty })
+        #expect(world.socketsPerChannel == plan.socketsPerChannel())
+    }
+
+    @Test("the table divides deliveries by each server's CPU (not the load generator's or PostgreSQL's) and gives the ratio")
+    func comparison() {
+        var suite = LoadGenReport()
+        suite.received = 300_000
+        suite.cpuSeconds = ["gateway": 10, "chat-fanout": 2, "broker": 8, "loadgen": 15, "postgres": 1]
+        suite.gatewayRssPerIdleSocketKiB = 29
+        var peer = LoadGenReport()
+        peer.server = "nginx+nchan"
+        peer.received = 300_000
+        peer.cpuSeconds = ["nchan": 5, "loadgen": 14]
+        let table = LoadGenComparison(reports: [suite, peer]).table()
+        #expect(LoadGenComparison.serverCPU(suite) == 20)
+        #expect(table.contains("chatsuite gateway"))
+        #expect(table.contains("30000"))  // 300 000 / 10 s of gateway CPU
+        #expect(table.contains("15000"))  // 300 000 / 20 s of gateway + fan-out + broker
+        #expect(table.contains("60000"))  // 300 000 / 5 s of nchan
+        #expect(table.contains("chatsuite gateway: 0.50× nginx+nchan's deliveries per CPU-second"))
+        #expect(table.contains("chatsuite broker+chat-fanout+gateway: 0.25× nginx+nchan's deliveries per CPU-second"))
+    }
+}
