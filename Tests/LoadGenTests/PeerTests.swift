@@ -48,9 +48,11 @@ struct PeerTests {
         #expect(LoadGenComparison.serverCPU(suite) == 20)
         #expect(table.contains("chatsuite gateway"))
         #expect(table.contains("30000"))  // 300 000 / 10 s of gateway CPU
+        #expect(table.contains("25000"))  // 300 000 / 12 s of gateway + fan-out
         #expect(table.contains("15000"))  // 300 000 / 20 s of gateway + fan-out + broker
         #expect(table.contains("60000"))  // 300 000 / 5 s of nchan
         #expect(table.contains("chatsuite gateway: 0.50× nginx+nchan's deliveries per CPU-second"))
+        #expect(table.contains("chatsuite gateway+chat-fanout: 0.42× nginx+nchan's deliveries per CPU-second"))
         #expect(table.contains("chatsuite broker+chat-fanout+gateway: 0.25× nginx+nchan's deliveries per CPU-second"))
     }
 }

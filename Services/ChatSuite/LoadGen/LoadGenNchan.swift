@@ -147,10 +147,15 @@ struct LoadGenComparison {
         for r in reports {
             var sets: [(String, Double)] = []
             if r.server == "chatsuite" {
-                if let g = r.cpuSeconds["gateway"] { sets.append(("chatsuite gateway", g)) }
+                if let g = r.cpuSeconds["gateway"] {
+                    sets.append(("chatsuite gateway", g))
+                    if let f = r.cpuSeconds["chat-fanout"] { sets.append(("chatsuite gateway+chat-fanout", g + f)) }
+                }
                 let all = Self.serverCPU(r)
                 let names = r.cpuSeconds.keys.filter { $0 != "loadgen" && $0 != "postgres" }.sorted()
-                if names.count > 1 { sets.append(("chatsuite " + names.joined(separator: "+"), all)) }
+                if names.count > 1, !(names.count == 2 && names.contains("chat-fanout")) {
+                    sets.append(("chatsuite " + names.joined(separator: "+"), all))
+                }
             } else {
                 sets.append((r.server, Self.serverCPU(r)))
             }
