@@ -22,6 +22,9 @@ struct PeerTests {
         #expect(loaded.socketsPerChannel == next.socketsPerChannel())
         let other = LoadGenPlan(runId: "x", users: 4, channels: 4, members: 2, sockets: 4, channelsPerWorkspace: 2)
         #expect(throws: LoadGenError.self) { try LoadGenWorld.load(from: path, plan: other) }
+        // Not a saved world at all: a clear error, not a decoding trace.
+        try Data("{\"not\": \"a world\"}".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: LoadGenError.self) { try LoadGenWorld.load(from: path, plan: plan) }
     }
 
     @Test("a peer's world has the plan's channels and users, distinct channel ids, and no tokens")

@@ -27,7 +27,7 @@ final class NchanPeer: Sendable {
         self.prefix = prefix
     }
 
-    static func start(nginx: String, config: String, port: Int) async throws -> NchanPeer {
+    static func start(nginx: String, config: String, port: Int, http: HTTPClient) async throws -> NchanPeer {
         guard FileManager.default.isExecutableFile(atPath: nginx) else {
             throw LoadGenError("\(nginx) not found: install Debian's nginx-light and libnginx-mod-nchan (or pass --nginx)")
         }
@@ -53,7 +53,7 @@ final class NchanPeer: Sendable {
             }
             var request = HTTPClientRequest(url: base + "/health")
             request.method = .GET
-            if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(1)), response.status == .ok {
+            if let response = try? await http.execute(request, timeout: .seconds(1)), response.status == .ok {
                 _ = try? await response.body.collect(upTo: 1024)
                 return NchanPeer(base: base, process: process, prefix: prefix)
             }
@@ -72,9 +72,10 @@ final class NchanPeer: Sendable {
     }
 }
 
-/// Publishes with `POST /pub/<channel>` a body shaped like the suite's channel message (the same
-/// fields and about the same size, so both servers move the same bytes per delivery); nchan
-/// hands it to every subscriber of the channel as one text frame.
+/// Publishes with `POST /pub/<channel>` the message's event data as the suite encodes it
+/// (`chat.channel-message.created`: the fields the gateway renders a chat from, about the same
+/// size), so both servers move comparable bytes per delivery; nchan hands the body to every
+/// subscriber of the channel as one text frame.
 struct NchanSink: MessageSink {
     let http: HTTPClient
     let base: String
@@ -85,15 +86,9 @@ struct NchanSink: MessageSink {
         var request = HTTPClientRequest(url: "\(base)/pub/\(world.channels[channel].id)")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        let c = world.channels[channel]
-        let user = world.users[sender]
-        let body = """
-            {"channel_id":"\(c.id)","channelName":"\(c.name)","chat_id":"\(UUID().uuidString.lowercased())","content":"\(content)",\
-            "createdAt":"\(Date().formatted(.iso8601))","files":[],"user":{"user_id":"\(user.id)","email":"\(user.email)",\
-            "nickname":"\(user.nickname)","profileImage":null}}
-            """
-        request.body = .bytes(ByteBuffer(string: body))
         do {
+            let body = try EventCoding.encoder().encode(world.message(channel: channel, sender: sender, content: content))
+            request.body = .bytes(ByteBuffer(bytes: body))
             let response = try await http.execute(request, timeout: .seconds(30))
             _ = try await response.body.collect(upTo: 1 << 16)
             // 201: delivered to subscribers; 202: queued (no subscriber at that moment).

@@ -44,13 +44,7 @@ struct KafkaSink: MessageSink {
     let world: LoadGenWorld
 
     func send(channel: Int, sender: Int, content: String) async -> String? {
-        let c = world.channels[channel]
-        let user = world.users[sender]
-        let payload = ChatEvents.ChannelMessageCreated(
-            messageId: .generate(), workspaceId: c.workspaceId, channelId: c.id, channelName: c.name,
-            sender: .init(userId: user.id, email: user.email, nickname: user.nickname, profileImage: nil),
-            content: content, files: [], createdAt: Date()
-        )
+        let payload = world.message(channel: channel, sender: sender, content: content)
         let event = CloudEvent(source: "loadgen", data: payload)
         do {
             let message = KafkaProducerMessage(
@@ -106,5 +100,18 @@ struct OpenLoopSchedule: Sendable {
                 }
             }
         }
+    }
+}
+
+extension LoadGenWorld {
+    /// A new message of `sender` in `channel`, as chat announces it (`chat.channel-message.created`).
+    func message(channel: Int, sender: Int, content: String) -> ChatEvents.ChannelMessageCreated {
+        let c = channels[channel]
+        let user = users[sender]
+        return ChatEvents.ChannelMessageCreated(
+            messageId: .generate(), workspaceId: c.workspaceId, channelId: c.id, channelName: c.name,
+            sender: .init(userId: user.id, email: user.email, nickname: user.nickname, profileImage: nil),
+            content: content, files: [], createdAt: Date()
+        )
     }
 }

@@ -79,15 +79,8 @@ public enum ProcessStats {
     /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
     public static func cpuSeconds(pid: Int32, withChildren: Bool = true) -> Double? {
         guard let own = stat(pid) else { return nil }
-        var total = own.cpu
-        guard withChildren else { return total }
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
-            for entry in entries {
-                guard let child = Int32(entry), child != pid, let s = stat(child), s.parent == pid else { continue }
-                total += s.cpu
-            }
-        }
-        return total
+        guard withChildren else { return own.cpu }
+        return children(of: pid).reduce(own.cpu) { $0 + (stat($1)?.cpu ?? 0) }
     }
 
     /// Live direct children of a process (nginx's workers of its master).

@@ -126,7 +126,9 @@ extension LoadGenWorld {
     /// or nil when there is none; an error when it was made for another plan.
     static func load(from path: String, plan: LoadGenPlan) throws -> LoadGenWorld? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        let saved = try JSONDecoder().decode(Saved.self, from: data)
+        guard let saved = try? JSONDecoder().decode(Saved.self, from: data) else {
+            throw LoadGenError("\(path) is not a world this load generator saved: delete it or use another --world")
+        }
         guard saved.channels == plan.channels, saved.members == plan.members, saved.users.count == plan.users,
             saved.channelsPerWorkspace == plan.channelsPerWorkspace
         else {

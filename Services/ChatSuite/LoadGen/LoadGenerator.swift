@@ -178,7 +178,7 @@ public struct LoadGenerator: Sendable {
     /// The peer: the same plan (channels, members, sockets, rate) against nginx + nchan.
     private func runNchan(http: HTTPClient) async throws -> LoadGenReport {
         let o = options
-        let peer = try await NchanPeer.start(nginx: o.nginx, config: o.peerConfig, port: o.peerPort)
+        let peer = try await NchanPeer.start(nginx: o.nginx, config: o.peerConfig, port: o.peerPort, http: http)
         do {
             say("nginx + nchan on \(peer.base) (master pid \(peer.pid), worker pids \(peer.workers))")
             let world = LoadGenWorld(peerOf: plan)

@@ -78,4 +78,81 @@ struct ChannelWriterTests {
         #expect(!queue.isStalled(now: started + .seconds(3600), timeout: .seconds(10)))
         #expect(queue.bytes == 0 && queue.framesOnChannel == 0)
     }
+
+    @Test(
+        "a native or STOMP connection whose client stops reading: bounded by unwritten bytes, stalled after the write timeout, dropped by closeNow, closed with its own code"
+    )
+    func liveConnectionOnAStuckSocket() async throws {
+        let loop = EmbeddedEventLoop()
+        let socket = StuckSocket()
+        let channel = EmbeddedChannel(handler: socket, loop: loop)
+        let closes = Mutex<[String]>([])
+        let aborted = Mutex(0)
+        let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 100, abort: { aborted.withLock { $0 += 1 } })
+        #expect(connection.send(String(repeating: "a", count: 20)))  // before the WebSocket is attached: queued
+        connection.attach(
+            ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
+                closes.withLock { $0.append("\(code) \(reason ?? "")") }
+            })
+        #expect(connection.send(String(repeating: "b", count: 60)))
+        loop.run()
+        // Both reached the channel, in order, and neither is written: 80 of 100 bytes outstanding.
+        #expect(socket.held.map { String(buffer: $0.frame.data).first } == ["a", "b"])
+        #expect(!connection.send(String(repeating: "c", count: 30)))
+        let started = ContinuousClock.now
+        #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) == .stalled)
+        // The client reads again: the bound frees up, no stall.
+        socket.release()
+        #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) != .stalled)
+        #expect(connection.send(String(repeating: "c", count: 30)))
+        loop.run()
+        #expect(socket.held.count == 1)
+        // Too far behind while a write is outstanding: the queue is dropped and so is the TCP connection.
+        connection.closeNow(code: 1008, reason: "too far behind")
+        await connection.closeTask?.value
+        #expect(aborted.withLock { $0 } == 1)
+        #expect(closes.withLock { $0 } == ["1008 too far behind"])
+        #expect(!connection.send("d"))
+        socket.release()
+        _ = try? channel.finish()
+    }
+
+    @Test("a close asked for before the WebSocket is attached is sent once it is, after the frames queued before it")
+    func closeBeforeAttach() async throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        let closes = Mutex<[String]>([])
+        let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
+        #expect(connection.send("hello"))
+        connection.close(code: 4004, reason: "authentication failed")
+        #expect(connection.closeTask == nil)
+        connection.attach(
+            ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
+                closes.withLock { $0.append("\(code) \(reason ?? "")") }
+            })
+        loop.run()
+        #expect(try texts(channel) == ["hello"])
+        await connection.closeTask?.value
+        #expect(closes.withLock { $0 } == ["4004 authentication failed"])
+        _ = try channel.finish()
+    }
+}
+
+/// A socket whose client stopped reading: writes reach it and are never completed until
+/// `release()`.
+private final class StuckSocket: ChannelOutboundHandler {
+    typealias OutboundIn = WebSocketFrame
+    private(set) var held: [(frame: WebSocketFrame, promise: EventLoopPromise<Void>?)] = []
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        held.append((unwrapOutboundIn(data), promise))
+    }
+
+    func flush(context: ChannelHandlerContext) {}
+
+    func release() {
+        let all = held
+        held = []
+        for (_, promise) in all { promise?.succeed() }
+    }
 }

@@ -97,12 +97,20 @@ final class EventLoopWriteBatchers: Sendable {
 struct ChannelWriter: Sendable {
     let channel: any Channel
     let batcher: EventLoopWriteBatcher
-    let outbound: WebSocketOutboundWriter
+    /// Sends the close frame (hummingbird-websocket's writer, which runs the close handshake).
+    private let sendClose: @Sendable (UInt16, String?) async -> Void
 
     init(channel: any Channel, batchers: EventLoopWriteBatchers, outbound: WebSocketOutboundWriter) {
+        self.init(channel: channel, batcher: batchers.batcher(for: channel.eventLoop)) { code, reason in
+            try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+        }
+    }
+
+    /// `sendClose` stands in for hummingbird-websocket's writer (tests).
+    init(channel: any Channel, batcher: EventLoopWriteBatcher, sendClose: @escaping @Sendable (UInt16, String?) async -> Void) {
         self.channel = channel
-        self.batcher = batchers.batcher(for: channel.eventLoop)
-        self.outbound = outbound
+        self.batcher = batcher
+        self.sendClose = sendClose
     }
 
     func write(_ frames: [OutboundText], completion: (@Sendable (Bool) -> Void)?) {
@@ -111,7 +119,7 @@ struct ChannelWriter: Sendable {
 
     /// Sends the close frame after everything queued so far.
     func close(code: UInt16, reason: String?) -> Task<Void, Never> {
-        let outbound = self.outbound
-        return Task { try? await outbound.close(.init(codeNumber: Int(code)), reason: reason) }
+        let sendClose = self.sendClose
+        return Task { await sendClose(code, reason) }
     }
 }
