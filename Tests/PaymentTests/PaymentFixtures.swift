@@ -10,7 +10,7 @@ import Testing
 extension Stack {
     /// Auth, payment (talking to a fake PortOne) and the gateway; workspace too when asked.
     static func store(
-        workspace: Bool = false, portOneTimeoutMilliseconds: Int = 1_000,
+        workspace: Bool = false, portOneTimeoutMilliseconds: Int = 2_000,
         workspaceEnvironment: [String: String] = [:], gatewayEnvironment: [String: String] = [:],
         _ body: @escaping @Sendable (Stack, FakePortOne) async throws -> Void
     ) async throws {

@@ -25,7 +25,7 @@ struct StoreValidationTests {
 
     @Test("validation: paid credits once (JSON and form), E81 repeat/unknown, E82 invalid, E11 bad input, E99 when PortOne fails")
     func validation() async throws {
-        try await Stack.store(portOneTimeoutMilliseconds: 700) { s, fake in
+        try await Stack.store(portOneTimeoutMilliseconds: 2_000) { s, fake in
             let user = try await s.user()
             let other = try await s.user()
             let merchant = "ios_\(Stack.appKey)_1719837296"
@@ -94,10 +94,10 @@ struct StoreValidationTests {
             // once PortOne answers again the payment validates normally.
             fake.set("imp_broken", .serverError)
             #expect(outcome(try await s.validate(user, impUID: "imp_broken", merchantUID: merchant)) == "503 E99")
-            fake.set("imp_slow", .slow(.seconds(3), then: .init(merchantUID: merchant, name: "10 Coin", amount: 100)))
+            fake.set("imp_slow", .slow(.seconds(5), then: .init(merchantUID: merchant, name: "10 Coin", amount: 100)))
             let started = ContinuousClock.now
             #expect(outcome(try await s.validate(user, impUID: "imp_slow", merchantUID: merchant)) == "503 E99")
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(ContinuousClock.now - started < .seconds(5))
             fake.paid("imp_broken", merchantUID: merchant)
             #expect(outcome(try await s.validate(user, impUID: "imp_broken", merchantUID: merchant)) == "200")
 

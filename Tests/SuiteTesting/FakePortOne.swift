@@ -111,7 +111,7 @@ public final class FakePortOne: Sendable {
 
 extension FakePortOne {
     /// Payment's settings for talking to the fake at `url`.
-    public static func environment(url: String, timeoutMilliseconds: Int = 1_000) -> [String: String] {
+    public static func environment(url: String, timeoutMilliseconds: Int = 2_000) -> [String: String] {
         [
             "PAYMENT_PORTONE_URL": url, "PAYMENT_PORTONE_API_KEY": apiKey, "PAYMENT_PORTONE_API_SECRET": apiSecret,
             "PAYMENT_PORTONE_TIMEOUT_MS": String(timeoutMilliseconds),
