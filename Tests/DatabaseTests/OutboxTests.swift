@@ -310,4 +310,38 @@ struct InboxTests {
             #expect(counts == [1: 1, 2: 1])
         }
     }
+
+    @Test("prepared statements: a tombstone (null payload) prepares the append, an event follows on the same connection; both go out as written")
+    func nullFirstThenValueOnOneConnection() async throws {
+        let f = try await OutboxFixture.make(prefix: "prepared", partitions: 1)
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
+            let logger = TestDatabase.logger
+            let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "k", seq: 1))
+            try await client.withConnection { connection in
+                try await Outbox.appendRaw(
+                    eventId: UUID(), topic: topic, key: "k", type: OutboxTestEvent.eventType, payload: nil, on: connection, logger: logger)
+                try await Outbox.appendRaw(
+                    eventId: event.id, topic: topic, key: "k", type: OutboxTestEvent.eventType, payload: try EventCoding.encode(event),
+                    on: connection, logger: logger)
+            }
+            let relay = OutboxRelay(postgres: client, producer: producer, logger: logger)
+            let task = Task { try await relay.run() }
+            defer { task.cancel() }
+            let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
+            let values = Locked<[[UInt8]?]>([])
+            try await withTimeout(.seconds(60), "both records from \(topic)") {
+                for try await message in consumer.messages {
+                    if values.withLock({ $0.append(message.value); return $0.count >= 2 }) { break }
+                }
+            }
+            await consumer.close()
+            let received = values.value
+            #expect(received.count == 2)
+            #expect(received.first.map { $0 == nil } == true, "the tombstone first, without a value")
+            let second = try #require(received.last.flatMap { $0 })
+            #expect(try EventCoding.decode(OutboxTestEvent.self, from: second).id == event.id)
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 0)
+        }
+    }
 }
