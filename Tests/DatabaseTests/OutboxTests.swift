@@ -332,7 +332,11 @@ struct InboxTests {
             let values = Locked<[[UInt8]?]>([])
             try await withTimeout(.seconds(60), "both records from \(topic)") {
                 for try await message in consumer.messages {
-                    if values.withLock({ $0.append(message.value); return $0.count >= 2 }) { break }
+                    let received = values.withLock { list -> Int in
+                        list.append(message.value)
+                        return list.count
+                    }
+                    if received >= 2 { break }
                 }
             }
             await consumer.close()
