@@ -269,7 +269,11 @@ struct UnpublishedOutboxRows: PostgresPreparedStatement {
 
     var limit: Int
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: Int64(limit)) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(Int64(limit))
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
@@ -282,7 +286,11 @@ struct MarkOutboxPublished: PostgresPreparedStatement {
 
     var ids: [Int64]
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: ids) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(ids)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }

@@ -1,4 +1,3 @@
-import Database
 import Foundation
 import PostgresNIO
 
@@ -14,7 +13,12 @@ struct ChannelReaders: PostgresPreparedStatement {
     var channel: UUID
     var sender: UUID
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: channel, sender) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(channel)
+        bindings.append(sender)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
 }
@@ -27,7 +31,11 @@ struct WorkspaceName: PostgresPreparedStatement {
 
     var workspace: UUID
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: workspace) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(workspace)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
 }
@@ -44,7 +52,12 @@ struct BumpUnreadCounts: PostgresPreparedStatement {
     var readers: [UUID]
     var conversation: UUID
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: readers, conversation) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(readers)
+        bindings.append(conversation)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }
@@ -66,7 +79,12 @@ struct OfflineDevices: PostgresPreparedStatement {
     var readers: [UUID]
     var conversation: UUID
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: readers, conversation) }
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(readers)
+        bindings.append(conversation)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
