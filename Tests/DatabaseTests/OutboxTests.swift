@@ -311,9 +311,9 @@ struct InboxTests {
         }
     }
 
-    @Test("prepared statements: a tombstone (null payload) prepares the append, an event follows on the same connection; both go out as written")
+    @Test("a tombstone (null payload), then an event, appended on one connection: both go out as written")
     func nullFirstThenValueOnOneConnection() async throws {
-        let f = try await OutboxFixture.make(prefix: "prepared", partitions: 1)
+        let f = try await OutboxFixture.make(prefix: "tombstone", partitions: 1)
         let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
         try await f.run { client in
             let logger = TestDatabase.logger
