@@ -30,19 +30,14 @@ tstart=$(date +%s)
 # forty of them start at once. Four since the real-time suites (several gateways, fan-out
 # processes, thousands of frames) joined: at six, Kafka propagation in unrelated tests sometimes
 # exceeded their waits. Extra arguments (e.g. --filter ChatTests) are passed through.
-# A failing run ends with the failures again (the lines marked ✘), so the tail of a long CI log
-# names them.
+# scripts/watch-tests.py runs it: a failing run ends with the failures again (the lines marked
+# ✘), so the tail of a long CI log names them; a run where no test starts or ends for
+# TEST_STALL_SECONDS is stopped as stuck, naming the tests still running with a backtrace of the
+# process, instead of hanging until CI's own timeout says nothing.
 run_tests() {
-  local log status=0
-  log=$(mktemp)
-  .build/debug/chatsuitePackageTests.xctest --testing-library swift-testing \
-    --experimental-maximum-parallelization-width "${TEST_PARALLELISM:-4}" "$@" 2>&1 | tee "$log" || status=$?
-  if [ "$status" -ne 0 ]; then
-    echo "==== failures of this run ($*) ===="
-    grep -a "✘" "$log" | grep -av "✘ Suite " | cut -c1-1500 | head -n 60 || true
-  fi
-  rm -f "$log"
-  return "$status"
+  scripts/watch-tests.py --stall "${TEST_STALL_SECONDS:-480}" -- \
+    .build/debug/chatsuitePackageTests.xctest --testing-library swift-testing \
+    --experimental-maximum-parallelization-width "${TEST_PARALLELISM:-4}" "$@"
 }
 if [ $# -gt 0 ]; then
   run_tests "$@"

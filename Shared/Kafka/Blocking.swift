@@ -16,3 +16,10 @@ extension String {
         self = String(decoding: bytes, as: UTF8.self)
     }
 }
+
+extension Duration {
+    /// Whole milliseconds, clamped to librdkafka's `int` timeouts (never negative).
+    var librdkafkaMilliseconds: Int32 {
+        Int32(clamping: max(components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000, 0))
+    }
+}

@@ -103,11 +103,13 @@ public final class KafkaConsumer: Service, Sendable {
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "offset store failed") }
     }
 
-    /// Commits stored offsets now and waits for the coordinator's answer.
-    public func commit() async throws {
+    /// Commits stored offsets now and waits for the coordinator's answer, at most `timeout`
+    /// (`_TIMED_OUT` past it: the coordinator may be gone for good).
+    public func commit(timeout: Duration = .seconds(10)) async throws {
         let client = self.client
+        let milliseconds = timeout.librdkafkaMilliseconds
         try await runBlocking {
-            let err = rd_kafka_commit(client.pointer, nil, 0)
+            let err = client.commitStored(timeoutMilliseconds: milliseconds)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET else {
                 throw KafkaError(err, "commit failed")
             }
@@ -140,23 +142,27 @@ public final class KafkaConsumer: Service, Sendable {
         await close()
     }
 
-    /// Leaves the group (committing stored offsets through the final revoke) and ends `events`.
+    /// Leaves the group (committing stored offsets through the final revoke) and ends `events`,
+    /// within `configuration.closeTimeout`: with no broker answering, librdkafka 2.0.2's close
+    /// waits for the group coordinator indefinitely (librdkafka #4519), and a service's shutdown
+    /// with it. Past the bound the consumer is left unclosed (logged); its group times it out.
     public func close() async {
         guard !closed.load(ordering: .relaxed) else { return }
         let client = self.client
         let logger = self.logger
+        let bound = configuration.closeTimeout
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 if !self.closed.load(ordering: .relaxed) {
+                    let deadline = ContinuousClock.now + bound
                     if case .group = self.configuration.mode {
-                        let err = rd_kafka_commit(client.pointer, nil, 0)
+                        let err = client.commitStored(timeoutMilliseconds: (bound / 2).librdkafkaMilliseconds)
                         if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
                             logger.warning("Kafka commit on close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
                         }
                     }
-                    let err = rd_kafka_consumer_close(client.pointer)
-                    if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                        logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+                    if case .failure(let error) = client.closeConsumer(until: deadline) {
+                        logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(error)"])
                     }
                     self.closed.store(true, ordering: .relaxed)
                     client.context.catchUp.markClosed()

@@ -1,4 +1,5 @@
 import CRdKafka
+import Foundation
 import Logging
 import Synchronization
 
@@ -90,6 +91,7 @@ final class RdKafkaClient: @unchecked Sendable {
     let pointer: OpaquePointer
     let context: KafkaCallbackContext
     private let contextRetain: Unmanaged<KafkaCallbackContext>
+    private let kind: Kind
 
     enum Kind {
         case producer, consumer
@@ -125,11 +127,51 @@ final class RdKafkaClient: @unchecked Sendable {
         self.pointer = handle
         self.context = context
         self.contextRetain = retained
+        self.kind = kind
     }
 
     deinit {
-        rd_kafka_destroy(pointer)
-        contextRetain.release()
+        // On a thread of its own: librdkafka 2.0.2's `rd_kafka_destroy` can wait forever once the
+        // client's brokers are gone (its broker thread waits for a reference that only the rest of
+        // the destroy would drop; seen with the embedded cluster: a consumer destroyed after its
+        // cluster never returns, with or without closing first), and this runs on whichever thread
+        // drops the last reference — in an async context one of the cooperative pool's few, and
+        // two such stalls stop every task of the process. A destroy that hangs now costs one
+        // parked thread and the handle, never the caller.
+        let handle = DestroyedHandle(pointer: pointer, kind: kind, context: contextRetain)
+        let thread = Thread { handle.destroy() }
+        thread.name = "kafka-destroy"
+        thread.start()
+    }
+
+    /// Commits the stored offsets and waits for the coordinator's answer, at most
+    /// `timeoutMilliseconds` (`rd_kafka_commit` would wait forever for a coordinator that never
+    /// comes back). `_TIMED_OUT` when no answer came in time; the commit may still land later.
+    func commitStored(timeoutMilliseconds: Int32) -> rd_kafka_resp_err_t {
+        commitStoredOffsets(pointer, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Closes the consumer (final revoke with its commit, leaving the group) and serves its
+    /// callbacks until it is closed or `deadline` passes: `_TIMED_OUT` when it did not close in
+    /// time (the handle is then destroyed without the rest of the close, see `deinit`).
+    func closeConsumer(until deadline: ContinuousClock.Instant) -> Result<Void, KafkaError> {
+        guard let callbacks = rd_kafka_queue_new(pointer) else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE)) }
+        defer { rd_kafka_queue_destroy(callbacks) }
+        if let error = rd_kafka_consumer_close_queue(pointer, callbacks) {
+            return .failure(KafkaError(error: error))
+        }
+        while rd_kafka_consumer_closed(pointer) == 0 {
+            let left = deadline - .now
+            guard left > .zero else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "consumer close did not finish in time")) }
+            // Events, not `rd_kafka_queue_poll_callback`: the queue also gets results without a
+            // callback (commits, errors), which that call asserts on.
+            guard let event = rd_kafka_queue_poll(callbacks, min(max(left.librdkafkaMilliseconds, 1), 100)) else { continue }
+            if rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE {
+                kafkaRebalanceCallback(pointer, rd_kafka_event_error(event), rd_kafka_event_topic_partition_list(event), rd_kafka_opaque(pointer))
+            }
+            rd_kafka_event_destroy(event)
+        }
+        return .success(())
     }
 
     /// Cluster metadata (blocking up to `timeoutMilliseconds`): topics and their partition counts.
@@ -236,8 +278,9 @@ private let kafkaRebalanceCallback:
             }
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
-            // Commit what was processed so the next owner resumes right after it.
-            let commitErr = rd_kafka_commit(rk, nil, 0)
+            // Commit what was processed so the next owner resumes right after it (bounded: with
+            // the coordinator gone a plain commit would hold this callback, and a close, forever).
+            let commitErr = commitStoredOffsets(rk, timeoutMilliseconds: revokeCommitTimeoutMilliseconds)
             if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
             }
@@ -256,6 +299,43 @@ private let kafkaRebalanceCallback:
             ctx.catchUp.revoked(list, all: true)
         }
     }
+
+/// How long the final commit of a revoke waits for the coordinator.
+let revokeCommitTimeoutMilliseconds: Int32 = 5_000
+
+/// `RdKafkaClient.commitStored(timeoutMilliseconds:)` on a raw handle (the rebalance callback's).
+func commitStoredOffsets(_ rk: OpaquePointer, timeoutMilliseconds: Int32) -> rd_kafka_resp_err_t {
+    guard let replies = rd_kafka_queue_new(rk) else { return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE }
+    defer { rd_kafka_queue_destroy(replies) }
+    let err = rd_kafka_commit_queue(rk, nil, replies, nil, nil)
+    guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { return err }
+    guard let event = rd_kafka_queue_poll(replies, max(timeoutMilliseconds, 0)) else { return RD_KAFKA_RESP_ERR__TIMED_OUT }
+    defer { rd_kafka_event_destroy(event) }
+    return rd_kafka_event_error(event)
+}
+
+/// What `RdKafkaClient.deinit` hands to its destroying thread.
+///
+/// `@unchecked Sendable` is safe because the handle is moved, not shared: the client that owned
+/// the pointer is being deinitialised (no other reference, hence no other call, exists), and
+/// `destroy()` is called exactly once, by the one thread it is handed to.
+private struct DestroyedHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let kind: RdKafkaClient.Kind
+    let context: Unmanaged<KafkaCallbackContext>
+
+    func destroy() {
+        // A consumer leaves its group in `KafkaConsumer.close()`, within a bound; destroying it
+        // must not try again without one (the implicit close waits for an unreachable
+        // coordinator indefinitely, librdkafka #4519).
+        if kind == .consumer {
+            rd_kafka_destroy_flags(pointer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE)
+        } else {
+            rd_kafka_destroy(pointer)
+        }
+        context.release()  // callbacks may run until the destroy returns
+    }
+}
 
 func topicPartitions(from list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartition] {
     let l = list.pointee
