@@ -92,8 +92,9 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// Most messages handed out per poll batch.
     public var maxBatchSize: Int = 500
     /// How long `close()` may take (final commit, revoke, leaving the group) before the consumer
-    /// is given up unclosed: a shutdown with the brokers unreachable still ends.
-    public var closeTimeout: Duration = .seconds(10)
+    /// is given up unclosed: a shutdown with the brokers unreachable still ends, within the
+    /// services' 8 s graceful-shutdown limit.
+    public var closeTimeout: Duration = .seconds(5)
     public var properties: [String: String] = [:]
     /// The `consumer` label of this consumer's lag gauge (`kafka_consumer_lag`): a bounded name
     /// such as the group id or a reader's role; nil means the group id, or the client id for an

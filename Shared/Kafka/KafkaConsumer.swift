@@ -1,4 +1,5 @@
 import CRdKafka
+import Common
 import Dispatch
 import Logging
 import Metrics
@@ -107,9 +108,8 @@ public final class KafkaConsumer: Service, Sendable {
     /// (`_TIMED_OUT` past it: the coordinator may be gone for good).
     public func commit(timeout: Duration = .seconds(10)) async throws {
         let client = self.client
-        let milliseconds = timeout.librdkafkaMilliseconds
         try await runBlocking {
-            let err = client.commitStored(timeoutMilliseconds: milliseconds)
+            let err = client.commitStored(until: .now + timeout)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET else {
                 throw KafkaError(err, "commit failed")
             }
@@ -143,32 +143,39 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Leaves the group (committing stored offsets through the final revoke) and ends `events`,
-    /// within `configuration.closeTimeout`: with no broker answering, librdkafka 2.0.2's close
-    /// waits for the group coordinator indefinitely (librdkafka #4519), and a service's shutdown
-    /// with it. Past the bound the consumer is left unclosed (logged); its group times it out.
+    /// within `configuration.closeTimeout`, or sooner when the calling task is cancelled (a
+    /// service past its graceful-shutdown limit): with no broker answering, librdkafka 2.0.2's
+    /// close waits for the group coordinator indefinitely (librdkafka #4519), and a service's
+    /// shutdown with it. A consumer given up is left unclosed (logged); its group times it out.
     public func close() async {
         guard !closed.load(ordering: .relaxed) else { return }
         let client = self.client
         let logger = self.logger
         let bound = configuration.closeTimeout
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
-                if !self.closed.load(ordering: .relaxed) {
-                    let deadline = ContinuousClock.now + bound
-                    if case .group = self.configuration.mode {
-                        let err = client.commitStored(timeoutMilliseconds: (bound / 2).librdkafkaMilliseconds)
-                        if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
-                            logger.warning("Kafka commit on close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+        let abandoned = Locked(false)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    if !self.closed.load(ordering: .relaxed) {
+                        let giveUp = { abandoned.value }
+                        let start = ContinuousClock.now
+                        if case .group = self.configuration.mode {
+                            let err = client.commitStored(until: start + bound / 2, giveUp: giveUp)
+                            if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                                logger.warning("Kafka commit on close failed", metadata: ["kafka.error": "\(KafkaError(err))"])
+                            }
                         }
+                        if case .failure(let error) = client.closeConsumer(until: start + bound, giveUp: giveUp) {
+                            logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(error)"])
+                        }
+                        self.closed.store(true, ordering: .relaxed)
+                        client.context.catchUp.markClosed()
                     }
-                    if case .failure(let error) = client.closeConsumer(until: deadline) {
-                        logger.warning("Kafka consumer close failed", metadata: ["kafka.error": "\(error)"])
-                    }
-                    self.closed.store(true, ordering: .relaxed)
-                    client.context.catchUp.markClosed()
+                    continuation.resume()
                 }
-                continuation.resume()
             }
+        } onCancel: {
+            abandoned.withLock { $0 = true }
         }
     }
 

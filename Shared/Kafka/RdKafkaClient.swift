@@ -91,7 +91,6 @@ final class RdKafkaClient: @unchecked Sendable {
     let pointer: OpaquePointer
     let context: KafkaCallbackContext
     private let contextRetain: Unmanaged<KafkaCallbackContext>
-    private let kind: Kind
 
     enum Kind {
         case producer, consumer
@@ -127,7 +126,6 @@ final class RdKafkaClient: @unchecked Sendable {
         self.pointer = handle
         self.context = context
         self.contextRetain = retained
-        self.kind = kind
     }
 
     deinit {
@@ -138,34 +136,35 @@ final class RdKafkaClient: @unchecked Sendable {
         // drops the last reference — in an async context one of the cooperative pool's few, and
         // two such stalls stop every task of the process. A destroy that hangs now costs one
         // parked thread and the handle, never the caller.
-        let handle = DestroyedHandle(pointer: pointer, kind: kind, context: contextRetain)
+        let handle = DestroyedHandle(pointer: pointer, context: contextRetain)
         let thread = Thread { handle.destroy() }
         thread.name = "kafka-destroy"
         thread.start()
     }
 
-    /// Commits the stored offsets and waits for the coordinator's answer, at most
-    /// `timeoutMilliseconds` (`rd_kafka_commit` would wait forever for a coordinator that never
-    /// comes back). `_TIMED_OUT` when no answer came in time; the commit may still land later.
-    func commitStored(timeoutMilliseconds: Int32) -> rd_kafka_resp_err_t {
-        commitStoredOffsets(pointer, timeoutMilliseconds: timeoutMilliseconds)
+    /// Commits the stored offsets and waits for the coordinator's answer until `deadline`
+    /// (`rd_kafka_commit` would wait forever for a coordinator that never comes back) or until
+    /// `giveUp` says so. `_TIMED_OUT` when no answer came in time; the commit may still land later.
+    func commitStored(until deadline: ContinuousClock.Instant, giveUp: () -> Bool = { false }) -> rd_kafka_resp_err_t {
+        commitStoredOffsets(pointer, until: deadline, giveUp: giveUp)
     }
 
     /// Closes the consumer (final revoke with its commit, leaving the group) and serves its
-    /// callbacks until it is closed or `deadline` passes: `_TIMED_OUT` when it did not close in
-    /// time (the handle is then destroyed without the rest of the close, see `deinit`).
-    func closeConsumer(until deadline: ContinuousClock.Instant) -> Result<Void, KafkaError> {
+    /// callbacks until it is closed, `deadline` passes or `giveUp` says so: `_TIMED_OUT` when it
+    /// did not close (the handle is then destroyed without the rest of the close, see `deinit`).
+    func closeConsumer(until deadline: ContinuousClock.Instant, giveUp: () -> Bool) -> Result<Void, KafkaError> {
         guard let callbacks = rd_kafka_queue_new(pointer) else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE)) }
         defer { rd_kafka_queue_destroy(callbacks) }
         if let error = rd_kafka_consumer_close_queue(pointer, callbacks) {
             return .failure(KafkaError(error: error))
         }
         while rd_kafka_consumer_closed(pointer) == 0 {
-            let left = deadline - .now
-            guard left > .zero else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "consumer close did not finish in time")) }
+            guard let slice = pollSlice(until: deadline, giveUp: giveUp) else {
+                return .failure(KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, "consumer close did not finish in time"))
+            }
             // Events, not `rd_kafka_queue_poll_callback`: the queue also gets results without a
             // callback (commits, errors), which that call asserts on.
-            guard let event = rd_kafka_queue_poll(callbacks, min(max(left.librdkafkaMilliseconds, 1), 100)) else { continue }
+            guard let event = rd_kafka_queue_poll(callbacks, slice) else { continue }
             if rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE {
                 kafkaRebalanceCallback(pointer, rd_kafka_event_error(event), rd_kafka_event_topic_partition_list(event), rd_kafka_opaque(pointer))
             }
@@ -280,7 +279,7 @@ private let kafkaRebalanceCallback:
             ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
             // Commit what was processed so the next owner resumes right after it (bounded: with
             // the coordinator gone a plain commit would hold this callback, and a close, forever).
-            let commitErr = commitStoredOffsets(rk, timeoutMilliseconds: revokeCommitTimeoutMilliseconds)
+            let commitErr = commitStoredOffsets(rk, until: .now + revokeCommitTimeout)
             if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
             }
@@ -301,17 +300,28 @@ private let kafkaRebalanceCallback:
     }
 
 /// How long the final commit of a revoke waits for the coordinator.
-let revokeCommitTimeoutMilliseconds: Int32 = 5_000
+let revokeCommitTimeout: Duration = .seconds(5)
 
-/// `RdKafkaClient.commitStored(timeoutMilliseconds:)` on a raw handle (the rebalance callback's).
-func commitStoredOffsets(_ rk: OpaquePointer, timeoutMilliseconds: Int32) -> rd_kafka_resp_err_t {
+/// `RdKafkaClient.commitStored(until:giveUp:)` on a raw handle (the rebalance callback's).
+func commitStoredOffsets(_ rk: OpaquePointer, until deadline: ContinuousClock.Instant, giveUp: () -> Bool = { false }) -> rd_kafka_resp_err_t {
     guard let replies = rd_kafka_queue_new(rk) else { return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE }
     defer { rd_kafka_queue_destroy(replies) }
     let err = rd_kafka_commit_queue(rk, nil, replies, nil, nil)
     guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { return err }
-    guard let event = rd_kafka_queue_poll(replies, max(timeoutMilliseconds, 0)) else { return RD_KAFKA_RESP_ERR__TIMED_OUT }
-    defer { rd_kafka_event_destroy(event) }
-    return rd_kafka_event_error(event)
+    while let slice = pollSlice(until: deadline, giveUp: giveUp) {
+        guard let event = rd_kafka_queue_poll(replies, slice) else { continue }
+        defer { rd_kafka_event_destroy(event) }
+        return rd_kafka_event_error(event)
+    }
+    return RD_KAFKA_RESP_ERR__TIMED_OUT
+}
+
+/// The next wait of a bounded poll loop: up to 100 ms, or nil once `deadline` passed or `giveUp`
+/// says so (checked between slices, so a give-up is seen within 100 ms).
+private func pollSlice(until deadline: ContinuousClock.Instant, giveUp: () -> Bool) -> Int32? {
+    let left = deadline - .now
+    guard left > .zero, !giveUp() else { return nil }
+    return min(max(left.librdkafkaMilliseconds, 1), 100)
 }
 
 /// What `RdKafkaClient.deinit` hands to its destroying thread.
@@ -321,18 +331,14 @@ func commitStoredOffsets(_ rk: OpaquePointer, timeoutMilliseconds: Int32) -> rd_
 /// `destroy()` is called exactly once, by the one thread it is handed to.
 private struct DestroyedHandle: @unchecked Sendable {
     let pointer: OpaquePointer
-    let kind: RdKafkaClient.Kind
     let context: Unmanaged<KafkaCallbackContext>
 
     func destroy() {
-        // A consumer leaves its group in `KafkaConsumer.close()`, within a bound; destroying it
-        // must not try again without one (the implicit close waits for an unreachable
-        // coordinator indefinitely, librdkafka #4519).
-        if kind == .consumer {
-            rd_kafka_destroy_flags(pointer, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE)
-        } else {
-            rd_kafka_destroy(pointer)
-        }
+        // The plain destroy, also for a consumer whose close was given up: with
+        // RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE, librdkafka 2.0.2's main thread spins at a full
+        // core for as long as the brokers stay gone (measured against the mock cluster), while
+        // this waits idle. A consumer not closed yet is closed by it, on this thread.
+        rd_kafka_destroy(pointer)
         context.release()  // callbacks may run until the destroy returns
     }
 }

@@ -85,6 +85,7 @@ struct ConsumerShutdownTests {
             throw TimeoutError(what: "stream ended")
         }
         await second.close()
+        withExtendedLifetime(cluster) {}  // its brokers up until both closed
         #expect(a.value == Array("a".utf8))
         #expect(next.value == Array("b".utf8), "the second member resumes after the first's committed offset")
     }
