@@ -318,8 +318,18 @@ struct PresenceFlowTests {
             try await eventually("a is offline", timeout: .seconds(30)) { try await Self.status(s, wid, of: a, asker: b)?.status == "offline" }
             let (two, _) = try await NativeTestClient.connect(port, a)
             try await eventually("a is online again", timeout: .seconds(30)) { try await Self.status(s, wid, of: a, asker: b)?.status == "online" }
+            // The three changes reach the topic through whichever replica's outbox relay leads;
+            // wait for them (CI twice saw none 2 s after the REST answers), then a while longer
+            // for anything published twice.
+            try? await eventually("three presence.v1 changes for a", timeout: .seconds(30)) { collector.of(a).count >= 3 }
             try await Task.sleep(for: .seconds(2))
-            #expect(collector.of(a).map(\.status) == [.online, .offline, .online], "\(collector.of(a).map(\.status))")
+            let outbox = try await database.withClient { db -> String in
+                var counts = ""
+                let rows = try await db.query("SELECT count(*)::int, count(published_at)::int FROM outbox WHERE topic = \(Topic.presence.name)")
+                for try await (all, published) in rows.decode((Int, Int).self) { counts = "\(published) of \(all) presence outbox rows published" }
+                return counts
+            }
+            #expect(collector.of(a).map(\.status) == [.online, .offline, .online], "\(collector.of(a).map(\.status)); \(outbox)")
             await two.kill()
             await collector.stop()
             try await second.stop()
