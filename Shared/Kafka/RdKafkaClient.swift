@@ -152,6 +152,8 @@ final class RdKafkaClient: @unchecked Sendable {
     /// Closes the consumer (final revoke with its commit, leaving the group) and serves its
     /// callbacks until it is closed, `deadline` passes or `giveUp` says so: `_TIMED_OUT` when it
     /// did not close (the handle is then destroyed without the rest of the close, see `deinit`).
+    /// A revoke served here commits with its own bound (`revokeCommitTimeout`), which neither
+    /// `deadline` nor `giveUp` shortens: a close can overrun its deadline by up to that much.
     func closeConsumer(until deadline: ContinuousClock.Instant, giveUp: () -> Bool) -> Result<Void, KafkaError> {
         guard let callbacks = rd_kafka_queue_new(pointer) else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE)) }
         defer { rd_kafka_queue_destroy(callbacks) }
