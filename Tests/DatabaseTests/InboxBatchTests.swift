@@ -1,0 +1,82 @@
+import Common
+import Database
+import Events
+import Foundation
+import Kafka
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// The inbox consumer applies a poll's records in one transaction, and falls back to one
+/// transaction per record when any of them fails.
+@Suite("Inbox: a poll's events in one transaction", .serialized)
+struct InboxBatchTests {
+    struct Failure: Error {}
+
+    /// Produces `count` events (seq 0…count-1) in one go: one message set, so one poll holds them.
+    func produce(_ f: OutboxFixture, count: Int) async throws {
+        let messages = try (0..<count).map { seq in
+            let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: seq))
+            return KafkaProducerMessage(topic: f.topic, key: "a", value: try EventCoding.encode(event))
+        }
+        for result in await f.producer.sendAllAndAwait(messages) { _ = try result.get() }
+    }
+
+    /// Runs an inbox consumer with `handle` until `effects` holds `count` rows or 30 s pass.
+    func consume(
+        _ f: OutboxFixture, _ client: PostgresClient, count: Int,
+        handle: @escaping @Sendable (CloudEvent<OutboxTestEvent>, EventContext) async throws -> Void
+    ) async throws {
+        var router = EventRouter()
+        router.on(OutboxTestEvent.self, handle)
+        let consumer = try TestKafka.groupConsumer(f.cluster, group: "g-\(f.topic)", topics: [f.topic])
+        let inbox = InboxEventConsumer(name: "batch", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger)
+        let task = Task { try await inbox.run() }
+        defer { task.cancel() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await DatabaseTests.count(client, "SELECT count(*)::int FROM effects") < count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(300))  // anything applied twice would land meanwhile
+    }
+
+    static let effects = Migration(100, "effects", "CREATE TABLE effects (seq int NOT NULL)")
+
+    @Test("60 events of one poll: each applied once, in fewer transactions than events")
+    func sharedTransaction() async throws {
+        let f = try await OutboxFixture.make(prefix: "batch", partitions: 1)
+        try await produce(f, count: 60)
+        try await f.run(extra: [Self.effects]) { client in
+            try await consume(f, client, count: 60) { event, ctx in
+                _ = try await ctx.connection.query("INSERT INTO effects (seq) VALUES (\(event.data.seq))", logger: ctx.logger)
+            }
+            #expect(try await DatabaseTests.count(client, "SELECT count(*)::int FROM effects") == 60)
+            #expect(try await DatabaseTests.count(client, "SELECT count(DISTINCT seq)::int FROM effects") == 60)
+            // Rows one transaction wrote share its id (xmin).
+            let transactions = try await DatabaseTests.count(client, "SELECT count(DISTINCT xmin::text)::int FROM effects")
+            #expect(transactions < 60, "\(transactions) transactions for 60 events")
+        }
+    }
+
+    @Test("a handler failing once inside a shared transaction: every event still applied exactly once")
+    func failureFallsBackToOneByOne() async throws {
+        let f = try await OutboxFixture.make(prefix: "batchfail", partitions: 1)
+        try await produce(f, count: 40)
+        let failedOnce = Locked(false)
+        try await f.run(extra: [Self.effects]) { client in
+            try await consume(f, client, count: 40) { event, ctx in
+                _ = try await ctx.connection.query("INSERT INTO effects (seq) VALUES (\(event.data.seq))", logger: ctx.logger)
+                // Event 20 fails the first time, after the events before it wrote their rows.
+                guard event.data.seq == 20 else { return }
+                let first = failedOnce.withLock { failed -> Bool in
+                    defer { failed = true }
+                    return !failed
+                }
+                if first { throw Failure() }
+            }
+            #expect(failedOnce.value)
+            #expect(try await DatabaseTests.count(client, "SELECT count(*)::int FROM effects") == 40)
+            #expect(try await DatabaseTests.count(client, "SELECT count(DISTINCT seq)::int FROM effects") == 40)
+        }
+    }
+}
