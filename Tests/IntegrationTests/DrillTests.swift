@@ -21,11 +21,26 @@ struct DrillTests {
             ], environment: ["DATABASE_URL": ""])
         let status = try await drill.waitForExit(timeout: .seconds(600))
         let output = drill.output
-        #expect(status == 0, "drill exit status \(String(describing: status)):\n\(output.suffix(6000))")
+        #expect(status == 0, "drill exit status \(String(describing: status)):\n\(output.suffix(6000))\n\(Self.suiteWarnings(dataDir))")
         #expect(output.contains("Result: **passed**"), "\(output.suffix(6000))")
         for fault in ["kill -9 gateway", "broker stopped 10 s", "PostgreSQL restarted"] {
             #expect(output.contains("| \(fault) |"), "a row for \(fault)")
         }
         if status == nil { drill.signal(SIGKILL) }
+    }
+
+    /// What the services said about the answers the drill counts as failures: their 503s
+    /// ("dependency unavailable", with the cause) and errors, from the suite's log (the data
+    /// directory is removed after the test, so a failure carries them).
+    static func suiteWarnings(_ dataDir: URL) -> String {
+        guard let log = try? String(contentsOf: dataDir.appendingPathComponent("drill-suite.log"), encoding: .utf8) else {
+            return "(no drill-suite.log)"
+        }
+        // A logged error with a multi-line detail (an SQL statement) ends with its message: keep
+        // the two lines before each match as well.
+        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+        let matches = lines.indices.filter { lines[$0].contains("dependency unavailable") || lines[$0].contains(" error ") }
+        let excerpts = matches.suffix(15).map { lines[max(0, $0 - 2)...$0].joined(separator: "\n") }
+        return "suite log, dependency-unavailable and error entries (last 15 of \(matches.count)):\n" + excerpts.joined(separator: "\n")
     }
 }
