@@ -31,12 +31,19 @@ public func abandoning<T: Sendable>(
             work.withLock { $0 = task }
             if Task.isCancelled { task.cancel() }  // cancelled before the handler had a task to cancel
             let cleanup = setUp { error in
-                task.cancel()
+                // The caller gets the abandon's reason first: cancelled, the body may end with a
+                // CancellationError, which callers take for their own cancellation.
                 finish(.failure(error))
+                task.cancel()
             }
-            // The answer may already be in (a fast body): then undo at once.
-            let answered = pending.withLock { $0 == nil }
-            if answered { cleanup() } else { undo.withLock { $0 = cleanup } }
+            // The answer may already be in (a fast body): then undo at once. Checked under the
+            // undo lock, so an answer that comes meanwhile finds the undo and runs it.
+            let undoNow = undo.withLock { undo -> Bool in
+                if pending.withLock({ $0 == nil }) { return true }
+                undo = cleanup
+                return false
+            }
+            if undoNow { cleanup() }
         }
     } onCancel: {
         work.withLock { $0 }?.cancel()
