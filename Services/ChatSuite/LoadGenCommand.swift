@@ -1,4 +1,5 @@
 import ArgumentParser
+import Common
 import LoadGen
 
 /// `chatsuite loadgen`: the real-time load generator (the `LoadGen` library) against a running

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Common
 import Events
 import Foundation
 import NIOCore

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Common
 import Foundation
 import Kafka
 import Logging
