@@ -118,7 +118,9 @@ public final class InboxEventConsumer: Service, Sendable {
         do {
             var applied = 0
             if !work.isEmpty {
-                try await postgres.withTransaction(logger: logger) { connection in
+                let (work, logger, name) = (work, logger, name)
+                applied = try await postgres.withLiveTransaction(logger: logger) { connection in
+                    var applied = 0
                     for (message, header, handler) in work {
                         var eventLogger = logger
                         eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
@@ -129,6 +131,7 @@ public final class InboxEventConsumer: Service, Sendable {
                         }
                         applied += 1
                     }
+                    return applied
                 }
             }
             processed.increment(by: applied)
@@ -163,16 +166,19 @@ public final class InboxEventConsumer: Service, Sendable {
             try consumer.storeOffset(message)
             return
         }
-        var eventLogger = logger
-        eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
-        eventLogger[metadataKey: "event.type"] = "\(header.type)"
+        let eventLogger = {
+            var eventLogger = logger
+            eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
+            eventLogger[metadataKey: "event.type"] = "\(header.type)"
+            return eventLogger
+        }()
         var backoff = Duration.milliseconds(50)
         while true {
             do {
                 // A consumer span continuing the trace the record carries (a no-op without tracing);
                 // events this handler writes to the outbox carry it on.
                 try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in
-                    try await postgres.withTransaction(logger: eventLogger) { connection in
+                    try await postgres.withLiveTransaction(logger: eventLogger) { connection in
                         guard try await Inbox.claim(consumer: self.name, eventId: header.id, on: connection, logger: eventLogger) else { return }
                         try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
                     }

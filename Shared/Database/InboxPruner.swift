@@ -51,7 +51,7 @@ public final class InboxPruner: Service, Sendable {
         let seconds = Double(configuration.retention.components.seconds)
         var total = 0
         while !Task.isCancelled {
-            let rows = try await postgres.query(
+            let rows = try await postgres.liveQuery(
                 """
                 WITH doomed AS (
                     SELECT consumer, event_id FROM inbox

@@ -39,7 +39,7 @@ public struct Migrator: Sendable {
         for m in migrations where !seen.insert(m.version).inserted {
             throw MigrationError(description: "duplicate migration version \(m.version)")
         }
-        return try await client.withConnection { connection in
+        return try await client.withLiveConnection { connection in
             _ = try await connection.query("SELECT pg_advisory_lock(\(Self.lockId))", logger: logger)
             do {
                 let applied = try await apply(on: connection, logger: logger)

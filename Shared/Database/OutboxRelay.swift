@@ -89,17 +89,17 @@ public final class OutboxRelay: Service, Sendable {
     }
 
     private func leadOrStandBy() async throws {
-        try await postgres.withConnection { connection in
+        try await postgres.withLiveConnection { connection in
             let logger = self.logger
             guard try await connection.tryAdvisoryLock(Self.leaderLockId, logger: logger) else { return }  // another replica leads; stand by
-            leading.store(true, ordering: .relaxed)
+            self.leading.store(true, ordering: .relaxed)
             // A fresh wake stream per leadership term: a cancelled term finishes its stream.
             let (wakes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            wakeContinuation.withLock { $0 = continuation }
+            self.wakeContinuation.withLock { $0 = continuation }
             defer {
-                wakeContinuation.withLock { $0 = nil }
+                self.wakeContinuation.withLock { $0 = nil }
                 continuation.finish()
-                leading.store(false, ordering: .relaxed)
+                self.leading.store(false, ordering: .relaxed)
             }
             logger.info("outbox relay is the leader")
             do {

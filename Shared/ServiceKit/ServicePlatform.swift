@@ -252,11 +252,11 @@ extension ServicePlatform where Storage == ServiceDatabase {
         let parts = StorageParts(
             first: [postgres],
             afterProducer: [GatedService(gate: startup) { relay }],
-            checks: [("database", { _ = try await postgres.query("SELECT 1") })],
+            checks: [("database", { _ = try await postgres.liveQuery("SELECT 1", logger: logger) })],
             prepare: {
                 do {
                     try await withTimeout(databaseSettings.startupTimeout, "connecting to \(database)") {
-                        _ = try await postgres.query("SELECT 1", logger: logger)
+                        _ = try await postgres.liveQuery("SELECT 1", logger: logger)
                     }
                 } catch {
                     throw StartupError("database \(database) is not reachable: \(describe(error))")

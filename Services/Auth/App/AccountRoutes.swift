@@ -99,7 +99,7 @@ struct AccountRoutes: Sendable {
         let deviceToken = try Validation.deviceToken(body.deviceToken)
         let hash = try await hasher.hash(password)
         let id = UserID.generate()
-        let user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+        let user = try await postgres.withLiveTransaction(logger: logger) { connection -> UserRecord in
             guard
                 let user = try await store.insert(
                     id: id, email: email, passwordHash: hash, nickname: nickname, phone: phone, provider: nil, on: connection
@@ -150,7 +150,7 @@ struct AccountRoutes: Sendable {
                 ?? "\(identity.provider)-\(identity.subject)@users.\(identity.provider).invalid"
             let nickname = try Validation.nickname(identity.nickname ?? String(email.prefix { $0 != "@" }).prefix(30).description)
             do {
-                user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+                user = try await postgres.withLiveTransaction(logger: logger) { connection -> UserRecord in
                     guard
                         let created = try await store.insert(
                             id: .generate(), email: email, passwordHash: nil, nickname: nickname, phone: nil, provider: identity.provider, on: connection
@@ -210,7 +210,7 @@ struct AccountRoutes: Sendable {
         let path = try images.store(part)
         let result: (UserRecord, String?)
         do {
-            result = try await postgres.withTransaction(logger: logger) { connection -> (UserRecord, String?) in
+            result = try await postgres.withLiveTransaction(logger: logger) { connection -> (UserRecord, String?) in
                 guard let updated = try await store.updateImage(id: id, path: path, on: connection) else { throw APIError.notFound("user") }
                 try await Outbox.append(CloudEvent(source: Self.source, data: updated.0.profileUpdatedEvent), on: connection, logger: logger)
                 return updated
@@ -228,7 +228,7 @@ struct AccountRoutes: Sendable {
         let body = try await request.decodeBody(as: ProfileBody.self, context: context)
         let nickname = try Validation.nickname(body.nickname)
         let phone = try Validation.phone(body.phone)
-        let user = try await postgres.withTransaction(logger: logger) { connection -> UserRecord in
+        let user = try await postgres.withLiveTransaction(logger: logger) { connection -> UserRecord in
             guard let user = try await store.updateProfile(id: id, nickname: nickname, phone: phone, on: connection) else {
                 throw APIError.notFound("user")
             }

@@ -29,7 +29,7 @@ struct AliasAnnouncement: Service {
     func announcePending() async throws -> Int {
         var total = 0
         while true {
-            let count = try await postgres.withTransaction(logger: logger) { connection -> Int in
+            let count = try await postgres.withLiveTransaction(logger: logger) { connection -> Int in
                 let users = try await store.takeUnannouncedAliases(limit: Self.batchSize, on: connection)
                 for user in users {
                     try await Outbox.append(CloudEvent(source: AccountRoutes.source, data: user.profileUpdatedEvent), on: connection, logger: logger)

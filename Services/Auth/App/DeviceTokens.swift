@@ -13,7 +13,7 @@ extension AccountRoutes {
     /// Gives `token` to the user; an event only when it is new for the user (a login repeating
     /// the device's token is none), and a removal for the user it was taken from.
     func registerDeviceToken(_ token: String, for user: UserID) async throws {
-        try await postgres.withTransaction(logger: logger) { connection in
+        try await postgres.withLiveTransaction(logger: logger) { connection in
             let (added, previousOwner) = try await store.claimDeviceToken(token, for: user, on: connection)
             let now = Date()
             if let previousOwner {
@@ -34,7 +34,7 @@ extension AccountRoutes {
 
     /// Logout: the user's devices get no more pushes for them.
     func removeDeviceTokens(of user: UserID) async throws {
-        try await postgres.withTransaction(logger: logger) { connection in
+        try await postgres.withLiveTransaction(logger: logger) { connection in
             let removed = try await store.removeDeviceTokens(for: user, on: connection)
             guard !removed.isEmpty else { return }
             let event = AuthEvents.DeviceTokensRemoved(userId: user, tokens: removed, removedAt: Date())

@@ -46,7 +46,7 @@ struct FriendRoutes: Sendable {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.get("me") { _, context -> MyTag in
             let me = context.identity
-            for try await (name, code) in try await postgres.query("SELECT nickname, user_code FROM users WHERE id = \(me.uuid)", logger: logger)
+            for try await (name, code) in try await postgres.liveQuery("SELECT nickname, user_code FROM users WHERE id = \(me.uuid)", logger: logger)
                 .decode((String, String).self)
             {
                 return MyTag(user_id: me, name: name, code: code)
@@ -149,7 +149,7 @@ struct FriendBook: Sendable {
     /// The friendship a legacy client's integer id names (nil for none; whether the caller may
     /// see it is `change`'s business).
     func friendship(alias: Int64) async throws -> UUID? {
-        for try await id in try await postgres.query("SELECT id FROM friendships WHERE alias = \(alias)", logger: logger).decode(UUID.self) {
+        for try await id in try await postgres.liveQuery("SELECT id FROM friendships WHERE alias = \(alias)", logger: logger).decode(UUID.self) {
             return id
         }
         return nil
@@ -168,7 +168,7 @@ struct FriendBook: Sendable {
     }
 
     private func insertRequest(from me: UserID, name: String, code: String) async throws -> UUID {
-        try await postgres.withTransaction(logger: logger) { connection -> UUID in
+        try await postgres.withLiveTransaction(logger: logger) { connection -> UUID in
             var targets: [UUID] = []
             for try await target in try await connection.query(
                 "SELECT id FROM users WHERE lower(nickname) = lower(\(name)) AND user_code = \(code)", logger: logger
@@ -200,7 +200,7 @@ struct FriendBook: Sendable {
     /// `me`'s (or `me` is the banned side), E14 accepting one's own request or an accepted one.
     @discardableResult
     func change(_ id: UUID, by me: UserID, to state: AuthEvents.FriendshipChanged.State) async throws -> UUID {
-        try await postgres.withTransaction(logger: logger) { connection -> UUID in
+        try await postgres.withLiveTransaction(logger: logger) { connection -> UUID in
             var found: Row?
             for try await (fid, requester, addressee, accepted, bannedBy) in try await connection.query(
                 """
@@ -233,7 +233,7 @@ struct FriendBook: Sendable {
     /// `me`'s friendships, oldest first; a ban shows only to the banner.
     func list(for me: UserID) async throws -> [Entry] {
         var out: [Entry] = []
-        let rows = try await postgres.query(
+        let rows = try await postgres.liveQuery(
             """
             SELECT f.id, f.alias, u.id, u.alias, u.nickname, u.user_code, u.profile_image, f.requester_id = \(me.uuid), f.accepted, f.banned_by
             FROM friendships f JOIN users u ON u.id = CASE WHEN f.requester_id = \(me.uuid) THEN f.addressee_id ELSE f.requester_id END

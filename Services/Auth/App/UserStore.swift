@@ -1,3 +1,4 @@
+import Database
 import Events
 import Foundation
 import Logging
@@ -29,7 +30,7 @@ struct UserStore: Sendable {
     private static let userColumns =
         "u.id, u.email, u.password_hash, u.nickname, u.phone, u.profile_image, u.provider, u.created_at, u.alias, u.user_code, u.bio"
 
-    private static func decode(_ rows: PostgresRowSequence) async throws -> UserRecord? {
+    private static func decode(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> UserRecord? {
         for try await (id, email, hash, nickname, phone, image, provider, createdAt, alias, code, bio) in rows.decode(
             (UUID, String, String?, String, String?, String?, String?, Date, Int64, String, String?).self
         ) {
@@ -40,7 +41,7 @@ struct UserStore: Sendable {
         return nil
     }
 
-    private static func decodeAll(_ rows: PostgresRowSequence) async throws -> [UserRecord] {
+    private static func decodeAll(_ rows: some AsyncSequence<PostgresRow, any Error>) async throws -> [UserRecord] {
         var users: [UserRecord] = []
         for try await (id, email, hash, nickname, phone, image, provider, createdAt, alias, code, bio) in rows.decode(
             (UUID, String, String?, String, String?, String?, String?, Date, Int64, String, String?).self
@@ -68,31 +69,31 @@ struct UserStore: Sendable {
     }
 
     func emailExists(_ email: String) async throws -> Bool {
-        for try await _ in try await postgres.query("SELECT 1 FROM users WHERE lower(email) = lower(\(email))", logger: logger) { return true }
+        for try await _ in try await postgres.liveQuery("SELECT 1 FROM users WHERE lower(email) = lower(\(email))", logger: logger) { return true }
         return false
     }
 
     func find(email: String) async throws -> UserRecord? {
         try await Self.decode(
-            postgres.query(
+            postgres.liveQuery(
                 "SELECT \(unescaped: Self.columns) FROM users WHERE lower(email) = lower(\(email))", logger: logger
             ))
     }
 
     func find(id: UserID) async throws -> UserRecord? {
-        try await Self.decode(postgres.query("SELECT \(unescaped: Self.columns) FROM users WHERE id = \(id.uuid)", logger: logger))
+        try await Self.decode(postgres.liveQuery("SELECT \(unescaped: Self.columns) FROM users WHERE id = \(id.uuid)", logger: logger))
     }
 
     /// The user a legacy client's integer id names.
     func find(alias: Int64) async throws -> UserRecord? {
-        try await Self.decode(postgres.query("SELECT \(unescaped: Self.columns) FROM users WHERE alias = \(alias)", logger: logger))
+        try await Self.decode(postgres.liveQuery("SELECT \(unescaped: Self.columns) FROM users WHERE alias = \(alias)", logger: logger))
     }
 
     /// A four-digit tag no user of that nickname (case-insensitively) has yet, picked at random
     /// among the free ones; nil when all 10 000 are taken. Best effort (two concurrent sign-ups
     /// of one name may still draw the same tag; a friend request to it then reads as ambiguous).
     func freeCode(for nickname: String) async throws -> String? {
-        for try await code in try await postgres.query(
+        for try await code in try await postgres.liveQuery(
             """
             SELECT c.code FROM (SELECT lpad(n::text, 4, '0') AS code FROM generate_series(0, 9999) n) c
             WHERE NOT EXISTS (SELECT 1 FROM users u WHERE lower(u.nickname) = lower(\(nickname)) AND u.user_code = c.code)
@@ -123,7 +124,7 @@ struct UserStore: Sendable {
 
     func find(provider: String, subject: String) async throws -> UserRecord? {
         try await Self.decode(
-            postgres.query(
+            postgres.liveQuery(
                 """
                 SELECT \(unescaped: Self.userColumns) FROM users u JOIN social_identities s ON s.user_id = u.id
                 WHERE s.provider = \(provider) AND s.subject = \(subject)
@@ -155,7 +156,7 @@ struct UserStore: Sendable {
 
     /// Sets (or, with nil, clears) Smooth's profile text.
     func updateBio(id: UserID, bio: String?) async throws -> Bool {
-        for try await _ in try await postgres.query(
+        for try await _ in try await postgres.liveQuery(
             """
             UPDATE users SET bio = \(bio), updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE id = \(id.uuid) RETURNING 1
             """, logger: logger)
@@ -185,7 +186,7 @@ struct UserStore: Sendable {
     }
 
     func coinBalance(id: UserID) async throws -> Int {
-        for try await balance in try await postgres.query("SELECT balance FROM coin_balances WHERE user_id = \(id.uuid)", logger: logger)
+        for try await balance in try await postgres.liveQuery("SELECT balance FROM coin_balances WHERE user_id = \(id.uuid)", logger: logger)
             .decode(Int64.self)
         {
             return Int(balance)
@@ -240,7 +241,7 @@ struct UserStore: Sendable {
     // MARK: refresh tokens (stored as SHA-256 hashes)
 
     func storeRefreshToken(hash: [UInt8], userId: UserID, expiresAt: Date) async throws {
-        _ = try await postgres.query(
+        _ = try await postgres.liveQuery(
             """
             INSERT INTO refresh_tokens (token_hash, user_id, expires_at) VALUES (\(ByteBuffer(bytes: hash)), \(userId.uuid), \(expiresAt))
             """, logger: logger)
@@ -248,7 +249,7 @@ struct UserStore: Sendable {
 
     /// True when the token is this user's, not revoked and not expired.
     func refreshTokenIsValid(hash: [UInt8], userId: UserID) async throws -> Bool {
-        for try await _ in try await postgres.query(
+        for try await _ in try await postgres.liveQuery(
             """
             SELECT 1 FROM refresh_tokens
             WHERE token_hash = \(ByteBuffer(bytes: hash)) AND user_id = \(userId.uuid) AND revoked_at IS NULL AND expires_at > now()
@@ -261,7 +262,7 @@ struct UserStore: Sendable {
 
     /// The user of an unrevoked, unexpired refresh token.
     func refreshTokenOwner(hash: [UInt8]) async throws -> UserID? {
-        for try await id in try await postgres.query(
+        for try await id in try await postgres.liveQuery(
             """
             SELECT user_id FROM refresh_tokens WHERE token_hash = \(ByteBuffer(bytes: hash)) AND revoked_at IS NULL AND expires_at > now()
             """, logger: logger
@@ -272,6 +273,6 @@ struct UserStore: Sendable {
     }
 
     func revokeRefreshTokens(for id: UserID) async throws {
-        _ = try await postgres.query("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = \(id.uuid) AND revoked_at IS NULL", logger: logger)
+        _ = try await postgres.liveQuery("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = \(id.uuid) AND revoked_at IS NULL", logger: logger)
     }
 }

@@ -34,7 +34,7 @@ extension ChatAPI {
             request, context,
             member: { try await joiningChannel(channelId, in: workspace, me) != nil }
         ) { form, text in
-            try await postgres.withTransaction(logger: logger) { c in
+            try await postgres.withLiveTransaction(logger: logger) { c in
                 // Locking the channel row serialises its inserts: unique, commit-ordered times.
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {
                     throw APIError.notFound("channel")
@@ -56,7 +56,7 @@ extension ChatAPI {
         let me = context.identity
         let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
         // A member (WorkSpaceX polls every 2 s): one connection, as before joining by reading.
-        let asMember = try await postgres.withConnection { c -> (ChannelRef, [StoredMessage])? in
+        let asMember = try await postgres.withLiveConnection { c -> (ChannelRef, [StoredMessage])? in
             guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { return nil }
             return (channel, try await history(.channel(channel), request, c))
         }
@@ -64,7 +64,7 @@ extension ChatAPI {
         // A read that will be refused (an unreadable cursor) joins nothing.
         _ = try Self.milliseconds(request.uri.queryParameters.get("cursor_date"))
         guard let channel = try await joiningChannel(channelId, in: workspace, me) else { throw APIError.notFound("channel") }
-        return (channel, try await postgres.withConnection { c in try await history(.channel(channel), request, c) })
+        return (channel, try await postgres.withLiveConnection { c in try await history(.channel(channel), request, c) })
     }
 
     /// The unread count of the path's channel after `after` (0 without one).
@@ -72,7 +72,7 @@ extension ChatAPI {
         let me = context.identity
         let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
         let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
-        return try await postgres.withConnection { c in
+        return try await postgres.withLiveConnection { c in
             guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: false, c) else { throw APIError.notFound("channel") }
             // No `after` means the client has nothing local: the contract answers 0.
             var count = 0
@@ -88,10 +88,10 @@ extension ChatAPI {
     /// `workspace.channel-member-joined` (or nothing when they were in), or refuses, and chat takes
     /// the membership back. Concurrent reads join once.
     func joiningChannel(_ id: ChannelID, in workspace: WorkspaceID, _ me: UserID) async throws -> ChannelRef? {
-        if let channel = try await postgres.withConnection({ try await messages.channel(id, in: workspace, member: me, lock: false, $0) }) {
+        if let channel = try await postgres.withLiveConnection({ try await messages.channel(id, in: workspace, member: me, lock: false, $0) }) {
             return channel
         }
-        return try await postgres.withTransaction(logger: logger) { c in
+        return try await postgres.withLiveTransaction(logger: logger) { c in
             if try await messages.joinByReading(id, in: workspace, user: me, c) {
                 try await append(ChatEvents.ChannelJoinRequested(userId: me, workspaceId: workspace, channelId: id), c)
             }

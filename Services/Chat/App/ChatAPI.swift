@@ -68,7 +68,7 @@ struct ChatAPI: Sendable {
         let raw = context.parameters.get("file") ?? ""
         let name = raw.removingPercentEncoding ?? raw
         guard ChatFiles.isStoredName(name) else { throw APIError.notFound("file") }
-        guard try await postgres.withConnection({ try await messages.canSee(file: prefix.rawValue + name, user: me, $0) }) else {
+        guard try await postgres.withLiveConnection({ try await messages.canSee(file: prefix.rawValue + name, user: me, $0) }) else {
             throw APIError.notFound("file")
         }
         return try await files.response(for: name, context: context)

@@ -16,7 +16,7 @@ extension ChatAPI {
         routes.get { request, context -> [DMRoomResponse] in
             let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 var result: [DMRoomResponse] = []
                 for room in try await rooms.rooms(of: me, in: workspace, c) {
@@ -31,7 +31,7 @@ extension ChatAPI {
             let workspace: WorkspaceID = try pathID(context, "workspace")
             let body = try await request.decodeBody(as: OpponentBody.self, context: context)
             guard let opponent = body.opponent_id.flatMap(UserID.init) else { throw APIError.badRequest("opponent_id is required") }
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 guard try await rooms.isWorkspaceMember(opponent, of: workspace, c) else { throw APIError.notFound("opponent is not a member") }
                 let room = try await rooms.room(between: me, and: opponent, in: workspace, c)
@@ -45,10 +45,10 @@ extension ChatAPI {
             return try await receive(
                 request, context,
                 member: {
-                    try await postgres.withConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
+                    try await postgres.withLiveConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
                 }
             ) { form, text in
-                try await postgres.withTransaction(logger: logger) { c in
+                try await postgres.withLiveTransaction(logger: logger) { c in
                     guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), by: me, in: .room(room), c) { m in
                         ChatEvents.DirectMessageCreated(
@@ -64,7 +64,7 @@ extension ChatAPI {
         routes.get(":conversation/chats") { request, context -> JSONResponse in
             let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
                 return JSONResponse(array: try await history(.room(room), request, c).map { DMChatResponse($0, in: room) })
             }
@@ -73,7 +73,7 @@ extension ChatAPI {
             let me = context.identity
             let (workspace, roomId): (WorkspaceID, RoomID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
             let after = try Self.milliseconds(request.uri.queryParameters.get("after"))
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: false, c) else { throw APIError.notFound("room") }
                 var count = 0
                 if let after { count = try await messages.unreadCount(.room(room), after: after, reader: me, c) }

@@ -22,7 +22,7 @@ extension ChatAPI {
             let me = context.identity
             let messageId: MessageID = try pathID(context, "chat")
             let body = try await request.decodeBody(as: EditBody.self, context: context)
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 let conversation = try await conversation(kind, context, lock: false, c)
                 var message = try await ownMessage(messageId, in: conversation, sender: me, c)
                 let content = try MessageForm.validatedContent(body.content, hasFiles: !message.files.isEmpty)
@@ -42,7 +42,7 @@ extension ChatAPI {
         routes.delete("chats/:chat") { request, context -> HTTPResponse.Status in
             let me = context.identity
             let messageId: MessageID = try pathID(context, "chat")
-            let removed = try await postgres.withTransaction(logger: logger) { c -> [String] in
+            let removed = try await postgres.withLiveTransaction(logger: logger) { c -> [String] in
                 let conversation = try await conversation(kind, context, lock: false, c)
                 let message = try await ownMessage(messageId, in: conversation, sender: me, c)
                 let deletedAt = try await messages.delete(messageId, c)
@@ -64,7 +64,7 @@ extension ChatAPI {
                 guard let emoji = ReactionStore.validEmoji(context.parameters.get("emoji") ?? "") else {
                     throw APIError.badRequest("emoji must be 1 to 32 characters without spaces")
                 }
-                return try await postgres.withTransaction(logger: logger) { c in
+                return try await postgres.withLiveTransaction(logger: logger) { c in
                     let conversation = try await conversation(kind, context, lock: false, c)
                     guard let message = try await messages.lockedMessage(messageId, in: conversation, c) else { throw APIError.notFound("message") }
                     guard try await reactions.set(emoji, by: me, on: messageId, present: present, c) else {

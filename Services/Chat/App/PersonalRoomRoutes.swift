@@ -26,7 +26,7 @@ extension ChatAPI {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.get { _, context -> [PersonalRoomResponse] in
             let me = context.identity
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 var result: [PersonalRoomResponse] = []
                 for room in try await personalRooms.store.rooms(of: me, c) { result.append(try await roomResponse(room, c)) }
                 return result
@@ -36,7 +36,7 @@ extension ChatAPI {
             let me = context.identity
             let body = try await request.decodeBody(as: OpenBody.self, context: context)
             let users = try Self.userIDs(body.member_ids)
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 try await roomResponse(try await personalRooms.open(with: users, name: body.name, by: me, c), c)
             }
         }
@@ -44,18 +44,18 @@ extension ChatAPI {
             let me = context.identity
             let body = try await request.decodeBody(as: CodeBody.self, context: context)
             guard let code = body.code.flatMap(InviteCode.parse) else { throw APIError.badRequest("code is required") }
-            return try await postgres.withTransaction(logger: logger) { c in try await roomResponse(try await personalRooms.join(code: code, me, c), c) }
+            return try await postgres.withLiveTransaction(logger: logger) { c in try await roomResponse(try await personalRooms.join(code: code, me, c), c) }
         }
         routes.get(":conversation") { _, context -> PersonalRoomResponse in
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
-            return try await postgres.withConnection { c in try await roomResponse(try await personalRooms.room(id, me, c), c) }
+            return try await postgres.withLiveConnection { c in try await roomResponse(try await personalRooms.room(id, me, c), c) }
         }
         routes.patch(":conversation") { request, context -> PersonalRoomResponse in
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
             let body = try await request.decodeBody(as: NameBody.self, context: context)
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 try await personalRooms.rename(id, to: body.name, by: me, c)
                 return try await roomResponse(try await personalRooms.room(id, me, c), c)
             }
@@ -64,7 +64,7 @@ extension ChatAPI {
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
             let users = try Self.userIDs(try await request.decodeBody(as: MembersBody.self, context: context).member_ids)
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 try await personalRooms.add(users, to: id, by: me, c)
                 return try await roomResponse(try await personalRooms.room(id, me, c), c)
             }
@@ -72,22 +72,22 @@ extension ChatAPI {
         routes.delete(":conversation/members/:user") { _, context -> HTTPResponse.Status in
             let me = context.identity
             let (id, user): (RoomID, UserID) = (try pathID(context, "conversation"), try pathID(context, "user"))
-            let outcome = try await postgres.withTransaction(logger: logger) { c in try await personalRooms.remove(user, from: id, by: me, c) }
+            let outcome = try await postgres.withLiveTransaction(logger: logger) { c in try await personalRooms.remove(user, from: id, by: me, c) }
             removeRoomFiles(outcome.removedFiles)
             return .ok
         }
         routes.post(":conversation/invitation") { _, context -> InvitationResponse in
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
-            return try await postgres.withTransaction(logger: logger) { c in InvitationResponse(code: try await personalRooms.invitation(id, by: me, c)) }
+            return try await postgres.withLiveTransaction(logger: logger) { c in InvitationResponse(code: try await personalRooms.invitation(id, by: me, c)) }
         }
         routes.post(":conversation/chats") { request, context -> JSONResponse in
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
             return try await receive(
-                request, context, member: { try await postgres.withConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) != nil } }
+                request, context, member: { try await postgres.withLiveConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) != nil } }
             ) { form, text in
-                try await postgres.withTransaction(logger: logger) { c in
+                try await postgres.withLiveTransaction(logger: logger) { c in
                     let room = try await personalRooms.room(id, me, lock: true, c)
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), in: room, by: me, c)
                     return (JSONResponse(DMChatResponse(message, in: room)), isNew)
@@ -97,7 +97,7 @@ extension ChatAPI {
         routes.get(":conversation/chats") { request, context -> JSONResponse in
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 let room = try await personalRooms.room(id, me, c)
                 return JSONResponse(array: try await history(.room(room), request, c).map { DMChatResponse($0, in: room) })
             }

@@ -62,7 +62,7 @@ struct PersonalRoomStore: Sendable {
 
     /// Whether `path` is a group's icon (only those are served without a token).
     func isIcon(_ path: String, _ postgres: PostgresClient) async throws -> Bool {
-        for try await _ in try await postgres.query("SELECT 1 FROM dm_rooms WHERE icon = \(path) LIMIT 1", logger: logger) { return true }
+        for try await _ in try await postgres.liveQuery("SELECT 1 FROM dm_rooms WHERE icon = \(path) LIMIT 1", logger: logger) { return true }
         return false
     }
 

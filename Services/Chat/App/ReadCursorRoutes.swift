@@ -53,7 +53,7 @@ extension ChatAPI {
             let me = context.identity
             let body = try await request.decodeBody(as: ReadBody.self, context: context)
             let cursor = try Self.milliseconds(body.cursor_date)
-            return try await postgres.withTransaction(logger: logger) { c in
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 let conversation = try await conversation(kind, context, lock: false, c)
                 let (readAt, moved) = try await cursors.move(me, in: conversation, to: cursor, c)
                 if moved {
@@ -75,7 +75,7 @@ extension ChatAPI {
         routes.get("unreads") { request, context -> UnreadSummaryResponse in
             let me = context.identity
             let workspace: WorkspaceID = try pathID(context, "workspace")
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 return UnreadSummaryResponse(
                     channels: try await cursors.channelUnreads(of: me, in: workspace, c).map { ReadStateResponse($0, channel: true) },

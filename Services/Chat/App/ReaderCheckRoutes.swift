@@ -23,7 +23,7 @@ extension ChatAPI {
             }
             // An alias is resolved first, so the check itself stays on the primary keys.
             guard let conversation = try await named.id(postgres, logger: logger) else { return Response(status: .notFound) }
-            let rows = try await postgres.query(
+            let rows = try await postgres.liveQuery(
                 """
                 SELECT TRUE, ch.workspace_id FROM channel_members cm JOIN channels ch ON ch.id = cm.channel_id
                 WHERE cm.channel_id = \(conversation) AND cm.user_id = \(user)
@@ -55,12 +55,12 @@ extension ChatAPI {
             var workspaceId = UUID(uuidString: community)
             if workspaceId == nil {
                 guard let alias = IntegerAlias.parse(community) else { return Response(status: .badRequest) }
-                for try await id in try await postgres.query("SELECT workspace_id FROM workspace_aliases WHERE alias = \(alias)", logger: logger)
+                for try await id in try await postgres.liveQuery("SELECT workspace_id FROM workspace_aliases WHERE alias = \(alias)", logger: logger)
                     .decode(UUID.self)
                 { workspaceId = id }
             }
             guard let workspaceId else { return Response(status: .notFound) }
-            let rows = try await postgres.query(
+            let rows = try await postgres.liveQuery(
                 "SELECT workspace_id FROM workspace_members WHERE workspace_id = \(workspaceId) AND user_id = \(user)", logger: logger)
             for try await workspace in rows.decode(UUID.self) {
                 var headers = HTTPFields()
@@ -93,11 +93,11 @@ private enum ConversationName {
 
     /// The conversation's id: as given, or the channel or room the alias names (nil: none).
     func id(_ postgres: PostgresClient, logger: Logger) async throws -> UUID? {
-        let rows: PostgresRowSequence
+        let rows: LiveRows
         switch self {
         case .id(let id): return id
-        case .channelAlias(let alias): rows = try await postgres.query("SELECT id FROM channels WHERE alias = \(alias)", logger: logger)
-        case .roomAlias(let alias): rows = try await postgres.query("SELECT id FROM dm_rooms WHERE alias = \(alias)", logger: logger)
+        case .channelAlias(let alias): rows = try await postgres.liveQuery("SELECT id FROM channels WHERE alias = \(alias)", logger: logger)
+        case .roomAlias(let alias): rows = try await postgres.liveQuery("SELECT id FROM dm_rooms WHERE alias = \(alias)", logger: logger)
         }
         for try await id in rows.decode(UUID.self) { return id }
         return nil

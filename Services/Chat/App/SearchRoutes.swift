@@ -46,7 +46,7 @@ extension ChatAPI {
                 guard let value = Int(text), (1...Self.maxSearchResults).contains(value) else { throw APIError.badRequest("limit must be 1 to 100") }
                 limit = value
             }
-            return try await postgres.withConnection { c in
+            return try await postgres.withLiveConnection { [limit] c in
                 guard try await rooms.isWorkspaceMember(me, of: workspace, c) else { throw APIError.notFound("workspace") }
                 let channelHits = try await messages.searchChannels(keyword, reader: me, in: workspace, limit: limit, c)
                 let myRooms = try await rooms.rooms(of: me, in: workspace, c)

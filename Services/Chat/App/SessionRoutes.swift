@@ -1,5 +1,6 @@
 import ChatInternalAPI
 import ClientContract
+import Database
 import Events
 import Foundation
 import HTTPTypes
@@ -26,7 +27,7 @@ extension ChatAPI {
     func addSessionRoutes(to routes: RouteCollection<SuiteRequestContext>) {
         routes.get(RouterPath(ChatInternal.Session.route)) { _, context -> Response in
             guard let user = context.parameters.get("user").flatMap(UserID.init) else { return Response(status: .badRequest) }
-            let snapshot = try await postgres.withConnection { try await sessionSnapshot(of: user, $0) }
+            let snapshot = try await postgres.withLiveConnection { try await sessionSnapshot(of: user, $0) }
             var headers = HTTPFields()
             headers[.contentType] = "application/json; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: SessionSnapshotJSON(snapshot).jsonBuffer))
@@ -37,7 +38,7 @@ extension ChatAPI {
             else {
                 return Response(status: .badRequest)
             }
-            let (lines, more) = try await postgres.withConnection { try await replay(body, for: user, $0) }
+            let (lines, more) = try await postgres.withLiveConnection { try await replay(body, for: user, $0) }
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; charset=utf-8"
             if more { headers[ChatInternal.Replay.moreHeader] = "true" }

@@ -36,7 +36,7 @@ struct StoreRoutes: Sendable {
     var routes: RouteCollection<AuthenticatedContext> {
         let routes = RouteCollection(context: AuthenticatedContext.self)
         routes.get("item/list") { _, _ -> [StoreItemResponse] in
-            try await postgres.withConnection { try await records.items($0) }.map(StoreItemResponse.init)
+            try await postgres.withLiveConnection { try await records.items($0) }.map(StoreItemResponse.init)
         }
         routes.post("pay/validation") { request, context in BillingResponse(try await validate(request, context)) }
         return routes
@@ -54,18 +54,18 @@ struct StoreRoutes: Sendable {
         let body = try await request.decodeBody(as: ValidationBody.self, context: context)
         let impUID = try Self.reference(body.imp_uid, "imp_uid")
         let merchantUID = try Self.reference(body.merchant_uid, "merchant_uid")
-        if try await postgres.withConnection({ try await records.isBilled(impUID, $0) }) {
+        if try await postgres.withLiveConnection({ try await records.isBilled(impUID, $0) }) {
             throw APIError.paymentProcessed("imp_uid \(impUID) already billed")
         }
         guard let payment = try await portOne.payment(impUID) else { throw APIError.paymentProcessed("PortOne does not know \(impUID)") }
-        let items = try await postgres.withConnection { try await records.items($0) }
+        let items = try await postgres.withLiveConnection { try await records.items($0) }
         let item = try Self.verify(payment, merchantUID: merchantUID, catalogue: items)
         let paidAt = payment.paid_at.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil } ?? Date()
         let billing = BillingRecord(
             id: UUIDv7.generate(), impUID: impUID, merchantUID: merchantUID, buyer: buyer, item: item, paidAt: Timestamp.truncated(paidAt)
         )
         do {
-            try await postgres.withTransaction(logger: logger) { c in
+            try await postgres.withLiveTransaction(logger: logger) { c in
                 guard try await records.insert(billing, c) else { throw APIError.paymentProcessed("imp_uid \(impUID) billed concurrently") }
                 let after = try await ledger.add(.credit, user: buyer, amount: item.coins, billing: billing.id, c)
                 try await Outbox.append(

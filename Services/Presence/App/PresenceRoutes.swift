@@ -1,3 +1,4 @@
+import Database
 import Events
 import Foundation
 import Hummingbird
@@ -36,7 +37,7 @@ struct PresenceRoutes {
     }
 
     func members(of workspace: WorkspaceID, asking user: UserID) async throws -> [MemberPresence] {
-        let rows = try await postgres.query(
+        let rows = try await postgres.liveQuery(
             """
             SELECT m.user_id, s.status, s.last_seen FROM workspace_members m
             LEFT JOIN presence_status s ON s.user_id = m.user_id

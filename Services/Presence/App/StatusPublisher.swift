@@ -68,7 +68,7 @@ final class StatusPublisher: Service, Sendable {
     }
 
     private func leadOrStandBy() async throws {
-        try await postgres.withConnection { connection in
+        try await postgres.withLiveConnection { connection in
             let logger = self.logger
             guard try await connection.tryAdvisoryLock(Self.leaderLockId, logger: logger) else { return }  // another replica leads; stand by
             self.leading.store(true, ordering: .relaxed)

@@ -81,7 +81,7 @@ final class DeliveryWorker: Service, Sendable {
     private func listen(_ continuation: AsyncStream<Void>.Continuation) async {
         while !Task.isCancelled {
             do {
-                try await postgres.withConnection { connection in
+                try await postgres.withLiveConnection { connection in
                     try await connection.listen(on: NotificationPlanner.wakeChannel) { notifications in
                         for try await _ in notifications { continuation.yield() }
                     }
@@ -125,7 +125,7 @@ final class DeliveryWorker: Service, Sendable {
             Counter(label: "push_notifications_sent_total", dimensions: [("provider", n.provider.rawValue)]).increment()
         }
         do {
-            _ = try await postgres.query(
+            _ = try await postgres.liveQuery(
                 """
                 UPDATE notifications n SET status = 'sent', sent_at = clock_timestamp(), last_error = NULL
                 FROM unnest(\(sent.map(\.messageId))::uuid[], \(sent.map(\.token))::text[]) AS s(m, t)
@@ -138,7 +138,7 @@ final class DeliveryWorker: Service, Sendable {
     }
 
     private func lease() async throws -> [Due] {
-        let rows = try await postgres.query(
+        let rows = try await postgres.liveQuery(
             """
             UPDATE notifications n SET attempts = n.attempts + 1,
                 next_attempt_at = clock_timestamp() + make_interval(secs => \(leaseSeconds))
@@ -165,7 +165,7 @@ final class DeliveryWorker: Service, Sendable {
                 await recordSent([n])
             case .unregistered:
                 Counter(label: "push_notifications_failed_total", dimensions: [("provider", provider), ("reason", "unregistered")]).increment()
-                try await postgres.withTransaction(logger: logger) { c in
+                try await postgres.withLiveTransaction(logger: logger) { [logger] c in
                     _ = try await c.query(
                         """
                         UPDATE notifications SET status = 'dropped', last_error = 'unregistered' WHERE token = \(n.token) AND status = 'pending'
@@ -182,7 +182,7 @@ final class DeliveryWorker: Service, Sendable {
                 // 1 s, 2 s, 4 s … up to 5 minutes, or later when the provider asked for it.
                 let backoff = Double(min(300, 1 << min(n.attempts - 1, 9)))
                 let delay = max(backoff, after.map { Double($0.components.seconds) } ?? 0)
-                _ = try await postgres.query(
+                _ = try await postgres.liveQuery(
                     """
                     UPDATE notifications SET next_attempt_at = clock_timestamp() + make_interval(secs => \(delay)), last_error = \(reason)
                     WHERE message_id = \(n.messageId) AND token = \(n.token)
@@ -191,7 +191,7 @@ final class DeliveryWorker: Service, Sendable {
                 Counter(label: "push_notifications_failed_total", dimensions: [("provider", provider), ("reason", "dead_letter")]).increment()
                 logger.warning(
                     "push notification dead-lettered", metadata: ["push.provider": "\(provider)", "push.attempts": "\(n.attempts)", LogKey.error: "\(reason)"])
-                _ = try await postgres.query(
+                _ = try await postgres.liveQuery(
                     """
                     UPDATE notifications SET status = 'failed', last_error = \(reason) WHERE message_id = \(n.messageId) AND token = \(n.token)
                     """, logger: logger)

@@ -1,3 +1,4 @@
+import Database
 import Events
 import Foundation
 import Hummingbird
@@ -34,7 +35,7 @@ struct NotificationSettingsRoutes {
                 let body = try await request.decodeBody(as: Body.self, context: context, limit: 4_096)
                 guard let mode = body.mode.flatMap(Mode.init(rawValue:)) else { throw APIError.badRequest("mode must be all, mentions or none") }
                 let conversation = try await authorized(context, channel: isChannel)
-                _ = try await postgres.query(
+                _ = try await postgres.liveQuery(
                     """
                     INSERT INTO notification_settings (user_id, conversation_id, mode) VALUES (\(context.identity.uuid), \(conversation), \(mode.rawValue))
                     ON CONFLICT (user_id, conversation_id) DO UPDATE SET mode = EXCLUDED.mode
@@ -43,7 +44,7 @@ struct NotificationSettingsRoutes {
             }
             workspace.get("\(kind)/:conversation/notifications") { _, context -> Answer in
                 let conversation = try await authorized(context, channel: isChannel)
-                let rows = try await postgres.query(
+                let rows = try await postgres.liveQuery(
                     "SELECT mode FROM notification_settings WHERE user_id = \(context.identity.uuid) AND conversation_id = \(conversation)", logger: logger)
                 var mode = Mode.all
                 for try await value in rows.decode(String.self) { mode = Mode(rawValue: value) ?? .all }
@@ -59,12 +60,12 @@ struct NotificationSettingsRoutes {
         let me = context.identity.uuid
         let rows =
             channel
-            ? try await postgres.query(
+            ? try await postgres.liveQuery(
                 """
                 SELECT 1 FROM channel_members c JOIN workspace_members w ON w.user_id = c.user_id AND w.workspace_id = \(workspace.uuid)
                 WHERE c.channel_id = \(conversation) AND c.user_id = \(me)
                 """, logger: logger)
-            : try await postgres.query(
+            : try await postgres.liveQuery(
                 "SELECT 1 FROM workspace_members WHERE workspace_id = \(workspace.uuid) AND user_id = \(me)", logger: logger)
         for try await _ in rows { return conversation }
         throw APIError.notFound(channel ? "channel" : "workspace")

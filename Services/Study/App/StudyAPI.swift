@@ -65,7 +65,7 @@ struct StudyAPI: Sendable {
     /// `GET /v1/user` (and `shop/myinfo`): 200 with the User object; 406 not registered.
     func login(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
-        guard let user = try await postgres.withConnection({ try await users.find(uid, $0) }) else { throw StudyRefusal.notRegistered }
+        guard let user = try await postgres.withLiveConnection({ try await users.find(uid, $0) }) else { throw StudyRefusal.notRegistered }
         return try json(StudyUserResponse(user))
     }
 
@@ -74,9 +74,9 @@ struct StudyAPI: Sendable {
     private func signUp(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         let form = try await StudyForm.read(request)
-        if try await postgres.withConnection({ try await users.find(uid, $0) }) != nil { throw StudyRefusal.code(201) }
+        if try await postgres.withLiveConnection({ try await users.find(uid, $0) }) != nil { throw StudyRefusal.code(201) }
         let signUp = try StudySignUp(form)
-        let created = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+        let created = try await postgres.withLiveTransaction(logger: logger) { [users, logger] c in
             let user = try await users.insert(signUp, uid: uid, objectId: StudyFields.objectId(), c)
             if let user { try await Self.tokenChanged(uid, user.fcmToken, c, logger) }
             return user
@@ -88,7 +88,7 @@ struct StudyAPI: Sendable {
     /// `POST /v1/user/withdraw`: 200; 406 not registered (or withdrawn already).
     private func withdraw(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
-        let deleted = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+        let deleted = try await postgres.withLiveTransaction(logger: logger) { [users, logger] c in
             guard try await users.delete(uid, c) else { return false }
             try await Self.tokenChanged(uid, nil, c, logger)
             return true
@@ -101,7 +101,7 @@ struct StudyAPI: Sendable {
     private func updatePreferences(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         let preferences = try StudyPreferences(try await StudyForm.read(request))
-        guard try await postgres.withConnection({ try await users.updatePreferences(uid, preferences, $0) }) else { throw StudyRefusal.notRegistered }
+        guard try await postgres.withLiveConnection({ try await users.updatePreferences(uid, preferences, $0) }) else { throw StudyRefusal.notRegistered }
         return Response(status: .ok)
     }
 
@@ -109,7 +109,7 @@ struct StudyAPI: Sendable {
     private func updateFCMToken(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
         let token = try StudyFields.fcmToken(try await StudyForm.read(request).string("FCMtoken"))
-        let updated = try await postgres.withTransaction(logger: logger) { [users, logger] c in
+        let updated = try await postgres.withLiveTransaction(logger: logger) { [users, logger] c in
             guard try await users.updateFCMToken(uid, token, c) else { return false }
             try await Self.tokenChanged(uid, token, c, logger)
             return true

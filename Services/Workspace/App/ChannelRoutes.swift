@@ -54,7 +54,7 @@ extension WorkspaceAPI {
     /// A read of the path's channel by a member of its workspace (E13 for others and for an
     /// unknown channel; every channel, thread or not, is visible to every member).
     func readChannel<T: Sendable>(
-        _ context: AuthenticatedContext, _ body: @Sendable (ChannelRecord, PostgresConnection) async throws -> T
+        _ context: AuthenticatedContext, _ body: @escaping @Sendable (ChannelRecord, PostgresConnection) async throws -> T
     ) async throws -> T {
         let me = context.identity
         let id: WorkspaceID = try pathID(context, "workspace")

@@ -31,7 +31,7 @@ final class CreationSaga: Service, Sendable {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
-                    try await self.postgres.withConnection { connection in
+                    try await self.postgres.withLiveConnection { connection in
                         try await connection.listen(on: Self.channel) { notifications in
                             for try await notification in notifications {
                                 if let id = WorkspaceID(notification.payload) { self.signal(id) }
@@ -59,7 +59,7 @@ final class CreationSaga: Service, Sendable {
                 _ = waiters.withLock { $0[id]?.removeValue(forKey: key) }
                 continuation.finish()
             }
-            let state = try await postgres.withConnection { try await self.store.creationState(id, $0) }
+            let state = try await postgres.withLiveConnection { try await self.store.creationState(id, $0) }
             let remaining = deadline - ContinuousClock.now
             if state != .pending || remaining <= .zero { return state }
             // A per-iteration stream: cancelling its iteration at the timeout only ends this one.

@@ -46,15 +46,15 @@ struct WorkspaceAPI: Sendable {
     func pathID<Entity>(_ context: AuthenticatedContext, _ name: String) throws -> Identifier<Entity> { try context.pathID(name) }
 
     /// Runs reads on one pooled connection.
-    func read<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await postgres.withConnection { try await body($0) }
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await postgres.withLiveConnection { try await body($0) }
     }
 
     /// Runs a mutation in one transaction; a unique violation that escapes it is a lost race on a
     /// name or membership, i.e. E12.
-    func write<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await postgres.withTransaction(logger: logger) { try await body($0) }
+            return try await postgres.withLiveTransaction(logger: logger) { try await body($0) }
         } catch let error where error.isUniqueViolation {
             throw APIError.duplicate("unique violation")
         }

@@ -48,12 +48,12 @@ struct EmailCodes: Sendable {
     /// `resendInterval` ago. Two pending addresses never share a code (a code alone names its
     /// address), so a drawn code in use elsewhere is drawn again.
     func issue(for email: String) async throws -> Issue {
-        _ = try await postgres.query("DELETE FROM email_codes WHERE expires_at < now() - interval '1 day'", logger: logger)
+        _ = try await postgres.liveQuery("DELETE FROM email_codes WHERE expires_at < now() - interval '1 day'", logger: logger)
         for _ in 0..<8 {
             let code = String(format: "%06d", Int.random(in: 0...999_999))
             do {
                 var inserted = false
-                for try await _ in try await postgres.query(
+                for try await _ in try await postgres.liveQuery(
                     """
                     INSERT INTO email_codes (email, code_hash, expires_at) VALUES (\(email), \(hash(code)), now() + make_interval(secs => \(Self.lifetime)))
                     ON CONFLICT (email) DO UPDATE SET code_hash = EXCLUDED.code_hash, sent_at = now(), expires_at = EXCLUDED.expires_at,
@@ -74,7 +74,7 @@ struct EmailCodes: Sendable {
     }
 
     private func secondsUntilResend(_ email: String) async throws -> Int {
-        for try await seconds in try await postgres.query(
+        for try await seconds in try await postgres.liveQuery(
             """
             SELECT ceil(extract(epoch FROM sent_at + make_interval(secs => \(Self.resendInterval)) - now()))::bigint FROM email_codes
             WHERE email = \(email)
@@ -88,7 +88,7 @@ struct EmailCodes: Sendable {
     /// Takes back a code that could not be sent, so the address may ask again at once.
     func withdraw(_ code: String, for email: String) async {
         do {
-            _ = try await postgres.query("DELETE FROM email_codes WHERE email = \(email) AND code_hash = \(hash(code))", logger: logger)
+            _ = try await postgres.liveQuery("DELETE FROM email_codes WHERE email = \(email) AND code_hash = \(hash(code))", logger: logger)
         } catch {
             logger.warning("could not withdraw an unsent verification code", metadata: ["error": "\(String(reflecting: error))"])
         }
@@ -98,7 +98,7 @@ struct EmailCodes: Sendable {
     /// this value, whichever address it went to.
     func check(code: String) async throws -> Check {
         guard Self.isWellFormed(code) else { return .invalid }
-        for try await email in try await postgres.query(
+        for try await email in try await postgres.liveQuery(
             """
             UPDATE email_codes SET verified_at = now()
             WHERE code_hash = \(hash(code)) AND verified_at IS NULL AND expires_at > now() AND attempts < \(Self.maxAttempts)
@@ -114,7 +114,7 @@ struct EmailCodes: Sendable {
     /// `maxAttempts` wrong ones the code is void (a new one must be sent).
     func check(code: String, email: String) async throws -> Check {
         let hash = hash(code)
-        for try await (matched, email) in try await postgres.query(
+        for try await (matched, email) in try await postgres.liveQuery(
             """
             UPDATE email_codes SET
                 verified_at = CASE WHEN code_hash = \(hash) THEN now() ELSE verified_at END,
@@ -130,6 +130,6 @@ struct EmailCodes: Sendable {
 
     /// Forgets an address's code (it signed up).
     func clear(_ email: String) async throws {
-        _ = try await postgres.query("DELETE FROM email_codes WHERE email = \(email)", logger: logger)
+        _ = try await postgres.liveQuery("DELETE FROM email_codes WHERE email = \(email)", logger: logger)
     }
 }

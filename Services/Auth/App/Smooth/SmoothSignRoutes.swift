@@ -61,7 +61,7 @@ extension SmoothAuthRoutes {
         if try await store.emailExists(email) { throw SmoothError.duplicateEmail }
         guard let code = try await store.freeCode(for: name) else { throw SmoothError.duplicateName }
         let hash = try await account.hasher.hash(password)
-        let created = try await account.postgres.withTransaction(logger: logger) { connection -> UserRecord? in
+        let created = try await account.postgres.withLiveTransaction(logger: logger) { connection -> UserRecord? in
             guard
                 let user = try await store.insert(
                     id: .generate(), email: email, passwordHash: hash, nickname: name, phone: nil, provider: nil, code: code, on: connection)

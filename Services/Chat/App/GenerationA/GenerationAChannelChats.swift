@@ -26,7 +26,7 @@ extension ChatAPI {
             let context = try await generationB(context)
             let unread = try await channelUnreads(request, context)
             let channel: ChannelID = try pathID(context, "conversation")
-            let alias = try await postgres.withConnection { try await messages.alias(of: channel, $0) }
+            let alias = try await postgres.withLiveConnection { try await messages.alias(of: channel, $0) }
             return GenerationAUnreads(channel_id: alias ?? 0, name: unread.name, count: unread.count)
         }
         return routes
@@ -37,7 +37,7 @@ extension ChatAPI {
     func generationB(_ context: AuthenticatedContext) async throws -> AuthenticatedContext {
         let alias = context.parameters.get("workspace").flatMap(IntegerAlias.parse)
         let name = context.parameters.get("channel").map { $0.removingPercentEncoding ?? $0 }
-        let ids = try await postgres.withConnection { c -> (WorkspaceID, ChannelID)? in
+        let ids = try await postgres.withLiveConnection { c -> (WorkspaceID, ChannelID)? in
             guard let alias, let name, let workspace = try await messages.workspace(alias: alias, c),
                 let channel = try await messages.channel(named: name, in: workspace, c)
             else { return nil }

@@ -20,7 +20,7 @@ extension ChatAPI {
             let (fields, uploaded) = try await SmoothFileForm.read(request, into: files)
             do {
                 let form = try SmoothFileForm(fields: fields, files: uploaded)
-                try await postgres.withTransaction(logger: logger) { c in try await postSmoothFile(form, by: context.identity, c) }
+                try await postgres.withLiveTransaction(logger: logger) { c in try await postSmoothFile(form, by: context.identity, c) }
                 return SmoothDone()
             } catch {
                 files.remove(uploaded)
@@ -31,7 +31,7 @@ extension ChatAPI {
             let raw = context.parameters.get("file") ?? ""
             let name = raw.removingPercentEncoding ?? raw
             // A plain 404 (the edge answers it in Smooth's envelope): nothing is said about why.
-            guard ChatFiles.isStoredName(name), try await postgres.withConnection({ try await messages.isLiveAttachment(named: name, $0) }) else {
+            guard ChatFiles.isStoredName(name), try await postgres.withLiveConnection({ try await messages.isLiveAttachment(named: name, $0) }) else {
                 return Response(status: .notFound)
             }
             return try await files.response(for: name, context: context)

@@ -20,7 +20,7 @@ extension ChatAPI {
             // Smooth's server: 50 a page unless asked (its iOS client asks for 20).
             guard let page = HistoryPage(page: query.get("page"), size: query.get("size"), defaultSize: 50) else { throw SmoothError.invalidInput }
             return SmoothResponse(
-                try await postgres.withConnection { c in
+                try await postgres.withLiveConnection { c in
                     guard let channel = try await messages.channel(alias: alias, member: context.identity, c) else {
                         throw SmoothError.invalidChannel
                     }
@@ -33,7 +33,7 @@ extension ChatAPI {
             guard let alias = query.get("ch_id").flatMap(IntegerAlias.parse) else { throw SmoothError.invalidInput }
             guard let page = HistoryPage(page: query.get("page"), size: query.get("size"), defaultSize: 50) else { throw SmoothError.invalidInput }
             return SmoothResponse(
-                try await postgres.withConnection { c in
+                try await postgres.withLiveConnection { c in
                     let room: RoomRef?
                     if let me = context.identity {
                         room = try await rooms.room(alias: alias, participant: me, lock: false, c)

@@ -35,7 +35,7 @@ extension ChatAPI {
         routes.get { request, context -> SmoothResponse<SmoothRoomList> in
             let me = context.identity
             return SmoothResponse(
-                try await postgres.withConnection { c in
+                try await postgres.withLiveConnection { c in
                     var rooms: [SmoothRoom] = []
                     for room in try await personalRooms.store.rooms(of: me, c) {
                         rooms.append(try await smoothRoom(room, for: me, request: request, c))
@@ -47,7 +47,7 @@ extension ChatAPI {
         routes.get("unreceived") { request, context -> SmoothResponse<[SmoothUnreadRoom]> in
             let me = context.identity
             return SmoothResponse(
-                try await postgres.withConnection { c in
+                try await postgres.withLiveConnection { c in
                     var rooms: [SmoothUnreadRoom] = []
                     for (room, count) in try await personalRooms.store.unread(of: me, c) {
                         let listed = try await smoothRoom(room, for: me, request: request, c)
@@ -60,7 +60,7 @@ extension ChatAPI {
             let me = context.identity
             let body = try await request.decodeBody(as: OpenBody.self, context: context)
             return SmoothResponse(
-                try await postgres.withTransaction(logger: logger) { c in
+                try await postgres.withLiveTransaction(logger: logger) { c in
                     let users = try await smoothUsers(body.members ?? [], c)
                     return try await smoothDetail(try await personalRooms.open(with: users, name: body.name, by: me, c), for: me, request: request, c)
                 })
@@ -69,7 +69,7 @@ extension ChatAPI {
             let me = context.identity
             guard let alias = context.parameters.get("room").flatMap(IntegerAlias.parse) else { throw SmoothError.invalidRoom }
             return SmoothResponse(
-                try await postgres.withConnection { c in
+                try await postgres.withLiveConnection { c in
                     guard let room = try await personalRooms.store.room(alias: alias, member: me, c) else { throw SmoothError.invalidRoom }
                     return try await smoothDetail(room, for: me, request: request, c)
                 })
@@ -77,7 +77,7 @@ extension ChatAPI {
         routes.patch("name") { request, context -> SmoothDone in
             let me = context.identity
             let body = try await request.decodeBody(as: NameBody.self, context: context)
-            try await postgres.withTransaction(logger: logger) { c in try await personalRooms.rename(try await roomID(body.id, me, c), to: body.name, by: me, c)
+            try await postgres.withLiveTransaction(logger: logger) { c in try await personalRooms.rename(try await roomID(body.id, me, c), to: body.name, by: me, c)
             }
             return SmoothDone()
         }
@@ -87,7 +87,7 @@ extension ChatAPI {
         routes.post("invitation") { request, context -> SmoothResponse<Link> in
             let me = context.identity
             let body = try await request.decodeBody(as: IdBody.self, context: context)
-            let code = try await postgres.withTransaction(logger: logger) { c in try await personalRooms.invitation(try await roomID(body.id, me, c), by: me, c)
+            let code = try await postgres.withLiveTransaction(logger: logger) { c in try await personalRooms.invitation(try await roomID(body.id, me, c), by: me, c)
             }
             return SmoothResponse(Link(url: request.smoothPublicURL + "/invite/r/" + code))
         }
@@ -96,14 +96,14 @@ extension ChatAPI {
             let body = try await request.decodeBody(as: CodeBody.self, context: context)
             guard let code = body.code.flatMap(InviteCode.parse) else { throw SmoothError.invalidInvitation }
             return SmoothResponse(
-                try await postgres.withTransaction(logger: logger) { c in
+                try await postgres.withLiveTransaction(logger: logger) { c in
                     try await smoothDetail(try await personalRooms.join(code: code, me, c), for: me, request: request, c)
                 })
         }
         routes.post("member") { request, context -> SmoothDone in
             let me = context.identity
             let body = try await request.decodeBody(as: MembersBody.self, context: context)
-            try await postgres.withTransaction(logger: logger) { c in
+            try await postgres.withLiveTransaction(logger: logger) { c in
                 let room = try await roomID(body.id, me, c)
                 try await personalRooms.add(try await smoothUsers(body.members ?? [], c), to: room, by: me, c)
             }
@@ -113,7 +113,7 @@ extension ChatAPI {
             let me = context.identity
             guard let alias = context.parameters.get("room").flatMap(IntegerAlias.parse) else { throw SmoothError.invalidRoom }
             guard let member = request.uri.queryParameters.get("id").flatMap(IntegerAlias.parse) else { throw SmoothError.badRequest }
-            let outcome = try await postgres.withTransaction(logger: logger) { c -> RoomOutcome in
+            let outcome = try await postgres.withLiveTransaction(logger: logger) { c -> RoomOutcome in
                 let room = try await roomID(alias, me, c)
                 guard let user = try await personalRooms.store.users(aliases: [member], c)[member] else { throw SmoothError.notMember }
                 return try await personalRooms.remove(user, from: room, by: me, c)
@@ -142,7 +142,7 @@ extension ChatAPI {
         }
         let previous: String?
         do {
-            previous = try await postgres.withTransaction(logger: logger) { c in
+            previous = try await postgres.withLiveTransaction(logger: logger) { c in
                 try await personalRooms.setIcon(try await roomID(alias, me, c), to: icon, by: me, c)
             }
         } catch {

@@ -29,7 +29,7 @@ extension StudyAPI {
             text.utf8.count <= 4 * Self.maxChatCharacters
         else { throw StudyRefusal.badField }
         // Refusals are answers, not errors: a throw inside would come out wrapped by the transaction.
-        let sent = try await postgres.withTransaction(logger: logger) { [users, chats, logger] c -> Result<StudyChat, StudyRefusal> in
+        let sent = try await postgres.withLiveTransaction(logger: logger) { [users, chats, logger] c -> Result<StudyChat, StudyRefusal> in
             guard let sender = try await users.find(uid, c) else { return .failure(.notRegistered) }
             guard try await chats.studyTogether(uid, to, c) else { return .failure(.code(201)) }
             let chat = try await chats.insert(id: StudyFields.objectId(), from: uid, to: to, chat: text, c)
@@ -55,7 +55,7 @@ extension StudyAPI {
             guard let milliseconds = Timestamp.parseMilliseconds(text) else { throw StudyRefusal.badField }
             after = milliseconds
         }
-        let found = try await postgres.withConnection { [users, chats] c -> [StudyChat]? in
+        let found = try await postgres.withLiveConnection { [users, chats, after] c -> [StudyChat]? in
             guard try await users.find(uid, c) != nil else { return nil }
             return try await chats.history(between: uid, other, afterMilliseconds: after, c)
         }

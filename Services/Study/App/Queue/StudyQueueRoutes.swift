@@ -1,3 +1,4 @@
+import Database
 import Foundation
 import Hummingbird
 import NIOCore
@@ -25,7 +26,7 @@ extension StudyAPI {
 
     /// A rule's answer: the status, no body.
     private func status(_ body: @Sendable @escaping (PostgresConnection) async throws -> Int) async throws -> Response {
-        Response(status: .init(code: try await postgres.withTransaction(logger: logger) { try await body($0) }))
+        Response(status: .init(code: try await postgres.withLiveTransaction(logger: logger) { try await body($0) }))
     }
 
     private func start(_ request: Request) async throws -> Response {
@@ -85,7 +86,7 @@ extension StudyAPI {
     /// (0/1 flags, the partner only once matched); 201 not in the queue; 406.
     private func myQueueState(_ request: Request) async throws -> Response {
         let uid = try await uid(of: request)
-        let (registered, entry) = try await postgres.withConnection { [users, queueStore] c in
+        let (registered, entry) = try await postgres.withLiveConnection { [users, queueStore] c in
             (try await users.find(uid, c) != nil, try await queueStore.entry(uid, c))
         }
         guard registered else { throw StudyRefusal.notRegistered }
@@ -99,7 +100,7 @@ extension StudyAPI {
         let uid = try await uid(of: request)
         let point = try StudyQueueFields.coordinate(try await StudyForm.read(request))
         let radius = Double(searchRadiusMeters)
-        let found = try await postgres.withConnection { [users, queueStore] c -> (near: [StudyQueuedUser], requested: [StudyQueuedUser])? in
+        let found = try await postgres.withLiveConnection { [users, queueStore] c -> (near: [StudyQueuedUser], requested: [StudyQueuedUser])? in
             guard let me = try await users.find(uid, c) else { return nil }
             let near = try await queueStore.searching(near: point.lat, point.long, radius: radius, for: me, limit: Self.searchLimit, c)
             let requested = try await queueStore.requesters(of: uid, limit: Self.searchLimit, c)

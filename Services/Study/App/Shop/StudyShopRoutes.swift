@@ -1,3 +1,4 @@
+import Database
 import Foundation
 import Hummingbird
 import Logging
@@ -21,7 +22,7 @@ extension StudyAPI {
         let form = try await StudyForm.read(request)
         let sesac = try form.int("sesac", in: StudyShopItem.sesacs)
         let background = try form.int("background", in: StudyShopItem.backgrounds)
-        let status = try await postgres.withConnection { [shop] c in try await shop.wear(uid, sesac: sesac, background: background, c) }
+        let status = try await postgres.withLiveConnection { [shop] c in try await shop.wear(uid, sesac: sesac, background: background, c) }
         return Response(status: .init(code: status))
     }
 
@@ -34,7 +35,7 @@ extension StudyAPI {
         let receipt = try form.string("receipt").trimmingCharacters(in: .whitespacesAndNewlines)
         let product = try form.string("product").trimmingCharacters(in: .whitespaces)
         guard !receipt.isEmpty, !product.isEmpty else { throw StudyRefusal.badField }
-        guard try await postgres.withConnection({ try await users.find(uid, $0) }) != nil else { throw StudyRefusal.notRegistered }
+        guard try await postgres.withLiveConnection({ try await users.find(uid, $0) }) != nil else { throw StudyRefusal.notRegistered }
         let transaction: AppStoreTransaction
         let item: StudyShopItem
         do {
@@ -44,7 +45,7 @@ extension StudyAPI {
             logger.warning("in-app purchase refused", metadata: ["study.uid": "\(uid)", "reason": "\(error)"])
             throw StudyRefusal.code(201)
         }
-        let status = try await postgres.withTransaction(logger: logger) { [shop] c in try await shop.grant(uid, transaction, item, c) }
+        let status = try await postgres.withLiveTransaction(logger: logger) { [shop] c in try await shop.grant(uid, transaction, item, c) }
         return Response(status: .init(code: status))
     }
 }

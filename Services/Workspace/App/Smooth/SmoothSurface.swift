@@ -34,7 +34,7 @@ extension WorkspaceAPI {
 
     /// A mutation in one transaction; a Smooth refusal thrown inside comes out as itself (not
     /// wrapped in the driver's transaction error, which would make it a 1500).
-    func smoothWrite<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func smoothWrite<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await write(body)
         } catch let error as PostgresTransactionError {
