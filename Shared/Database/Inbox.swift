@@ -8,12 +8,26 @@ public enum Inbox {
     /// Returns true when `eventId` had not been processed by `consumer` (the caller goes on and
     /// applies the effect in this transaction); false for a duplicate.
     public static func claim(consumer: String, eventId: UUID, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        let rows = try await connection.query(
-            """
-            INSERT INTO inbox (consumer, event_id) VALUES (\(consumer), \(eventId))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-        for try await _ in rows { return true }
+        for try await _ in try await connection.execute(InboxClaim(consumer: consumer, eventId: eventId), logger: logger) { return true }
         return false
     }
+}
+
+/// Every consumed event claims its id with this statement, so it is prepared once per connection.
+struct InboxClaim: PostgresPreparedStatement {
+    typealias Row = Int32
+    static let sql = "INSERT INTO inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1"
+    static let bindingDataTypes: [PostgresDataType] = [.text, .uuid]
+
+    var consumer: String
+    var eventId: UUID
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(consumer)
+        bindings.append(eventId)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
 }

@@ -56,19 +56,50 @@ public enum Outbox {
         eventId: UUID, topic: String, key: String, type: String, payload: [UInt8]?,
         on connection: PostgresConnection, logger: Logger
     ) async throws {
-        let bytes = payload.map { ByteBuffer(bytes: $0) }
         // The current span's context (none without tracing), for the relay to put on the record.
         let trace = KafkaTracing.values()
-        _ = try await connection.query(
-            """
-            WITH inserted AS (
-                INSERT INTO outbox (event_id, topic, event_key, event_type, payload, traceparent, tracestate)
-                VALUES (\(eventId), \(topic), \(key), \(type), \(bytes), \(trace[KafkaTracing.traceparent]), \(trace[KafkaTracing.tracestate]))
-                RETURNING id
-            )
-            SELECT pg_notify(\(channel), '') FROM inserted
-            """, logger: logger)
+        let row = OutboxInsert(
+            eventId: eventId, topic: topic, key: key, type: type, payload: payload.map { ByteBuffer(bytes: $0) },
+            traceparent: trace[KafkaTracing.traceparent], tracestate: trace[KafkaTracing.tracestate])
+        _ = try await connection.execute(row, logger: logger)
     }
+}
+
+/// Every event a service writes goes through this statement, so it is prepared once per
+/// connection (PostgreSQL parses and plans it once). The notification reaches the relay at commit.
+struct OutboxInsert: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = """
+        WITH inserted AS (
+            INSERT INTO outbox (event_id, topic, event_key, event_type, payload, traceparent, tracestate)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            RETURNING id
+        )
+        SELECT pg_notify('\(Outbox.channel)', '') FROM inserted
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .bytea, .text, .text]
+
+    var eventId: UUID
+    var topic: String
+    var key: String
+    var type: String
+    var payload: ByteBuffer?
+    var traceparent: String?
+    var tracestate: String?
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(eventId)
+        bindings.append(topic)
+        bindings.append(key)
+        bindings.append(type)
+        bindings.append(payload)
+        bindings.append(traceparent)
+        bindings.append(tracestate)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
 }
 
 /// An event too large to publish: refused by `Outbox.append` before it is written (the service's

@@ -134,10 +134,9 @@ struct ChatAPI: Sendable {
         }
         let mentions = try await Mentions.resolve(in: draft.content, conversation: conversation, c, logger: logger)
         let id = MessageID.generate()
-        let time = try await messages.insert(id, in: conversation, sender: sender, draft: draft, files: files, mentions: mentions, c)
+        let (time, profile) = try await messages.insert(id, in: conversation, sender: sender, draft: draft, files: files, mentions: mentions, c)
         var message = StoredMessage(
-            id: id, sender: try await messages.sender(sender, c), content: draft.content, files: files, createdAt: time,
-            parentId: draft.parentId, mentions: mentions)
+            id: id, sender: profile, content: draft.content, files: files, createdAt: time, parentId: draft.parentId, mentions: mentions)
         if let parent = draft.parentId { message.parent = try await messages.parents([parent], c)[parent] }
         try await append(event(message), c)
         return (message, true)

@@ -93,15 +93,14 @@ struct MessageStore: Sendable {
         """
 
     /// The channel when `user` is in it (per this service's read model), locked for the
-    /// transaction when `lock` (which serialises inserts per channel).
+    /// transaction when `lock` (which serialises inserts per channel). Prepared: every send and
+    /// every history read asks it.
     func channel(_ id: ChannelID, in workspace: WorkspaceID, member user: UserID, lock: Bool, _ c: PostgresConnection) async throws -> ChannelRef? {
-        for try await (name, alias) in try await c.query(
-            """
-            SELECT c.name, c.alias FROM channels c JOIN channel_members m ON m.channel_id = c.id
-            WHERE c.id = \(id.uuid) AND c.workspace_id = \(workspace.uuid) AND m.user_id = \(user.uuid)
-            \(unescaped: lock ? "FOR NO KEY UPDATE OF c" : "")
-            """, logger: logger
-        ).decode((String, Int64?).self) {
+        let rows =
+            lock
+            ? try await c.execute(ChannelOfMember<ForUpdate>(channel: id.uuid, workspace: workspace.uuid, user: user.uuid), logger: logger)
+            : try await c.execute(ChannelOfMember<ForRead>(channel: id.uuid, workspace: workspace.uuid, user: user.uuid), logger: logger)
+        for try await (name, alias) in rows {
             return ChannelRef(id: id, workspaceId: workspace, name: name, alias: alias)
         }
         return nil
@@ -149,25 +148,23 @@ struct MessageStore: Sendable {
     /// Inserts the message with the next time of the (locked) conversation: now in milliseconds,
     /// but at least 1 ms after its previous message, so times are unique per conversation and
     /// follow commit order. The time is computed and stored in SQL (a `Date` round trip can lose a
-    /// microsecond and break the exact-millisecond cursor); returns it.
+    /// microsecond and break the exact-millisecond cursor); returns it with the sender's profile,
+    /// read in the same (prepared) statement.
     func insert(
         _ id: MessageID, in conversation: Conversation, sender: UserID, draft: MessageDraft, files: [String], mentions: [UserID],
         _ c: PostgresConnection
-    ) async throws -> Date {
-        for try await time in try await c.query(
-            """
-            WITH clock AS (
-                UPDATE \(unescaped: conversation.clockTable) SET last_message_at =
-                    greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
-                WHERE id = \(conversation.id) RETURNING last_message_at
-            )
-            INSERT INTO messages (id, conversation_id, sender_id, content, files, nonce, parent_id, mentions, created_at)
-            SELECT \(id.uuid), \(conversation.id), \(sender.uuid), \(draft.content), \(files), \(draft.nonce), \(draft.parentId?.uuid),
-                   \(mentions.map(\.uuid)), clock.last_message_at FROM clock
-            RETURNING created_at
-            """, logger: logger
-        ).decode(Date.self) {
-            return time
+    ) async throws -> (time: Date, sender: ChatEvents.Sender) {
+        let row = InsertedMessage(
+            id: id.uuid, conversation: conversation.id, sender: sender.uuid, content: draft.content, files: files, nonce: draft.nonce,
+            parent: draft.parentId?.uuid, mentions: mentions.map(\.uuid))
+        let rows =
+            switch conversation {
+            case .channel: try await c.execute(InsertMessage<ChannelClock>(row), logger: logger)
+            case .room: try await c.execute(InsertMessage<RoomClock>(row), logger: logger)
+            }
+        for try await (time, email, nickname, image, alias) in rows {
+            let profile = ChatEvents.Sender(userId: sender, email: email ?? "", nickname: nickname ?? "", profileImage: image, alias: alias)
+            return (time, profile)
         }
         throw ChatStoreError("conversation \(conversation.id) vanished while locked")
     }
