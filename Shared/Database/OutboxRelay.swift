@@ -203,13 +203,8 @@ public final class OutboxRelay: Service, Sendable {
         while !Task.isCancelled {
             var rows: [(id: Int64, eventId: UUID, topic: String, type: String, bytes: Int)] = []
             var messages: [KafkaProducerMessage] = []
-            let query = try await connection.query(
-                """
-                SELECT id, event_id, topic, event_key, event_type, payload, traceparent, tracestate FROM outbox
-                WHERE published_at IS NULL ORDER BY id LIMIT \(configuration.batchSize)
-                """, logger: logger)
-            for try await (id, eventId, topic, key, type, payload, traceparent, tracestate) in query.decode(
-                (Int64, UUID, String, String, String, ByteBuffer?, String?, String?).self)
+            for try await (id, eventId, topic, key, type, payload, traceparent, tracestate) in try await connection.execute(
+                UnpublishedOutboxRows(limit: configuration.batchSize), logger: logger)
             {
                 rows.append((id, eventId, topic, type, payload?.readableBytes ?? 0))
                 var headers = [
@@ -247,9 +242,7 @@ public final class OutboxRelay: Service, Sendable {
                 }
             }
             if !delivered.isEmpty {
-                _ = try await connection.query(
-                    "UPDATE outbox SET published_at = now() WHERE id = ANY(\(delivered))", logger: logger
-                )
+                _ = try await connection.execute(MarkOutboxPublished(ids: delivered), logger: logger)
             }
             try await OutboxDeadLetters.move(refused, on: connection, logger: logger)
             outcome.published += delivered.count
@@ -262,4 +255,42 @@ public final class OutboxRelay: Service, Sendable {
         }
         return outcome
     }
+}
+
+/// The relay's oldest unpublished rows. The relay runs these two statements on every pass, so
+/// both are prepared once on its connection.
+struct UnpublishedOutboxRows: PostgresPreparedStatement {
+    typealias Row = (Int64, UUID, String, String, String, ByteBuffer?, String?, String?)
+    static let sql = """
+        SELECT id, event_id, topic, event_key, event_type, payload, traceparent, tracestate FROM outbox
+        WHERE published_at IS NULL ORDER BY id LIMIT $1
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8]
+
+    var limit: Int
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(Int64(limit))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// Marks rows the broker acknowledged.
+struct MarkOutboxPublished: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = "UPDATE outbox SET published_at = now() WHERE id = ANY($1)"
+    static let bindingDataTypes: [PostgresDataType] = [.int8Array]
+
+    var ids: [Int64]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(ids)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
 }

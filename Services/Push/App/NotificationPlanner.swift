@@ -34,10 +34,12 @@ struct NotificationPlanner: Sendable {
     func register(into router: inout EventRouter) {
         router.on(ChatEvents.ChannelMessageCreated.self) { event, context in
             let m = event.data
-            let readers = try await Self.uuids(
-                context.connection.query(
-                    "SELECT user_id FROM channel_members WHERE channel_id = \(m.channelId.uuid) AND user_id <> \(m.sender.userId.uuid)",
-                    logger: context.logger))
+            var readers: [UUID] = []
+            for try await reader in try await context.connection.execute(
+                ChannelReaders(channel: m.channelId.uuid, sender: m.sender.userId.uuid), logger: context.logger)
+            {
+                readers.append(reader)
+            }
             let workspace = try await Self.workspaceName(m.workspaceId, context)
             try await plan(
                 readers: readers, conversation: m.channelId.uuid, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [],
@@ -74,25 +76,13 @@ struct NotificationPlanner: Sendable {
     ) async throws {
         guard !readers.isEmpty else { return }
         let c = context.connection
-        _ = try await c.query(
-            """
-            INSERT INTO unread_counts (user_id, conversation_id, count) SELECT unnest(\(readers)::uuid[]), \(conversation), 1
-            ON CONFLICT (user_id, conversation_id) DO UPDATE SET count = unread_counts.count + 1
-            """, logger: context.logger)
-        let rows = try await c.query(
-            """
-            SELECT r.u, t.token, coalesce(s.mode, 'all'), (SELECT coalesce(sum(count), 0) FROM unread_counts n WHERE n.user_id = r.u)::int8
-            FROM unnest(\(readers)::uuid[]) AS r(u)
-            JOIN device_tokens t ON t.user_id = r.u
-            LEFT JOIN notification_settings s ON s.user_id = r.u AND s.conversation_id = \(conversation)
-            LEFT JOIN presence p ON p.user_id = r.u
-            WHERE NOT coalesce(p.online, false)
-            """, logger: context.logger)
+        _ = try await c.execute(BumpUnreadCounts(readers: readers, conversation: conversation), logger: context.logger)
+        let rows = try await c.execute(OfflineDevices(readers: readers, conversation: conversation), logger: context.logger)
         let mentioned = Set(mentions.map(\.uuid))
         var (users, tokens, kinds, payloads) = ([UUID](), [String](), [String](), [String]())
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        for try await (user, token, mode, badge) in rows.decode((UUID, String, String, Int64).self) {
+        for try await (user, token, mode, badge) in rows {
             guard mode == "all" || (mode == "mentions" && mentioned.contains(user)) else { continue }
             let provider = PushProvider(token: token)
             guard providers.contains(provider) else {
@@ -117,8 +107,7 @@ struct NotificationPlanner: Sendable {
     }
 
     private static func workspaceName(_ workspace: WorkspaceID, _ context: EventContext) async throws -> String? {
-        let rows = try await context.connection.query("SELECT name FROM workspaces WHERE id = \(workspace.uuid)", logger: context.logger)
-        for try await name in rows.decode(String.self) { return name }
+        for try await name in try await context.connection.execute(WorkspaceName(workspace: workspace.uuid), logger: context.logger) { return name }
         return nil
     }
 
