@@ -22,12 +22,7 @@ struct InboxClaim: PostgresPreparedStatement {
     var consumer: String
     var eventId: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(consumer)
-        bindings.append(eventId)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: consumer, eventId) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
 }

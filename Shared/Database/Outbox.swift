@@ -87,17 +87,7 @@ struct OutboxInsert: PostgresPreparedStatement {
     var traceparent: String?
     var tracestate: String?
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
-        bindings.append(eventId)
-        bindings.append(topic)
-        bindings.append(key)
-        bindings.append(type)
-        bindings.append(payload)
-        bindings.append(traceparent)
-        bindings.append(tracestate)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: eventId, topic, key, type, payload, traceparent, tracestate) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }

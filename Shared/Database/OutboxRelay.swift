@@ -269,11 +269,7 @@ struct UnpublishedOutboxRows: PostgresPreparedStatement {
 
     var limit: Int
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(Int64(limit))
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: Int64(limit)) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
@@ -286,11 +282,7 @@ struct MarkOutboxPublished: PostgresPreparedStatement {
 
     var ids: [Int64]
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(ids)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: ids) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }

@@ -1,3 +1,4 @@
+import Database
 import Foundation
 import PostgresNIO
 
@@ -6,27 +7,29 @@ import PostgresNIO
 // PostgreSQL's CPU). Their parameter types are spelled out so a first execution with a null
 // binds the same statement as every later one.
 
-/// Whether `ChannelOfMember` locks the channel row (a send) or only reads it.
-protocol ChannelRowLock: Sendable {
-    static var clause: String { get }
+/// A piece of SQL chosen by type: a statement generic over it is one prepared statement per choice.
+protocol SQLChoice: Sendable {
+    static var sql: String { get }
 }
 
-enum ForRead: ChannelRowLock {
-    static let clause = ""
+/// `ChannelOfMember` only reads the channel row.
+enum ForRead: SQLChoice {
+    static let sql = ""
 }
 
-/// Serialises the channel's inserts until the transaction ends (`MessageStore.insert`).
-enum ForUpdate: ChannelRowLock {
-    static let clause = "FOR NO KEY UPDATE OF c"
+/// `ChannelOfMember` locks the channel row until the transaction ends: it serialises the
+/// channel's inserts (`MessageStore.insert`).
+enum ForUpdate: SQLChoice {
+    static let sql = "FOR NO KEY UPDATE OF c"
 }
 
 /// The channel's name and alias when the user is in it (per chat's read model).
-struct ChannelOfMember<Lock: ChannelRowLock>: PostgresPreparedStatement {
+struct ChannelOfMember<Lock: SQLChoice>: PostgresPreparedStatement {
     typealias Row = (String, Int64?)
     static var sql: String {
         """
         SELECT c.name, c.alias FROM channels c JOIN channel_members m ON m.channel_id = c.id
-        WHERE c.id = $1 AND c.workspace_id = $2 AND m.user_id = $3 \(Lock.clause)
+        WHERE c.id = $1 AND c.workspace_id = $2 AND m.user_id = $3 \(Lock.sql)
         """
     }
     static var bindingDataTypes: [PostgresDataType] { [.uuid, .uuid, .uuid] }
@@ -35,28 +38,19 @@ struct ChannelOfMember<Lock: ChannelRowLock>: PostgresPreparedStatement {
     var workspace: UUID
     var user: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 3)
-        bindings.append(channel)
-        bindings.append(workspace)
-        bindings.append(user)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: channel, workspace, user) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// The table holding a conversation's clock and insert lock (`last_message_at`).
-protocol ConversationClock: Sendable {
-    static var table: String { get }
+/// The table holding a channel's clock and insert lock (`last_message_at`).
+enum ChannelClock: SQLChoice {
+    static let sql = "channels"
 }
 
-enum ChannelClock: ConversationClock {
-    static let table = "channels"
-}
-
-enum RoomClock: ConversationClock {
-    static let table = "dm_rooms"
+/// The table holding a DM room's clock and insert lock.
+enum RoomClock: SQLChoice {
+    static let sql = "dm_rooms"
 }
 
 /// The values of a message `InsertMessage` stores.
@@ -73,12 +67,12 @@ struct InsertedMessage: Sendable {
 
 /// Stores a message at the conversation's next time (see `MessageStore.insert`) and answers that
 /// time with the sender's profile (nulls when chat has none yet).
-struct InsertMessage<Clock: ConversationClock>: PostgresPreparedStatement {
+struct InsertMessage<Clock: SQLChoice>: PostgresPreparedStatement {
     typealias Row = (Date, String?, String?, String?, Int64?)
     static var sql: String {
         """
         WITH clock AS (
-            UPDATE \(Clock.table) SET last_message_at =
+            UPDATE \(Clock.sql) SET last_message_at =
                 greatest(date_trunc('milliseconds', clock_timestamp()), last_message_at + interval '1 millisecond')
             WHERE id = $2 RETURNING last_message_at
         ), inserted AS (
@@ -98,17 +92,9 @@ struct InsertMessage<Clock: ConversationClock>: PostgresPreparedStatement {
         self.message = message
     }
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 8)
-        bindings.append(message.id)
-        bindings.append(message.conversation)
-        bindings.append(message.sender)
-        bindings.append(message.content)
-        bindings.append(message.files)
-        bindings.append(message.nonce)
-        bindings.append(message.parent)
-        bindings.append(message.mentions)
-        return bindings
+    func makeBindings() -> PostgresBindings {
+        PostgresBindings(
+            values: message.id, message.conversation, message.sender, message.content, message.files, message.nonce, message.parent, message.mentions)
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }

@@ -1,3 +1,4 @@
+import Database
 import Foundation
 import PostgresNIO
 
@@ -13,12 +14,7 @@ struct ChannelReaders: PostgresPreparedStatement {
     var channel: UUID
     var sender: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(channel)
-        bindings.append(sender)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: channel, sender) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
 }
@@ -31,11 +27,7 @@ struct WorkspaceName: PostgresPreparedStatement {
 
     var workspace: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(workspace)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: workspace) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
 }
@@ -52,12 +44,7 @@ struct BumpUnreadCounts: PostgresPreparedStatement {
     var readers: [UUID]
     var conversation: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(readers)
-        bindings.append(conversation)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: readers, conversation) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }
@@ -79,12 +66,7 @@ struct OfflineDevices: PostgresPreparedStatement {
     var readers: [UUID]
     var conversation: UUID
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(readers)
-        bindings.append(conversation)
-        return bindings
-    }
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: readers, conversation) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
