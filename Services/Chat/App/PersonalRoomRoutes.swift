@@ -85,7 +85,8 @@ extension ChatAPI {
             let me = context.identity
             let id: RoomID = try pathID(context, "conversation")
             return try await receive(
-                request, context, member: { try await postgres.withLiveConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) != nil } }
+                request, context,
+                member: { try await postgres.withLiveConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) != nil } }
             ) { form, text in
                 try await postgres.withLiveTransaction(logger: logger) { c in
                     let room = try await personalRooms.room(id, me, lock: true, c)

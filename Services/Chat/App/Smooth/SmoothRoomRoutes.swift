@@ -77,7 +77,8 @@ extension ChatAPI {
         routes.patch("name") { request, context -> SmoothDone in
             let me = context.identity
             let body = try await request.decodeBody(as: NameBody.self, context: context)
-            try await postgres.withLiveTransaction(logger: logger) { c in try await personalRooms.rename(try await roomID(body.id, me, c), to: body.name, by: me, c)
+            try await postgres.withLiveTransaction(logger: logger) { c in
+                try await personalRooms.rename(try await roomID(body.id, me, c), to: body.name, by: me, c)
             }
             return SmoothDone()
         }
@@ -87,7 +88,8 @@ extension ChatAPI {
         routes.post("invitation") { request, context -> SmoothResponse<Link> in
             let me = context.identity
             let body = try await request.decodeBody(as: IdBody.self, context: context)
-            let code = try await postgres.withLiveTransaction(logger: logger) { c in try await personalRooms.invitation(try await roomID(body.id, me, c), by: me, c)
+            let code = try await postgres.withLiveTransaction(logger: logger) { c in
+                try await personalRooms.invitation(try await roomID(body.id, me, c), by: me, c)
             }
             return SmoothResponse(Link(url: request.smoothPublicURL + "/invite/r/" + code))
         }
