@@ -51,7 +51,4 @@ public struct LiveRows: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: rows.makeIterator()) }
-
-    /// The rows, as `PostgresRowSequence.collect()` gives them.
-    public func collect() -> [PostgresRow] { rows }
 }

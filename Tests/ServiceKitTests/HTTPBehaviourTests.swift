@@ -1,4 +1,5 @@
 import Common
+import Database
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -126,6 +127,58 @@ struct TransactionErrorMappingTests {
         let error = try #require(caught)
         #expect(error is PostgresTransactionError, "postgres-nio wraps the closure's error")
         #expect(ErrorMiddleware<SuiteRequestContext>.map(error).code == "E12")
+        try await db.drop()
+    }
+
+    @Test("withLiveTransaction keeps the closure's error wrapped, so its code survives")
+    func domainErrorInsideALiveTransactionKeepsItsCode() async throws {
+        let db = try await TestDatabase.create()
+        let caught: (any Error)? = try await db.withClient { client in
+            do {
+                try await client.withLiveTransaction(logger: TestDatabase.logger) { _ in throw APIError.duplicate("email") }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let error = try #require(caught)
+        #expect(error is PostgresTransactionError)
+        #expect(ErrorMiddleware<SuiteRequestContext>.map(error).code == "E12")
+        try await db.drop()
+    }
+
+    @Test("a live transaction whose backend is terminated answers 503 E99, not 500, and no later than 10 s")
+    func terminatedBackendIsAnOutage() async throws {
+        let db = try await TestDatabase.create()
+        let started = ContinuousClock.now
+        let caught: (any Error)? = try await db.withClient { client in
+            let server = try TestDatabase.serverConfiguration
+            return try await TestDatabase.withRunningClient(server.makeClient(logger: TestDatabase.logger)) { admin in
+                let pid = Locked<Int32?>(nil)
+                async let outcome: (any Error)? = {
+                    do {
+                        try await client.withLiveTransaction(logger: TestDatabase.logger) { connection in
+                            for try await backend in try await connection.query("SELECT pg_backend_pid()", logger: TestDatabase.logger).decode(Int32.self) {
+                                pid.withLock { $0 = backend }
+                            }
+                            _ = try await connection.query("SELECT pg_sleep(30)", logger: TestDatabase.logger)
+                            _ = try await connection.query("SELECT 1", logger: TestDatabase.logger)
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }()
+                while pid.value == nil { try await Task.sleep(for: .milliseconds(20)) }
+                try await Task.sleep(for: .milliseconds(200))
+                _ = try await admin.query("SELECT pg_terminate_backend(\(pid.value ?? 0))", logger: TestDatabase.logger)
+                return await outcome
+            }
+        }
+        let error = try #require(caught, "the transaction's backend was terminated mid-way")
+        let mapped = ErrorMiddleware<SuiteRequestContext>.map(error)
+        #expect(mapped.status == .serviceUnavailable && mapped.code == "E99", "\(String(reflecting: error))")
+        #expect(ContinuousClock.now - started < .seconds(10))
         try await db.drop()
     }
 }
