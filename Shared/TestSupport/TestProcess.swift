@@ -115,12 +115,31 @@ public final class TestProcess: Sendable {
 
 /// A base port whose `count` consecutive ports are free right now, chosen below Linux's ephemeral
 /// range (32768–60999) so outgoing connections and in-process brokers cannot take them meanwhile.
-public func freePortRange(count: Int) -> Int {
+///
+/// A range handed out once is never handed out again in this process: tests run in parallel, and
+/// a range picked but not yet bound (a launcher still starting its services) looks free to the
+/// next caller. Without the reservation two dev stacks could be given overlapping ranges, and one
+/// of them fails with "Address already in use".
+///
+/// `alsoAt` names single ports at offsets from the base that the caller binds too (a gateway's
+/// admin listener at +1000); they are checked and reserved with the range.
+public func freePortRange(count: Int, alsoAt offsets: [Int] = []) -> Int {
+    let reach = max(count, (offsets.max() ?? 0) + 1)
     while true {
-        let base = Int.random(in: 20_000..<(32_000 - count))
-        if (base..<(base + count)).allSatisfy(isPortFree) { return base }
+        let base = Int.random(in: 20_000..<(32_000 - reach))
+        let ranges = [base..<(base + count)] + offsets.map { (base + $0)..<(base + $0 + 1) }
+        guard ranges.allSatisfy({ $0.allSatisfy(isPortFree) }) else { continue }
+        let reserved = handedOutPorts.withLock { ports in
+            guard ranges.allSatisfy({ range in ports.allSatisfy { !range.overlaps($0) } }) else { return false }
+            ports.append(contentsOf: ranges)
+            return true
+        }
+        if reserved { return base }
     }
 }
+
+/// Every range `freePortRange` has returned in this process (a few hundred ports in a full run).
+private let handedOutPorts = Mutex<[Range<Int>]>([])
 
 private func isPortFree(_ port: Int) -> Bool {
     withLoopbackSocket(port) { fd, address, length in bind(fd, address, length) == 0 }

@@ -15,7 +15,7 @@ struct DevRestartTests {
     func crashedServiceComesBack() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-restart-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1, alsoAt: [ServiceEntry.adminPortOffset])
         let chatPort = basePort + 3  // gateway, auth, workspace, chat, …
         let launcher = try TestProcess(
             executable: "chatsuite",

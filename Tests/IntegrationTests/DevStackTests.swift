@@ -13,7 +13,7 @@ struct DevStackTests {
     func devStackStartsAndStopsCleanly() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1, alsoAt: [ServiceEntry.adminPortOffset])
         let pgPort = basePort + ServiceEntry.portSpan  // after every service
         var env: [String: String] = [:]
         env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
@@ -71,7 +71,7 @@ struct DevStackTests {
     func servicesFollowAKilledLauncher() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-kill-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let basePort = freePortRange(count: ServiceEntry.portSpan + 1)
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1, alsoAt: [ServiceEntry.adminPortOffset])
         let pgPort = basePort + ServiceEntry.portSpan  // after every service
         let launcher = try TestProcess(
             executable: "chatsuite",

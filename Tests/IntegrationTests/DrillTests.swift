@@ -1,4 +1,5 @@
 import Foundation
+import ServiceCatalog
 import Testing
 import TestSupport
 
@@ -13,7 +14,7 @@ struct DrillTests {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-drill-\(UUID().uuidString.prefix(8))")
         defer { try? FileManager.default.removeItem(at: dataDir) }
         // The suite's ports (ServiceEntry.portSpan), its PostgreSQL at +40 and the fake PortOne at +30.
-        let basePort = freePortRange(count: 41)
+        let basePort = freePortRange(count: 41, alsoAt: [ServiceEntry.adminPortOffset])
         let drill = try TestProcess(
             executable: "chatsuite",
             arguments: [
