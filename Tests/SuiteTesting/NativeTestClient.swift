@@ -11,12 +11,13 @@ import Testing
 public final class NativeTestClient: Sendable {
     private let received = Locked<[String]>([])
     private let closeFrame = Locked<(code: WebSocketErrorCode?, reason: String)?>(nil)
-    private let outgoing: AsyncStream<String>.Continuation
+    /// Each element: one message, in as many frames as it has pieces (one: a plain text frame).
+    private let outgoing: AsyncStream<[String]>.Continuation
     private let task: Task<Void, Never>
 
     /// - Parameter heartbeats: send heartbeats at the interval hello announces (as real clients do).
     public init(port: Int, heartbeats: Bool = true) {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: [String].self)
         outgoing = continuation
         let received = self.received
         let closeFrame = self.closeFrame
@@ -25,7 +26,17 @@ public final class NativeTestClient: Sendable {
         task = Task {
             let frame = try? await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/gateway", logger: logger) { inbound, outbound, _ in
                 let writer = Task {
-                    for await text in stream { try await outbound.write(.text(text)) }
+                    for await pieces in stream {
+                        guard pieces.count > 1 else {
+                            try await outbound.write(.text(pieces.first ?? ""))
+                            continue
+                        }
+                        for (index, piece) in pieces.enumerated() {
+                            let frame = WebSocketFrame(
+                                fin: index == pieces.count - 1, opcode: index == 0 ? .text : .continuation, data: ByteBuffer(string: piece))
+                            try await outbound.write(.custom(frame))
+                        }
+                    }
                 }
                 defer { writer.cancel() }
                 let heart = Task {
@@ -50,7 +61,10 @@ public final class NativeTestClient: Sendable {
         }
     }
 
-    public func send(_ json: String) { outgoing.yield(json) }
+    public func send(_ json: String) { outgoing.yield([json]) }
+
+    /// Sends one text message as a text frame and continuation frames, one per piece.
+    public func sendFragments(_ pieces: [String]) { outgoing.yield(pieces) }
 
     private static func helloInterval(_ text: String) -> Int? {
         guard let frame = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], frame["op"] as? String == "hello" else { return nil }

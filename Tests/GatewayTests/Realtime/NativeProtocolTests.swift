@@ -294,6 +294,18 @@ struct NativeProtocolTests {
             let tooLarge = try await oversized.closed(timeout: .seconds(10))
             #expect(tooLarge.code == .messageTooLarge, "\(String(describing: tooLarge.code)) \(tooLarge.reason)")
 
+            // A message in fragments is one message: identify split over three frames is answered
+            // with ready; fragments adding up to more than 64 KiB end the connection with 1009.
+            let fragmented = NativeTestClient(port: port)
+            _ = try await fragmented.waitForOp("hello")
+            fragmented.sendFragments([#"{"op":"ident"#, #"ify","d":{"token":""#, #"\#(a.token)"}}"#])
+            try await fragmented.waitFor("ready") { $0.contains { $0["t"] as? String == "ready" } }
+            fragmented.sendFragments([
+                #"{"op":"heartbeat","d":{"pad":""#, String(repeating: "x", count: 40_000), String(repeating: "y", count: 40_000), #""}}"#,
+            ])
+            let fragmentsTooLarge = try await fragmented.closed(timeout: .seconds(10))
+            #expect(fragmentsTooLarge.code == .messageTooLarge, "\(String(describing: fragmentsTooLarge.code)) \(fragmentsTooLarge.reason)")
+
             // No identify within the heartbeat interval (2 s here) → 4003; no heartbeat for 1.5 intervals → 4009.
             let silent = NativeTestClient(port: port, heartbeats: false)
             #expect(try await silent.closed(timeout: .seconds(10)).code == WebSocketErrorCode(codeNumber: 4003))

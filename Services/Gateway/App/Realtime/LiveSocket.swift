@@ -27,12 +27,23 @@ enum LiveSocket {
         connection.attach(writer)
         var state = initial
         await withGracefulShutdownHandler {
-            var messages = inbound.messages(maxSize: maxFrameBytes).makeAsyncIterator()
-            while !connection.isClosing {
-                guard let message = try? await messages.next() else { break }
-                guard case .text(let text) = message else {
+            // Frames awaited here and joined by `TextReassembly`, not by hummingbird-websocket's
+            // message iterator, whose two async frames every idle socket's wait would keep.
+            var frames = inbound.makeAsyncIterator()
+            var reassembly = TextReassembly(maxBytes: maxFrameBytes)
+            reading: while !connection.isClosing {
+                guard let frame = try? await frames.next() else { break }
+                let text: String
+                switch reassembly.take(frame) {
+                case .text(let whole): text = whole
+                case .partial: continue
+                case .binary:
                     refusals.binary(connection)
-                    break
+                    break reading
+                case .tooLarge:
+                    refusals.tooLarge(connection, maxFrameBytes)
+                    break reading
+                case .violation: break reading
                 }
                 // The server's frame limit is the largest protocol's, and hummingbird-websocket
                 // checks `maxSize` only across fragments: enforce this protocol's limit here.

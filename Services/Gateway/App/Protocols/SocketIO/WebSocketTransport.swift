@@ -34,8 +34,8 @@ struct WebSocketTransport: Sendable {
             case .open(let version, let identity, let clientAddress):
                 let (session, packets) = server.open(version: version, transport: .websocket, identity: identity, clientAddress: clientAddress)
                 session.attach(abort: context.requestContext.abort)
-                var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
-                await serve(session, messages: &messages, writer: writer(context.requestContext.channel, outbound), first: packets)
+                var frames = inbound.makeAsyncIterator()
+                await serve(session, frames: &frames, writer: writer(context.requestContext.channel, outbound), first: packets)
             case nil:
                 return
             }
@@ -63,7 +63,8 @@ struct WebSocketTransport: Sendable {
     }
 
     private func upgrade(_ session: EngineSession, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, writer: ChannelWriter) async {
-        var messages = inbound.messages(maxSize: server.settings.maxPayloadBytes).makeAsyncIterator()
+        var frames = inbound.makeAsyncIterator()
+        var reassembly = TextReassembly(maxBytes: server.settings.maxPayloadBytes)
         // An upgrade that does not complete within the ping timeout is dropped: closing the
         // WebSocket ends the reads below.
         let watchdog = Task { [timeout = server.settings.pingTimeout] in
@@ -72,31 +73,50 @@ struct WebSocketTransport: Sendable {
         }
         defer { watchdog.cancel() }
         // A failed probe leaves the polling session as it was; the client keeps polling.
-        guard case .text("2probe")? = try? await messages.next(), !session.isClosed else { return }
+        guard await Self.nextText(&frames, &reassembly) == "2probe", !session.isClosed else { return }
         do {
             try await outbound.write(.text("3probe"))
         } catch {
             return
         }
         session.beginUpgrade()
-        guard case .text("5")? = try? await messages.next() else {
+        guard await Self.nextText(&frames, &reassembly) == "5" else {
             server.close(session, reason: "upgrade not completed")
             return
         }
         session.completeUpgrade()
         watchdog.cancel()
-        await serve(session, messages: &messages, writer: writer, first: [])
+        await serve(session, frames: &frames, writer: writer, first: [])
+    }
+
+    /// The next whole message of the upgrade's probe, if it is text (nil: anything else ends it).
+    private static func nextText(_ frames: inout WebSocketInboundStream.AsyncIterator, _ reassembly: inout TextReassembly) async -> String? {
+        while let frame = try? await frames.next() {
+            switch reassembly.take(frame) {
+            case .text(let text): return text
+            case .partial: continue
+            case .binary, .tooLarge, .violation: return nil
+            }
+        }
+        return nil
     }
 
     /// Runs the session on the WebSocket until either side ends it. Packets go straight to the
-    /// channel (`ChannelWriter`, no writer task); this task reads the client's packets.
+    /// channel (`ChannelWriter`, no writer task); this task reads the client's packets, awaiting
+    /// frames itself (`TextReassembly`: no message iterator deepening every idle socket's wait).
     private func serve(
-        _ session: EngineSession, messages: inout WebSocketInboundMessageStream.AsyncIterator, writer: ChannelWriter, first: [String]
+        _ session: EngineSession, frames: inout WebSocketInboundStream.AsyncIterator, writer: ChannelWriter, first: [String]
     ) async {
         session.attach(writer, first: first.map(OutboundText.init))
-        while true {
-            guard let message = try? await messages.next() else { break }
-            guard case .text(let text) = message else { continue }  // binary packets are not spoken
+        var reassembly = TextReassembly(maxBytes: server.settings.maxPayloadBytes)
+        reading: while true {
+            guard let frame = try? await frames.next() else { break }
+            let text: String
+            switch reassembly.take(frame) {
+            case .text(let whole): text = whole
+            case .partial, .binary: continue  // binary packets are not spoken
+            case .tooLarge, .violation: break reading
+            }
             // The server's frame limit may be the native protocol's (larger), and
             // hummingbird-websocket checks `maxSize` only across fragments.
             guard text.utf8.count <= server.settings.maxPayloadBytes else { break }
