@@ -27,8 +27,7 @@ enum LiveSocket {
         connection.attach(writer)
         var state = initial
         await withGracefulShutdownHandler {
-            // Frames awaited here and joined by `TextReassembly`, not by hummingbird-websocket's
-            // message iterator, whose two async frames every idle socket's wait would keep.
+            // Fragments are joined by `TextReassembly`, which tells a too-large message apart.
             var frames = inbound.makeAsyncIterator()
             var reassembly = TextReassembly(maxBytes: maxFrameBytes)
             reading: while !connection.isClosing {

@@ -1,14 +1,12 @@
 import HummingbirdWebSocket
 import NIOCore
 
-/// A client's WebSocket messages from its data frames, fragments joined, with no async layer of
-/// its own.
+/// A client's WebSocket messages from its data frames, fragments joined.
 ///
-/// The reading loops call the frame iterator's `next()` themselves and hand each frame here
-/// (synchronously) instead of awaiting hummingbird-websocket's message iterator. A socket's
-/// reading task lives as long as the socket and keeps the stack slabs of its deepest wait, and
-/// the message iterator added two async frames to that wait on every idle socket
-/// (docs/benchmarks.md, "Part 4").
+/// The reading loops await frames and hand each one here, instead of using hummingbird-websocket's
+/// message iterator: that iterator throws on fragments over its limit, and the loops' `try?` turned
+/// the throw into an ordinary end of input, so the client got a generic close (native: 4000 unknown
+/// error). Here an oversized message is `.tooLarge`, and the protocol closes with its too-large code.
 ///
 /// Same rules as the message iterator: a message starts with a text or binary frame and goes on
 /// with continuation frames; fragments may not add up to more than `maxBytes` (the first frame is

@@ -102,8 +102,8 @@ struct WebSocketTransport: Sendable {
     }
 
     /// Runs the session on the WebSocket until either side ends it. Packets go straight to the
-    /// channel (`ChannelWriter`, no writer task); this task reads the client's packets, awaiting
-    /// frames itself (`TextReassembly`: no message iterator deepening every idle socket's wait).
+    /// channel (`ChannelWriter`, no writer task); this task reads the client's packets
+    /// (`TextReassembly` joins fragments).
     private func serve(
         _ session: EngineSession, frames: inout WebSocketInboundStream.AsyncIterator, writer: ChannelWriter, first: [String]
     ) async {
