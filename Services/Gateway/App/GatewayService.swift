@@ -5,6 +5,7 @@ import Database
 import FirebaseAuth
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import OutboundHTTP
@@ -158,12 +159,17 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
             : nil,
         router: router, logger: logger
     )
+    let webSocketResponder = upgrades.router.buildResponder()
+    let detached = upgrades.detached
+    let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: upgrades.maxFrameBytes, autoPing: .disabled))
     return platform.makeApplication(
         responder: router.buildResponder(),
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: upgrades.router,
-            configuration: .init(ws: .init(maxFrameSize: upgrades.maxFrameBytes, autoPing: .disabled))
-        )
+        server: HTTPServerBuilder { responder in
+            RealtimeChildChannel(
+                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: webSocketConfiguration),
+                detached: detached
+            )
+        }
     )
 }
 
@@ -176,7 +182,7 @@ private func realtime(
     _ protocols: ProtocolSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies, platform: inout ServicePlatform<NoDatabase>,
     verifier: AccessTokenVerifier, access: ConversationAccess, operations: StompOperations, firebase: FirebaseTokenVerifier?,
     router: ServiceRouter<GatewayRequestContext>, logger: Logger
-) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int) {
+) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int, detached: DetachedUpgrades) {
     let (realtime, socketIO, nativeSettings) = (protocols.realtime, protocols.socketIO, protocols.native)
     let gatewayId = realtime.gatewayId
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
@@ -201,12 +207,15 @@ private func realtime(
     platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     PollingTransport(server: server).addRoutes(to: router)
     let upgrades = RealtimeUpgradeRouter(context: RealtimeUpgradeContext.self)
-    WebSocketTransport(server: server, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
+    let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)
+    socketIOWebSocket.addUpgrades(to: upgrades)
+    var detached = DetachedUpgrades()
+    detached.routes.append { socketIOWebSocket.detachedUpgrade(for: $0) }
     NativeTransport(gateway: native, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
     let stompTransport = StompTransport(server: stomp, trustedProxies: trustedProxies)
     stompTransport.addUpgrades(to: upgrades)
     stompTransport.addRoutes(to: router)
-    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes))
+    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes), detached)
 }
 
 /// The real-time settings, read (and checked) before the gateway builds anything.

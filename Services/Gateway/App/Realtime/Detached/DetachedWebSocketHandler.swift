@@ -1,0 +1,241 @@
+import HummingbirdWebSocket
+import NIOCore
+import NIOWebSocket
+import Synchronization
+
+/// A WebSocket connection's inbound side as a NIO handler, with no task while the socket is idle:
+/// control frames are answered here, fragments joined (`TextReassembly`), and each whole text
+/// message goes to `receive` in order, in a short-lived task that exists only while messages are
+/// pending (`SerialInbox`). While `maxPendingMessages` wait, the handler stops reading from the
+/// socket (TCP back-pressure), as the reading task did before.
+final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    /// What the protocol does with the connection.
+    struct Events: Sendable {
+        /// A whole text message, in order. False: the protocol ended the connection (it sends its
+        /// close frame and closes the channel; one still open after `shutdownGrace` is dropped).
+        var receive: @Sendable (String) async -> Bool
+        /// A binary message (none of the protocols speaks binary).
+        var binary: @Sendable () -> Void
+        /// The server is shutting down.
+        var shutdown: @Sendable () -> Void
+        /// The connection ended, for whatever reason (once).
+        var closed: @Sendable () -> Void
+    }
+
+    /// How long a connection has to close after the server asked it to (then it is dropped).
+    static let shutdownGrace = TimeAmount.seconds(3)
+
+    private let events: Events
+    private let maxMessageBytes: Int
+    private let maxPendingMessages: Int
+    private var reassembly: TextReassembly
+    private var inbox: SerialInbox?
+    private var readHeld = false
+    private var ended = false
+    /// A close frame went out: later frames are ignored.
+    private var closing = false
+    private var storedContext: ChannelHandlerContext?
+
+    init(maxMessageBytes: Int, maxPendingMessages: Int = 16, events: Events) {
+        self.events = events
+        self.maxMessageBytes = maxMessageBytes
+        self.maxPendingMessages = maxPendingMessages
+        reassembly = TextReassembly(maxBytes: maxMessageBytes)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        storedContext = context
+        let loop = context.eventLoop
+        let resume = NIOLoopBound(self, eventLoop: loop)
+        let channel = context.channel
+        let receive = events.receive
+        inbox = SerialInbox(
+            process: { text in
+                guard await receive(text) else {
+                    channel.eventLoop.scheduleTask(in: Self.shutdownGrace) { channel.close(promise: nil) }
+                    return false
+                }
+                return true
+            },
+            drained: { pending in
+                loop.execute { resume.value.resumeReading(pending: pending) }
+            })
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard !closing else { return }
+        guard !frame.rsv1, !frame.rsv2, !frame.rsv3 else { return close(context, code: .protocolError) }
+        switch frame.opcode {
+        case .text, .binary, .continuation:
+            let opcode: WebSocketDataFrame.Opcode = frame.opcode == .text ? .text : frame.opcode == .binary ? .binary : .continuation
+            switch reassembly.take(opcode, fin: frame.fin, data: frame.unmaskedData) {
+            case .text(let text):
+                guard text.utf8.count <= maxMessageBytes else { return close(context, code: .messageTooLarge) }
+                inbox?.enqueue(text)
+            case .partial: break
+            case .binary: events.binary()
+            case .tooLarge: close(context, code: .messageTooLarge)
+            case .violation: close(context, code: .protocolError)
+            }
+        case .ping:
+            guard frame.fin else { return close(context, code: .protocolError) }
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            // The client's close: answer with its code and end the connection.
+            var data = frame.unmaskedData
+            let code = data.readWebSocketErrorCode() ?? .normalClosure
+            close(context, code: code)
+        default:
+            close(context, code: .protocolError)
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if let inbox, inbox.pending >= maxPendingMessages {
+            readHeld = true
+            return
+        }
+        context.read()
+    }
+
+    /// The inbox drained to `pending` messages: reads resume below the limit.
+    private func resumeReading(pending: Int) {
+        guard readHeld, pending < maxPendingMessages, let context = storedContext else { return }
+        readHeld = false
+        context.read()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        storedContext = nil
+        end()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            // The protocol sends its close frame; the server's shutdown waits for every
+            // connection to close, so one that did not within the grace period is dropped.
+            events.shutdown()
+            let channel = context.channel
+            context.eventLoop.scheduleTask(in: Self.shutdownGrace) { channel.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func end() {
+        guard !ended else { return }
+        ended = true
+        inbox?.stop()
+        events.closed()
+    }
+
+    /// A close frame with `code`, then the connection ends.
+    private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
+        guard !closing else { return }
+        closing = true
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: code)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// A connection's client messages, handled one at a time in order by a task that runs only while
+/// some are pending (an idle socket has none).
+final class SerialInbox: Sendable {
+    private struct State {
+        var queue: [String] = []
+        var head = 0
+        var running = false
+        var stopped = false
+        var pending: Int { queue.count - head }
+    }
+
+    private let state = Mutex(State())
+    private let process: @Sendable (String) async -> Bool
+    private let drained: @Sendable (Int) -> Void
+
+    /// `process` handles one message (false: stop, dropping the rest); `drained` hears the number
+    /// still pending each time one is taken.
+    init(process: @escaping @Sendable (String) async -> Bool, drained: @escaping @Sendable (Int) -> Void) {
+        self.process = process
+        self.drained = drained
+    }
+
+    var pending: Int { state.withLock { $0.pending } }
+
+    func enqueue(_ text: String) {
+        let start = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.queue.append(text)
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        if start { Task { await self.drain() } }
+    }
+
+    /// Drops what is pending; nothing more is handled.
+    func stop() {
+        state.withLock { state in
+            state.stopped = true
+            state.queue = []
+            state.head = 0
+        }
+    }
+
+    private func drain() async {
+        while true {
+            let taken = state.withLock { state -> (text: String, pending: Int)? in
+                guard !state.stopped, state.head < state.queue.count else {
+                    state.running = false
+                    state.queue = []
+                    state.head = 0
+                    return nil
+                }
+                let next = state.queue[state.head]
+                state.head += 1
+                if state.head >= 64 {
+                    state.queue.removeFirst(state.head)
+                    state.head = 0
+                }
+                return (next, state.pending)
+            }
+            guard let taken else { return }
+            drained(taken.pending)
+            guard await process(taken.text) else {
+                stop()
+                return
+            }
+        }
+    }
+}
+
+extension DetachedWebSocketHandler {
+    /// Sends a close frame (`code`, `reason`) after what is queued on `channel`, then closes it.
+    static func sendClose(code: UInt16, reason: String?, on channel: any Channel) async {
+        var data = channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
+        data.write(webSocketErrorCode: WebSocketErrorCode(codeNumber: Int(code)))
+        if let reason { data.writeString(reason) }
+        try? await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).get()
+        try? await channel.close()
+    }
+}
