@@ -21,7 +21,9 @@ struct OutboxTestEvent: EventPayload {
 func writeEvents(_ client: PostgresClient, topic: String, count: Int, keys: Int = 20, perTransaction: Int = 10, startSeq: Int = 0) async throws {
     let logger = TestDatabase.logger
     for start in stride(from: 0, to: count, by: perTransaction) {
-        try await client.withTransaction(logger: logger) { connection in
+        // Live: OutboxRecoveryTests writes right after terminating every backend, and a raw pooled
+        // query on a connection whose close the pool has not heard of yet waits for ever.
+        try await client.withLiveTransaction(logger: logger) { connection in
             for i in start..<min(count, start + perTransaction) {
                 let n = startSeq + i
                 let event = CloudEvent(source: "test", data: OutboxTestEvent(key: "k\(n % keys)", seq: n / keys))
@@ -99,7 +101,7 @@ struct OutboxFixture: Sendable {
 /// The single integer a counting query returns.
 func count(_ client: PostgresClient, _ query: PostgresQuery) async throws -> Int {
     var n = 0
-    for try await value in try await client.query(query).decode(Int.self) { n = value }
+    for try await value in try await client.liveQuery(query, logger: TestDatabase.logger).decode(Int.self) { n = value }
     return n
 }
 
