@@ -114,35 +114,25 @@ struct HTTPBehaviourTests {
 
 @Suite("Errors thrown inside a PostgreSQL transaction")
 struct TransactionErrorMappingTests {
-    @Test func domainErrorInsideATransactionKeepsItsCode() async throws {
+    /// postgres-nio's transaction and the live one: both wrap the closure's error in
+    /// `PostgresTransactionError`, and `ErrorMiddleware` unwraps it, so a domain error keeps its code.
+    @Test("a domain error thrown inside a transaction keeps its code (E12)", arguments: ["withTransaction", "withLiveTransaction"])
+    func domainErrorInsideATransactionKeepsItsCode(way: String) async throws {
         let db = try await TestDatabase.create()
         let caught: (any Error)? = try await db.withClient { client in
             do {
-                try await client.withTransaction(logger: TestDatabase.logger) { _ in throw APIError.duplicate("email") }
+                if way == "withLiveTransaction" {
+                    try await client.withLiveTransaction(logger: TestDatabase.logger) { _ in throw APIError.duplicate("email") }
+                } else {
+                    try await client.withTransaction(logger: TestDatabase.logger) { _ in throw APIError.duplicate("email") }
+                }
                 return nil
             } catch {
                 return error
             }
         }
         let error = try #require(caught)
-        #expect(error is PostgresTransactionError, "postgres-nio wraps the closure's error")
-        #expect(ErrorMiddleware<SuiteRequestContext>.map(error).code == "E12")
-        try await db.drop()
-    }
-
-    @Test("withLiveTransaction keeps the closure's error wrapped, so its code survives")
-    func domainErrorInsideALiveTransactionKeepsItsCode() async throws {
-        let db = try await TestDatabase.create()
-        let caught: (any Error)? = try await db.withClient { client in
-            do {
-                try await client.withLiveTransaction(logger: TestDatabase.logger) { _ in throw APIError.duplicate("email") }
-                return nil
-            } catch {
-                return error
-            }
-        }
-        let error = try #require(caught)
-        #expect(error is PostgresTransactionError)
+        #expect(error is PostgresTransactionError, "the closure's error is wrapped (\(way))")
         #expect(ErrorMiddleware<SuiteRequestContext>.map(error).code == "E12")
         try await db.drop()
     }

@@ -188,6 +188,8 @@ struct DetachedWebSocketTests {
     func violations() async throws {
         for (frames, code) in [
             ([frame(.text, String(repeating: "x", count: 17))], WebSocketErrorCode.messageTooLarge),
+            // The limit is bytes: 6 Hangul syllables are 6 characters but 18 bytes.
+            ([frame(.text, "가나다라마바")], .messageTooLarge),
             ([frame(.text, "0123456789", fin: false), frame(.continuation, "0123456789")], .messageTooLarge),
             ([frame(.continuation, "x")], .protocolError),
             ([frame(.text, "x", rsv1: true)], .protocolError),

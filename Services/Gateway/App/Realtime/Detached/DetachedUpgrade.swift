@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
-import Synchronization
 
 /// The WebSocket upgrades served by NIO handlers alone (`RealtimeChildChannel`), by protocol.
 struct DetachedUpgrades: Sendable {
@@ -42,7 +41,8 @@ struct DetachedUpgrade: Sendable {
 
     /// Adds the HTTP server handlers with this protocol's upgrader (after the sniffer).
     func configure(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
-        let decision = Mutex<(any Sendable)?>(nil)
+        // What `accept` decided, handed to `attach` (the upgrade router's own hand-over type).
+        let decision = UpgradeDecision()
         let accept = self.accept
         let attach = self.attach
         let upgrader = NIOWebSocketServerUpgrader(
@@ -51,14 +51,14 @@ struct DetachedUpgrade: Sendable {
                 let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
                 promise.completeWithTask {
                     guard let accepted = await accept(head, channel) else { return nil }
-                    decision.withLock { $0 = accepted }
+                    decision.set(accepted)
                     return HTTPHeaders()
                 }
                 return promise.futureResult
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let accepted = decision.withLock({ $0 }) else { throw ChannelError.inappropriateOperationForState }
+                    guard let accepted = decision.get((any Sendable).self) else { throw ChannelError.inappropriateOperationForState }
                     // The WebSocket handlers went in after it: frames must not reach it.
                     let refused = try channel.pipeline.syncOperations.context(name: RefusedUpgradeResponder.name)
                     channel.pipeline.syncOperations.removeHandler(context: refused, promise: nil)

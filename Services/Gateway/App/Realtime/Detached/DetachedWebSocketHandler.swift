@@ -149,10 +149,8 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
     private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
         guard !closing else { return }
         closing = true
-        var data = context.channel.allocator.buffer(capacity: 2)
-        data.write(webSocketErrorCode: code)
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete { _ in
+        context.writeAndFlush(wrapOutboundOut(Self.closeFrame(code, reason: nil, allocator: channel.allocator))).whenComplete { _ in
             channel.close(promise: nil)
         }
     }
@@ -232,10 +230,16 @@ final class SerialInbox: Sendable {
 extension DetachedWebSocketHandler {
     /// Sends a close frame (`code`, `reason`) after what is queued on `channel`, then closes it.
     static func sendClose(code: UInt16, reason: String?, on channel: any Channel) async {
-        var data = channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
-        data.write(webSocketErrorCode: WebSocketErrorCode(codeNumber: Int(code)))
-        if let reason { data.writeString(reason) }
-        try? await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).get()
+        let frame = closeFrame(WebSocketErrorCode(codeNumber: Int(code)), reason: reason, allocator: channel.allocator)
+        try? await channel.writeAndFlush(frame).get()
         try? await channel.close()
+    }
+
+    /// A close frame: the code, then the reason's bytes (if any).
+    static func closeFrame(_ code: WebSocketErrorCode, reason: String?, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        var data = allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
+        data.write(webSocketErrorCode: code)
+        if let reason { data.writeString(reason) }
+        return WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
     }
 }
