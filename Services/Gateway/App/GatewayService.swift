@@ -209,13 +209,15 @@ private func realtime(
     let upgrades = RealtimeUpgradeRouter(context: RealtimeUpgradeContext.self)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)
     socketIOWebSocket.addUpgrades(to: upgrades)
-    var detached = DetachedUpgrades()
-    detached.routes.append { socketIOWebSocket.detachedUpgrade(for: $0) }
-    NativeTransport(gateway: native, trustedProxies: trustedProxies).addUpgrades(to: upgrades)
+    let maxFrameBytes = max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes)
+    let nativeTransport = NativeTransport(gateway: native, trustedProxies: trustedProxies)
     let stompTransport = StompTransport(server: stomp, trustedProxies: trustedProxies)
-    stompTransport.addUpgrades(to: upgrades)
     stompTransport.addRoutes(to: router)
-    return (upgrades, max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes), detached)
+    var detached = DetachedUpgrades(maxFrameBytes: maxFrameBytes)
+    detached.routes.append { socketIOWebSocket.detachedUpgrade(for: $0) }
+    detached.routes.append { nativeTransport.detachedUpgrade(for: $0) }
+    detached.routes.append { stompTransport.detachedUpgrade(for: $0) }
+    return (upgrades, maxFrameBytes, detached)
 }
 
 /// The real-time settings, read (and checked) before the gateway builds anything.

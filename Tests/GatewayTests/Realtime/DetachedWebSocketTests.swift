@@ -118,11 +118,13 @@ struct DetachedWebSocketTests {
         }
     }
 
-    private func harness(maxBytes: Int = 16, maxPending: Int = 16, gate: Gate? = nil) async throws -> Harness {
+    private func harness(maxBytes: Int = 16, maxPending: Int = 16, gate: Gate? = nil, ownTooLarge: Bool = false) async throws -> Harness {
         let channel = NIOAsyncTestingChannel()
         let received = Log()
         let events = Log()
         let counter = ReadCounter()
+        var tooLarge: (@Sendable () -> Void)?
+        if ownTooLarge { tooLarge = { events.append("tooLarge") } }
         let handler = DetachedWebSocketHandler(
             maxMessageBytes: maxBytes, maxPendingMessages: maxPending,
             events: .init(
@@ -132,6 +134,7 @@ struct DetachedWebSocketTests {
                     return text != "stop"
                 },
                 binary: { events.append("binary") },
+                tooLarge: tooLarge,
                 shutdown: { events.append("shutdown") },
                 closed: { events.append("closed") }
             ))
@@ -221,7 +224,7 @@ struct DetachedWebSocketTests {
         try await eventually("stop handled") { stopping.received.all.first == "stop" }
         try await Task.sleep(for: .milliseconds(50))
         #expect(stopping.channel.isActive)
-        await stopping.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.shutdownGrace)
+        await stopping.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace)
         try await eventually("the channel closes after the grace period") { !stopping.channel.isActive }
         #expect(stopping.received.all.first == "stop")
         #expect(!stopping.received.all.contains("after") || stopping.received.all == ["stop", "after"])
@@ -232,8 +235,44 @@ struct DetachedWebSocketTests {
         try await eventually("shutdown heard") { quiescing.events.all == ["shutdown"] }
         // The protocol did not close it (a test stand-in): the server's shutdown still ends it.
         #expect(quiescing.channel.isActive)
-        await quiescing.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.shutdownGrace)
+        await quiescing.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace)
         try await eventually("closed after the grace period") { quiescing.events.all == ["shutdown", "closed"] }
+    }
+
+    @Test("the server's close waits for the client's close (at most the grace period); a protocol may refuse a large message itself")
+    func closeHandshake() async throws {
+        // A protocol's close frame, written as `sendClose` writes it: the connection stays open
+        // for the client's answer, and closes once it comes.
+        let answered = try await harness()
+        try await answered.channel.writeAndFlush(DetachedWebSocketHandler.closeFrame(.init(codeNumber: 4008), reason: "bye", allocator: .init()))
+        #expect(try await closeCode(answered.channel) == .init(codeNumber: 4008))
+        #expect(answered.channel.isActive)
+        try await answered.channel.writeInbound(frame(.text, "late"))
+        var data = ByteBuffer()
+        data.write(webSocketErrorCode: .init(codeNumber: 4008))
+        try await answered.channel.writeInbound(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+        try await eventually("closed once the client answered") { !answered.channel.isActive }
+        #expect(answered.received.all.isEmpty)
+        #expect(try await answered.channel.readOutbound(as: WebSocketFrame.self) == nil, "the client's close is not answered twice")
+
+        // A client that never answers is dropped after the grace period.
+        let silent = try await harness()
+        try await silent.channel.writeInbound(frame(.continuation, "stray"))
+        #expect(try await closeCode(silent.channel) == .protocolError)
+        await silent.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace - .milliseconds(1))
+        #expect(silent.channel.isActive)
+        await silent.channel.testingEventLoop.advanceTime(by: .milliseconds(1))
+        try await eventually("dropped after the grace period") { !silent.channel.isActive }
+
+        // A protocol that refuses a large message in its own terms hears of it; no 1009 from here.
+        let own = try await harness(ownTooLarge: true)
+        try await own.channel.writeInbound(frame(.text, String(repeating: "x", count: 17)))
+        try await own.channel.writeInbound(frame(.text, "after"))
+        #expect(own.events.all == ["tooLarge"])
+        #expect(try await own.channel.readOutbound(as: WebSocketFrame.self) == nil)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(own.received.all.isEmpty)
+        _ = try? await own.channel.finish()
     }
 
     @Test("while the pending messages reach the limit no read reaches the socket; reads resume once they drain")

@@ -1,3 +1,4 @@
+@testable import GatewayApp
 import Common
 import Events
 import Foundation
@@ -61,6 +62,18 @@ struct RealtimeAdmissionTests {
                 await native.kill()
             }
             #expect(codes.contains("\(WebSocketErrorCode(codeNumber: 4008))"), "\(codes)")
+            // And on STOMP, in its terms: an ERROR frame, then close 1008.
+            let stomps = (0..<10).map { _ in StompTestClient(port: s.client.port ?? 0) }
+            var refused = 0
+            for stomp in stomps {
+                if let closed = try? await stomp.closed(timeout: .seconds(5)), closed.code == .policyViolation,
+                    stomp.received.contains(where: { $0.command == .error && $0.headers["message"] == "too many connections from this address" })
+                {
+                    refused += 1
+                }
+                await stomp.stop()
+            }
+            #expect(refused > 0)
             try await Task.sleep(for: .milliseconds(2_500))
             #expect(try await s.client.execute(uri: Self.handshake, method: .get, headers: [:], body: nil).status == .ok)
         }

@@ -3,16 +3,16 @@ import Synchronization
 /// One WebSocket of a protocol that queues frames on it (native, STOMP): its frames (bounded in
 /// bytes and number while unwritten), when the client last sent a heartbeat, whether it
 /// identified, and how it is to be closed. A native session outlives its connections (a resume
-/// attaches a new one). `LiveSocket` attaches the WebSocket's `ChannelWriter` and runs the
-/// reading loop; frames sent before that wait in the queue.
+/// attaches a new one). `LiveSocket` attaches the WebSocket's `ChannelWriter` and its reading
+/// handler; frames sent before that wait in the queue.
 final class LiveConnection: Sendable {
     private struct State: Sendable {
         var outbox: OutboundQueue
         var closing: (code: UInt16, reason: String)?
         var lastHeartbeat: ContinuousClock.Instant
         var identified = false
-        /// An identify or resume is being answered (the reading task waits for chat meanwhile,
-        /// so heartbeats are not read): not a zombie.
+        /// An identify or resume is being answered (the connection's messages wait for chat
+        /// meanwhile, one at a time, so heartbeats are not read): not a zombie.
         var busy = false
         /// The WebSocket's writer once attached: frames go straight to the channel.
         var direct: ChannelWriter?
@@ -76,8 +76,7 @@ final class LiveConnection: Sendable {
         }
     }
 
-    /// The close frame's task once the close was asked for (awaited before the connection's
-    /// handler returns, so hummingbird-websocket does not close with a code of its own first).
+    /// The close frame's task once the close was asked for (it ends once the frame is written).
     var closeTask: Task<Void, Never>? { state.withLock { $0.closeTask } }
 
     /// Closes the WebSocket after the frames sent before; the first call wins.

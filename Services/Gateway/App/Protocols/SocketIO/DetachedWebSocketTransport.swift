@@ -25,7 +25,7 @@ extension WebSocketTransport {
         }
         let server = self.server
         let trustedProxies = self.trustedProxies
-        return DetachedUpgrade(maxFrameBytes: server.settings.maxPayloadBytes) { head, channel -> Accepted? in
+        return DetachedUpgrade { head, channel -> Accepted? in
             let headers = HTTPFields(head.headers)
             let clientAddress = trustedProxies.clientAddress(peer: channel.remoteAddress, headers: headers)
             guard server.admission.allowHandshake(from: clientAddress) else { return nil }
@@ -50,20 +50,7 @@ extension WebSocketTransport {
                     closed: { server.close(session, reason: "websocket closed") }
                 ))
             try channel.pipeline.syncOperations.addHandler(handler)
-            let writer = ChannelWriter(channel: channel, batcher: server.hub.writeBatchers.batcher(for: channel.eventLoop)) { code, reason in
-                await DetachedWebSocketHandler.sendClose(code: code, reason: reason, on: channel)
-            }
-            session.attach(writer, first: packets.map(OutboundText.init))
-        }
-    }
-}
-
-extension HTTPFields {
-    /// NIO's HTTP/1 headers as HTTP fields (a name that is not a valid field name is left out).
-    init(_ headers: HTTPHeaders) {
-        self.init()
-        for (name, value) in headers {
-            if let name = HTTPField.Name(name) { append(HTTPField(name: name, value: value)) }
+            session.attach(ChannelWriter(detached: channel, batchers: server.hub.writeBatchers), first: packets.map(OutboundText.init))
         }
     }
 }

@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HTTPTypes
+import HummingbirdCore
 import NIOCore
+import NIOHTTP1
 import NIOWebSocket
 
 /// STOMP's WebSockets: `/my-chat/websocket` (the raw-WebSocket transport of the SockJS endpoint
@@ -12,35 +14,42 @@ struct StompTransport: Sendable {
     let server: StompServer
     let trustedProxies: TrustedProxies
 
-    func addUpgrades(to router: RealtimeUpgradeRouter) {
-        for path in Self.paths {
-            router.ws(RouterPath(path)) { inbound, outbound, context in
-                let address = trustedProxies.clientAddress(peer: context.requestContext.channel.remoteAddress, headers: context.request.headers)
-                let server = self.server
-                guard server.hub.admission.allowHandshake(from: address) else {
-                    let error = StompFrame.error(message: "too many connections from this address")
-                    try? await outbound.write(.text(String(decoding: error.encoded(), as: UTF8.self)))
-                    try? await outbound.close(.policyViolation, reason: "too many connections")
-                    return
-                }
-                let link = server.open(abort: context.requestContext.abort, host: context.request.head.authority)
-                await LiveSocket.serve(
-                    inbound: inbound, writer: ChannelWriter(channel: context.requestContext.channel, batchers: server.hub.writeBatchers, outbound: outbound),
-                    connection: link.connection, maxFrameBytes: server.settings.maxFrameBytes,
-                    refusals: .init(
-                        binary: { $0.close(code: 1003, reason: "binary frames are not spoken") },
-                        tooLarge: { connection, limit in
-                            _ = connection.send(
-                                OutboundText(String(decoding: StompFrame.error(message: "frame larger than \(limit) bytes").encoded(), as: UTF8.self)))
-                            connection.close(code: 1009, reason: "frame too large")
-                        }
-                    ),
-                    initial: link,
-                    receive: { text, link in await server.receive(text, link: link) },
-                    onGracefulShutdown: { server.shutdown() },
-                    ended: { server.closed($0) }
-                )
+    private struct Handshake: Sendable {
+        var admitted: Bool
+        var host: String?
+    }
+
+    /// The detached upgrade for `GET` of either path (`RealtimeChildChannel`), on `LiveSocket`,
+    /// with no task while the socket is idle.
+    func detachedUpgrade(for head: RequestHeadPreview) -> DetachedUpgrade? {
+        guard Self.paths.contains(URI(String(head.target)).path) else { return nil }
+        let server = self.server
+        let trustedProxies = self.trustedProxies
+        return DetachedUpgrade { head, channel -> Handshake in
+            // Over the address's handshake rate it is upgraded only to say why, in STOMP's terms.
+            let address = trustedProxies.clientAddress(peer: channel.remoteAddress, headers: HTTPFields(head.headers))
+            return Handshake(admitted: server.hub.admission.allowHandshake(from: address), host: head.headers.first(name: "host"))
+        } attach: { handshake, channel in
+            guard handshake.admitted else {
+                let error = StompFrame.error(message: "too many connections from this address").encoded()
+                return try DetachedWebSocketHandler.refuse(channel, texts: [error], code: .policyViolation, reason: "too many connections")
             }
+            let link = server.open(abort: { channel.close(promise: nil) }, host: handshake.host)
+            try LiveSocket.attach(
+                to: channel, batchers: server.hub.writeBatchers, connection: link.connection, maxFrameBytes: server.settings.maxFrameBytes,
+                refusals: .init(
+                    binary: { $0.close(code: 1003, reason: "binary frames are not spoken") },
+                    tooLarge: { connection, limit in
+                        _ = connection.send(
+                            OutboundText(String(decoding: StompFrame.error(message: "frame larger than \(limit) bytes").encoded(), as: UTF8.self)))
+                        connection.close(code: 1009, reason: "frame too large")
+                    }
+                ),
+                initial: link,
+                receive: { text, link in await server.receive(text, link: link) },
+                onGracefulShutdown: { server.shutdown() },
+                ended: { server.closed($0) }
+            )
         }
     }
 

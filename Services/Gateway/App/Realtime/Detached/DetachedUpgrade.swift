@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -6,6 +7,10 @@ import NIOWebSocket
 struct DetachedUpgrades: Sendable {
     /// A first request head longer than this goes to hummingbird's handlers, which answer it.
     var maxHeadBytes = 16 * 1024
+    /// The largest single frame NIO's decoder takes (above it, NIO closes with 1009 itself): the
+    /// largest protocol's limit, so that a smaller protocol refuses a frame over its own limit in
+    /// its own terms, as hummingbird's server did with its one `maxFrameSize`.
+    var maxFrameBytes: Int
     /// Each protocol's upgrade for a head it takes (nil: not its request).
     var routes: [@Sendable (RequestHeadPreview) -> DetachedUpgrade?] = []
 
@@ -16,6 +21,11 @@ struct DetachedUpgrades: Sendable {
         }
         return nil
     }
+
+    /// Adds the HTTP server handlers with `upgrade`'s upgrader (after the sniffer).
+    func configure(_ upgrade: DetachedUpgrade, on pipeline: ChannelPipeline.SynchronousOperations) throws {
+        try upgrade.configure(pipeline, maxFrameBytes: maxFrameBytes)
+    }
 }
 
 /// One protocol's WebSocket upgrade without a task per connection: NIO's HTTP server handlers
@@ -23,15 +33,13 @@ struct DetachedUpgrades: Sendable {
 /// hummingbird answers a refused upgrade); `attach` adds the protocol's frame handler once the
 /// upgrade response is out, on the channel's loop.
 struct DetachedUpgrade: Sendable {
-    let maxFrameBytes: Int
     private let accept: @Sendable (HTTPRequestHead, any Channel) async -> (any Sendable)?
     private let attach: @Sendable (any Sendable, any Channel) throws -> Void
 
     init<Accepted: Sendable>(
-        maxFrameBytes: Int, accept: @escaping @Sendable (HTTPRequestHead, any Channel) async -> Accepted?,
+        accept: @escaping @Sendable (HTTPRequestHead, any Channel) async -> Accepted?,
         attach: @escaping @Sendable (Accepted, any Channel) throws -> Void
     ) {
-        self.maxFrameBytes = maxFrameBytes
         self.accept = { head, channel in await accept(head, channel) }
         self.attach = { accepted, channel in
             guard let accepted = accepted as? Accepted else { throw ChannelError.inappropriateOperationForState }
@@ -40,7 +48,7 @@ struct DetachedUpgrade: Sendable {
     }
 
     /// Adds the HTTP server handlers with this protocol's upgrader (after the sniffer).
-    func configure(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
+    fileprivate func configure(_ pipeline: ChannelPipeline.SynchronousOperations, maxFrameBytes: Int) throws {
         // What `accept` decided, handed to `attach` (the upgrade router's own hand-over type).
         let decision = UpgradeDecision()
         let accept = self.accept
@@ -85,5 +93,15 @@ final class RefusedUpgradeResponder: ChannelInboundHandler, RemovableChannelHand
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+extension HTTPFields {
+    /// NIO's HTTP/1 headers as HTTP fields (a name that is not a valid field name is left out).
+    init(_ headers: HTTPHeaders) {
+        self.init()
+        for (name, value) in headers {
+            if let name = HTTPField.Name(name) { append(HTTPField(name: name, value: value)) }
+        }
     }
 }

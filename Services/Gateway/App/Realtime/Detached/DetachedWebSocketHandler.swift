@@ -16,18 +16,22 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
     /// What the protocol does with the connection.
     struct Events: Sendable {
         /// A whole text message, in order. False: the protocol ended the connection (it sends its
-        /// close frame and closes the channel; one still open after `shutdownGrace` is dropped).
+        /// close frame; a connection still open after `closeGrace` is dropped).
         var receive: @Sendable (String) async -> Bool
         /// A binary message (none of the protocols speaks binary).
         var binary: @Sendable () -> Void
+        /// A message over the limit, for a protocol that refuses it in its own terms (it sends
+        /// its close; later frames are ignored). nil: the handler closes with 1009.
+        var tooLarge: (@Sendable () -> Void)? = nil
         /// The server is shutting down.
         var shutdown: @Sendable () -> Void
         /// The connection ended, for whatever reason (once).
         var closed: @Sendable () -> Void
     }
 
-    /// How long a connection has to close after the server asked it to (then it is dropped).
-    static let shutdownGrace = TimeAmount.seconds(3)
+    /// How long a client has to answer the server's close frame, or to close after the server's
+    /// shutdown asked it to (then the connection is dropped).
+    static let closeGrace = TimeAmount.seconds(3)
 
     private let events: Events
     private let maxMessageBytes: Int
@@ -36,7 +40,8 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
     private var inbox: SerialInbox?
     private var readHeld = false
     private var ended = false
-    /// A close frame went out: later frames are ignored.
+    /// A close frame went out: later frames are ignored, and the client's close (the end of the
+    /// close handshake) or `closeGrace` closes the connection.
     private var closing = false
     private var storedContext: ChannelHandlerContext?
 
@@ -56,7 +61,7 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
         inbox = SerialInbox(
             process: { text in
                 guard await receive(text) else {
-                    channel.eventLoop.scheduleTask(in: Self.shutdownGrace) { channel.close(promise: nil) }
+                    channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
                     return false
                 }
                 return true
@@ -68,18 +73,22 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        guard !closing else { return }
+        guard !closing else {
+            // The client answered the server's close: the handshake is over.
+            if frame.opcode == .connectionClose { context.close(promise: nil) }
+            return
+        }
         guard !frame.rsv1, !frame.rsv2, !frame.rsv3 else { return close(context, code: .protocolError) }
         switch frame.opcode {
         case .text, .binary, .continuation:
             let opcode: WebSocketDataFrame.Opcode = frame.opcode == .text ? .text : frame.opcode == .binary ? .binary : .continuation
             switch reassembly.take(opcode, fin: frame.fin, data: frame.unmaskedData) {
             case .text(let text):
-                guard text.utf8.count <= maxMessageBytes else { return close(context, code: .messageTooLarge) }
+                guard text.utf8.count <= maxMessageBytes else { return refuseTooLarge(context) }
                 inbox?.enqueue(text)
             case .partial: break
             case .binary: events.binary()
-            case .tooLarge: close(context, code: .messageTooLarge)
+            case .tooLarge: refuseTooLarge(context)
             case .violation: close(context, code: .protocolError)
             }
         case .ping:
@@ -91,7 +100,11 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
             // The client's close: answer with its code and end the connection.
             var data = frame.unmaskedData
             let code = data.readWebSocketErrorCode() ?? .normalClosure
-            close(context, code: code)
+            closing = true
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(Self.closeFrame(code, reason: nil, allocator: channel.allocator))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
         default:
             close(context, code: .protocolError)
         }
@@ -128,7 +141,7 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
             // connection to close, so one that did not within the grace period is dropped.
             events.shutdown()
             let channel = context.channel
-            context.eventLoop.scheduleTask(in: Self.shutdownGrace) { channel.close(promise: nil) }
+            context.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
@@ -145,14 +158,29 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
         events.closed()
     }
 
-    /// A close frame with `code`, then the connection ends.
+    private func refuseTooLarge(_ context: ChannelHandlerContext) {
+        guard let tooLarge = events.tooLarge else { return close(context, code: .messageTooLarge) }
+        closing = true
+        tooLarge()
+    }
+
+    /// A close frame with `code`; the client's close or `closeGrace` ends the connection.
     private func close(_ context: ChannelHandlerContext, code: WebSocketErrorCode) {
         guard !closing else { return }
+        startClosing(context)
+        context.writeAndFlush(wrapOutboundOut(Self.closeFrame(code, reason: nil, allocator: context.channel.allocator)), promise: nil)
+    }
+
+    /// The protocol's close frame (`sendClose`) passes here on its way out.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if !closing, unwrapOutboundIn(data).opcode == .connectionClose { startClosing(context) }
+        context.write(data, promise: promise)
+    }
+
+    private func startClosing(_ context: ChannelHandlerContext) {
         closing = true
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(Self.closeFrame(code, reason: nil, allocator: channel.allocator))).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        context.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
     }
 }
 
@@ -228,11 +256,20 @@ final class SerialInbox: Sendable {
 }
 
 extension DetachedWebSocketHandler {
-    /// Sends a close frame (`code`, `reason`) after what is queued on `channel`, then closes it.
+    /// Sends a close frame (`code`, `reason`) after what is queued on `channel`; the handler then
+    /// waits for the client's close (at most `closeGrace`) and closes the connection.
     static func sendClose(code: UInt16, reason: String?, on channel: any Channel) async {
         let frame = closeFrame(WebSocketErrorCode(codeNumber: Int(code)), reason: reason, allocator: channel.allocator)
         try? await channel.writeAndFlush(frame).get()
-        try? await channel.close()
+    }
+
+    /// Refuses an upgraded connection in the protocol's terms: `frames` (text), then a close frame,
+    /// with the close handshake of a handler that hands nothing on. Call on the channel's loop.
+    static func refuse(_ channel: any Channel, texts: [[UInt8]] = [], code: WebSocketErrorCode, reason: String) throws {
+        let ignore = Events(receive: { _ in false }, binary: {}, shutdown: {}, closed: {})
+        try channel.pipeline.syncOperations.addHandler(DetachedWebSocketHandler(maxMessageBytes: 0, events: ignore))
+        for text in texts { channel.write(WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: text)), promise: nil) }
+        channel.writeAndFlush(closeFrame(code, reason: reason, allocator: channel.allocator), promise: nil)
     }
 
     /// A close frame: the code, then the reason's bytes (if any).
@@ -241,5 +278,15 @@ extension DetachedWebSocketHandler {
         data.write(webSocketErrorCode: code)
         if let reason { data.writeString(reason) }
         return WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+    }
+}
+
+extension ChannelWriter {
+    /// The writer of a detached WebSocket: its close frame goes out after the queued frames, then
+    /// the channel closes.
+    init(detached channel: any Channel, batchers: EventLoopWriteBatchers) {
+        self.init(channel: channel, batcher: batchers.batcher(for: channel.eventLoop)) { code, reason in
+            await DetachedWebSocketHandler.sendClose(code: code, reason: reason, on: channel)
+        }
     }
 }

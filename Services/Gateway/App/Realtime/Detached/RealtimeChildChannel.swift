@@ -28,7 +28,7 @@ struct RealtimeChildChannel: ServerChildChannel {
             let promise = channel.eventLoop.makePromise(of: HTTP1WebSocketUpgradeChannel.Value?.self)
             let sniffer = RequestHeadSniffer(maxHeadBytes: detached.maxHeadBytes) { head, pipeline in
                 if let upgrade = detached.upgrade(for: head) {
-                    try upgrade.configure(pipeline)
+                    try detached.configure(upgrade, on: pipeline)
                     return { promise.succeed(nil) }
                 }
                 // hummingbird's setup configures the pipeline synchronously on the loop.
