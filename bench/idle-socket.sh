@@ -10,7 +10,9 @@
 set -u
 label=$1 gw=$2 proto=${3:-socketio}
 # RATE and SEND_SECONDS change the send phase (default: 30 messages), for a CPU-per-delivery comparison.
-rate=${RATE:-10} send_seconds=${SEND_SECONDS:-3}
+# IDLE_SECONDS: how long the sockets stay idle before the sample (default 5; the native identify's
+# aftermath — presence, checkpoints, chat's HTTP connections — settles within a minute).
+rate=${RATE:-10} send_seconds=${SEND_SECONDS:-3} idle_seconds=${IDLE_SECONDS:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=/tmp/idle-bin-$label
 rm -rf "$bin"
@@ -28,7 +30,7 @@ for _ in $(seq 90); do grep -q "is ready" "/tmp/idle-dev-$label.log" && break; s
 gwpid=$(sed 's/\x1b\[[0-9;]*m//g' "/tmp/idle-dev-$label.log" | grep -o "gateway (pid [0-9]*)" | grep -o "[0-9]*")
 sleep 3
 timeout 600 "$bin/chatsuite" loadgen --gateway http://127.0.0.1:8380 --users 100 --channels 10 --members 10 --sockets 5000 \
-  --protocol "$proto" --rate "$rate" --seconds "$send_seconds" --gateway-pid "$gwpid" --idle-seconds 5 --setup-concurrency 6 > "/tmp/idle-lg-$label.log" 2>&1
+  --protocol "$proto" --rate "$rate" --seconds "$send_seconds" --gateway-pid "$gwpid" --idle-seconds "$idle_seconds" --setup-concurrency 6 > "/tmp/idle-lg-$label.log" 2>&1
 kill -INT $launcher
 wait $launcher
 echo "$label $proto: $(grep -o "RSS per idle socket = .*" "/tmp/idle-lg-$label.log") | $(grep -E "^CPU|^latency|^deliveries" "/tmp/idle-lg-$label.log" | tr -s " " | tr "\n" " ")"
