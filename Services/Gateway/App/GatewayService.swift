@@ -72,6 +72,7 @@ public enum GatewayService {
         "gateway.native.max-queued-bytes": 4_194_304,
         "gateway.native.resume-marks": 1_000,
         "gateway.native.replay-limit": 1_000,
+        "gateway.native.messages-per-minute": 120,
         // STOMP over WebSocket (docs/stomp.md).
         "gateway.stomp.max-frame-bytes": 65_536,
         "gateway.stomp.max-headers": 32,
@@ -152,8 +153,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
         platform: &platform, verifier: verifier,
         access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
-        operations: StompOperations(
-            client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? ""),
+        operations: StompOperations(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", userLimiter: edge.userLimiter),
         firebase: firebaseProject.isConfigured
             ? FirebaseTokenVerifier(projectId: firebaseProject.projectId, keySetURL: firebaseProject.keySetURL, client: httpClient, logger: logger)
             : nil,

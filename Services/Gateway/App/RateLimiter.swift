@@ -3,10 +3,7 @@ import Synchronization
 /// Token buckets keyed by user or client address: `rate` requests per second sustained, up to
 /// `burst` at once. In memory per gateway replica.
 final class RateLimiter: Sendable {
-    private struct Bucket {
-        var tokens: Double
-        var updated: ContinuousClock.Instant
-    }
+    private typealias Bucket = TokenBucket
 
     let rate: Double
     let burst: Double
@@ -27,18 +24,10 @@ final class RateLimiter: Sendable {
     func allow(_ key: String, now: ContinuousClock.Instant = .now) -> Bool {
         buckets.withLock { buckets in
             if buckets.count >= maxKeys { Self.evictFull(&buckets, now: now, rate: rate, burst: burst) }
-            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
-            let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(burst, bucket.tokens + seconds * rate)
-            bucket.updated = now
-            guard bucket.tokens >= 1 else {
-                buckets[key] = bucket
-                return false
-            }
-            bucket.tokens -= 1
+            var bucket = buckets[key] ?? Bucket(burst: burst, now: now)
+            let allowed = bucket.take(rate: rate, burst: burst, now: now)
             buckets[key] = bucket
-            return true
+            return allowed
         }
     }
 
@@ -49,5 +38,28 @@ final class RateLimiter: Sendable {
             let seconds = Double(elapsed.components.seconds)
             return bucket.tokens + seconds * rate < burst
         }
+    }
+}
+
+/// One token bucket: `rate` tokens a second refill it, up to `burst`; each allowed thing takes one.
+struct TokenBucket: Sendable {
+    var tokens: Double
+    var updated: ContinuousClock.Instant
+
+    /// A full bucket.
+    init(burst: Double, now: ContinuousClock.Instant = .now) {
+        tokens = burst
+        updated = now
+    }
+
+    /// Refills for the time since the last call, then takes a token; false when none is left.
+    mutating func take(rate: Double, burst: Double, now: ContinuousClock.Instant = .now) -> Bool {
+        let elapsed = now - updated
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        tokens = min(burst, tokens + seconds * rate)
+        updated = now
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
     }
 }

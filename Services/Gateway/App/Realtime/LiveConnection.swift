@@ -18,6 +18,8 @@ final class LiveConnection: Sendable {
         var direct: ChannelWriter?
         /// The close frame's task, once the close was asked for on an attached connection.
         var closeTask: Task<Void, Never>?
+        /// The client's message budget (protocols that limit it), full at first.
+        var inbound: TokenBucket?
     }
 
     let opened = ContinuousClock.now
@@ -105,6 +107,17 @@ final class LiveConnection: Sendable {
     }
 
     var isClosing: Bool { state.withLock { $0.closing != nil } }
+
+    /// Takes one client message from the connection's budget: `perMinute` a minute, in bursts of
+    /// as many; false when it is spent.
+    func takeMessage(perMinute: Int, now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            var bucket = state.inbound ?? TokenBucket(burst: Double(perMinute), now: now)
+            let taken = bucket.take(rate: Double(perMinute) / 60, burst: Double(perMinute), now: now)
+            state.inbound = bucket
+            return taken
+        }
+    }
 
     func heartbeat() {
         state.withLock { $0.lastHeartbeat = .now }

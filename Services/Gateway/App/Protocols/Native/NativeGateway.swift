@@ -50,6 +50,9 @@ final class NativeGateway: Sendable {
 
     /// Handles one client frame; returns the connection's session (set by identify or resume).
     func receive(_ text: String, on connection: LiveConnection, session: NativeSession?) async -> NativeSession? {
+        guard connection.takeMessage(perMinute: settings.messageBudgetPerMinute) else {
+            return refuse(connection, NativeClose.rateLimited, "rate limited: too many messages", session)
+        }
         guard let frame = NativeFrames.Inbound(text) else {
             connection.close(code: NativeClose.decodeError, reason: "not a JSON object with an op")
             return session
@@ -192,6 +195,11 @@ final class NativeGateway: Sendable {
     }
 
     private func subscribe(_ session: NativeSession, to conversation: UUID, connection: LiveConnection) async {
+        // Each one asks chat: a user's subscriptions count against the join limit, as STOMP's do.
+        guard hub.admission.allowJoin(from: session.userId.description) else {
+            connection.send(NativeFrames.error(code: Int(NativeClose.rateLimited), message: "too many subscriptions; slow down"))
+            return
+        }
         guard let readable = await hub.access.mayRead(user: session.userId.description, conversation: conversation) else {
             connection.send(NativeFrames.error(code: NativeClose.notMember, message: "not a member of the conversation"))
             return

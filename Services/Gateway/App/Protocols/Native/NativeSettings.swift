@@ -16,6 +16,9 @@ struct NativeSettings: Sendable {
     var resumeMarks: Int
     /// Most messages one resume replays from history (more: 4006, identify anew).
     var replayLimit: Int
+    /// Client messages one connection may send per minute (a burst of as many, refilled evenly);
+    /// past it the connection closes with 4008.
+    var messagesPerMinute: Int
 
     init(_ settings: ServiceSettings) throws {
         heartbeatInterval = .milliseconds(try settings.int("gateway.native.heartbeat-interval-ms"))
@@ -25,11 +28,18 @@ struct NativeSettings: Sendable {
         maxQueuedBytes = try settings.int("gateway.native.max-queued-bytes")
         resumeMarks = try settings.int("gateway.native.resume-marks")
         replayLimit = try settings.int("gateway.native.replay-limit")
+        messagesPerMinute = try settings.int("gateway.native.messages-per-minute")
         guard heartbeatInterval >= .milliseconds(100), resumeWindow > .zero, maxFrameBytes >= 1024, maxQueuedFrames >= 1,
-            maxQueuedBytes >= 65_536, resumeMarks >= 1, (1...10_000).contains(replayLimit)
+            maxQueuedBytes >= 65_536, resumeMarks >= 1, (1...10_000).contains(replayLimit), messagesPerMinute >= 10
         else {
             throw StartupError("gateway.native.* settings out of range (see docs/configuration.md)")
         }
+    }
+
+    /// A connection's message budget a minute: `messagesPerMinute`, plus twice the heartbeats
+    /// the interval asks for (a client heartbeating early is not cut off).
+    var messageBudgetPerMinute: Int {
+        messagesPerMinute + Int(2 * 60_000 / max(heartbeatIntervalMilliseconds, 1))
     }
 
     var heartbeatIntervalMilliseconds: Int64 {

@@ -8,10 +8,12 @@ import ServiceKit
 
 /// What a STOMP `SEND` becomes: the same request the REST route makes (the gateway is the one
 /// HTTP client of the services), as the connected user, so a STOMP message is stored, published
-/// and fanned out to every protocol like any other.
+/// and fanned out to every protocol like any other — under the same per-user rate limit as the
+/// REST edge (the same buckets: a user's REST and STOMP requests share them).
 struct StompOperations: Sendable {
     let client: HTTPClient
     let chatURL: String
+    let userLimiter: RateLimiter
 
     /// A refusal for the client: the service's error code (`E13`, …) or the gateway's reason.
     struct Refusal: Error, Sendable {
@@ -51,6 +53,7 @@ struct StompOperations: Sendable {
     }
 
     private func call(_ method: HTTPMethod, _ url: String, body: [String: String]?, user: UserID, requestId: String) async throws(Refusal) {
+        guard userLimiter.allow(user.description) else { throw Refusal(message: APIError.tooManyRequests.code) }
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: GatewayHeader.userId.rawName, value: user.description)

@@ -1,0 +1,107 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import NIOWebSocket
+import SuiteTesting
+import Testing
+import TestSupport
+
+@testable import GatewayApp
+
+/// One client sending too fast is refused in its protocol's terms — past its budget nothing it
+/// sends reaches chat — while another member of the same channel is served throughout.
+@Suite("Flooding real-time clients", .serialized)
+struct FloodTests {
+    @Test(
+        "native: subscriptions past the join limit get error 4008 and the connection stays; a connection past its message budget closes with 4008, its session resumes with what was posted meanwhile; the other member is served throughout"
+    )
+    func native() async throws {
+        let gatewayId = "gw-flood-\(UUID().uuidString.prefix(8).lowercased())"
+        // A budget of 60 + 2 × 60 000 / 2 000 heartbeats = 120 messages a minute.
+        let environment = NativeProtocolTests.environment(gatewayId).merging([
+            "GATEWAY_NATIVE_MESSAGES_PER_MINUTE": "60", "GATEWAY_REALTIME_JOIN_BURST": "5", "GATEWAY_REALTIME_JOIN_RATE_PER_SECOND": "1",
+        ]) { $1 }
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: environment) { s in
+            let a = try await s.user("넘침")
+            let b = try await s.user("보통")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let replica = try await RealFanoutTests.startReplica(s, "fanout-flood")
+            let port = try #require(s.client.port)
+            let (flooder, ready) = try await NativeTestClient.connect(port, a)
+            let sessionId = try #require(ready["session_id"] as? String)
+            let (member, _) = try await NativeTestClient.connect(port, b)
+            try await NativeProtocolTests.awaitInterest(s, b, channelPath, [flooder, member])
+
+            // Ten subscriptions at once: each asks chat, so past the join burst (5) they are refused.
+            for _ in 0..<10 { flooder.send(#"{"op":"subscribe","d":{"conversation_id":"\#(cid)"}}"#) }
+            try await flooder.waitFor("answers to the ten subscriptions") { frames in
+                frames.filter { ["subscribed", "error"].contains($0["op"] as? String) }.count == 10
+            }
+            let refusals = flooder.frames.filter { $0["op"] as? String == "error" }.compactMap { $0["d"] as? [String: Any] }
+            #expect(refusals.count >= 4 && refusals.allSatisfy { $0["code"] as? Int == 4008 }, "\(refusals)")
+            #expect(refusals.first?["message"] as? String == "too many subscriptions; slow down")
+
+            // 400 heartbeats back to back: at most the budget is answered, then 4008.
+            let seq = flooder.lastSeq
+            for _ in 0..<400 { flooder.send(#"{"op":"heartbeat","d":{"seq":\#(seq)}}"#) }
+            let closed = try await flooder.closed(timeout: .seconds(20))
+            #expect(closed.code == WebSocketErrorCode(codeNumber: 4008), "\(String(describing: closed.code)) \(closed.reason)")
+            #expect(closed.reason == "rate limited: too many messages")
+            let acks = flooder.frames.filter { $0["op"] as? String == "heartbeat_ack" }.count
+            #expect(acks <= 125, "answered \(acks) of 400 heartbeats")
+
+            // The other member is served meanwhile, and the flooder's session resumes with it.
+            let posted = try await s.send(.post, channelPath, b, json: #"{"content":"after the flood"}"#)
+            #expect(posted.status == .ok)
+            let chatId = id(jsonObject(posted), "chat_id")
+            try await member.waitFor("the message after the flood") { _ in
+                member.dispatches("channel.message").contains { $0.data["chat_id"] as? String == chatId }
+            }
+            let resumed = NativeTestClient(port: port)
+            _ = try await resumed.waitForOp("hello")
+            resumed.resume(a.token, session: sessionId, seq: flooder.lastSeq)
+            _ = try await resumed.waitForOp("resumed")
+            try await resumed.waitFor("the message posted while it was away") { _ in
+                resumed.dispatches("channel.message").contains { $0.data["chat_id"] as? String == chatId }
+            }
+            for client in [flooder, member, resumed] { await client.kill() }
+            try await replica.stop()
+        }
+    }
+
+    @Test(
+        "STOMP: SENDs past the user's request budget get ERROR E98 and the close, and store nothing more; the budget is the REST edge's (the same user's REST post is refused too); the other member's post is stored meanwhile"
+    )
+    func stomp() async throws {
+        let gatewayId = "gw-flood-s-\(UUID().uuidString.prefix(8).lowercased())"
+        let environment = StompProtocolTests.environment(gatewayId).merging(["GATEWAY_USER_BURST": "30", "GATEWAY_USER_RATE_PER_SECOND": "1"]) { $1 }
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: environment) { s in
+            let a = try await s.user("넘침")
+            let b = try await s.user("보통")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let port = try #require(s.client.port)
+            let flooder = try await StompTestClient.connected(port: port, token: a.token, userId: a.id)
+
+            let sends = 60
+            for index in 0..<sends {
+                flooder.send(to: "/kafka/send-channel-message", #"{"content":"flood \#(index)","channelId":"\#(cid)","userId":"\#(a.id)"}"#)
+            }
+            #expect(try await StompProtocolTests.error(flooder) == "E98")
+            #expect(try await flooder.closed().code == .protocolError)
+            // Right after, the same user's REST post is refused from the same buckets.
+            let rest = try await s.send(.post, channelPath, a, json: #"{"content":"by REST"}"#)
+            #expect(outcome(rest) == "429 E98")
+
+            // The other member is served: its post is stored, and the history shows the flood cut short.
+            #expect(try await s.send(.post, channelPath, b, json: #"{"content":"after the flood"}"#).status == .ok)
+            let history = String(buffer: try await s.get(channelPath, b).body)
+            let stored = history.components(separatedBy: #""flood "#).count - 1
+            #expect(stored > 0 && stored < sends, "stored \(stored) of \(sends)")
+            #expect(history.contains("after the flood"))
+            await flooder.stop()
+        }
+    }
+}
