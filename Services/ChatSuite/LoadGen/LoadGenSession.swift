@@ -18,7 +18,7 @@ struct LoadGenSession {
         let outbound = self.outbound
         try await withTaskCancellationHandler {
             switch spec.kind {
-            case .socketio: try await runSocketIO()
+            case .socketio, .socketioUpgrade: try await runSocketIO()
             case .native: try await runNative()
             case .stomp: try await runStomp()
             case .nchan: try await runNchan()

@@ -2,15 +2,24 @@ import Foundation
 import HummingbirdWSClient
 import NIOCore
 
-/// The Socket.IO client side (Engine.IO v4, WebSocket only; docs/realtime.md):
-/// `0{open}` → `40/ws-channel-<id>,` per channel → `40/ws-channel-<id>,{"sid":…}` each;
-/// pings `2` are answered `3`; messages arrive as `42/ws-channel-<id>,["channel",{…}]`.
+/// The Socket.IO client side (Engine.IO v4; docs/realtime.md): `0{open}` (or, for the upgrade
+/// of a polling session, `2probe` → `3probe`, then `5`) → `40/ws-channel-<id>,` per channel →
+/// `40/ws-channel-<id>,{"sid":…}` each; pings `2` are answered `3`; messages arrive as
+/// `42/ws-channel-<id>,["channel",{…}]`.
 extension LoadGenSession {
     func runSocketIO() async throws {
         var reader = WebSocketMessageReader(inbound)
-        guard let open = try await reader.next() else { throw LoadGenProtocolError("socketio: closed before the open packet") }
-        guard open.readableBytesView.first == UInt8(ascii: "0") else {
-            throw LoadGenProtocolError("socketio: expected the open packet, got \(String(buffer: open).prefix(80))")
+        if spec.kind == .socketioUpgrade {
+            try await outbound.write(.text("2probe"))
+            guard let probe = try await reader.next(), String(buffer: probe) == "3probe" else {
+                throw LoadGenProtocolError("socketio-upgrade: the probe was not answered with 3probe")
+            }
+            try await outbound.write(.text("5"))
+        } else {
+            guard let open = try await reader.next() else { throw LoadGenProtocolError("socketio: closed before the open packet") }
+            guard open.readableBytesView.first == UInt8(ascii: "0") else {
+                throw LoadGenProtocolError("socketio: expected the open packet, got \(String(buffer: open).prefix(80))")
+            }
         }
         var pending = Set(spec.channels.map { "/ws-channel-\($0.id)" })
         for channel in spec.channels {

@@ -1,17 +1,23 @@
+import AsyncHTTPClient
 import Common
 import Events
 import Foundation
 import HummingbirdWSClient
 import Logging
+import NIOCore
+import NIOHTTP1
 
-/// The sockets' protocol: `mixed` makes even sockets Socket.IO and odd ones native.
+/// The sockets' protocol: `mixed` makes even sockets Socket.IO and odd ones native;
+/// `socketio-upgrade` opens each Socket.IO session with a polling handshake and upgrades it to
+/// the WebSocket (as socket.io-client-swift does unless `forceWebsockets` is set).
 public enum LoadGenProtocol: String, Sendable {
-    case socketio, native, stomp, mixed
+    case socketio, socketioUpgrade = "socketio-upgrade", native, stomp, mixed
 
     /// The one kind of every socket; nil for `mixed`.
     var socketKind: LoadGenSocketSpec.Kind? {
         switch self {
         case .socketio: .socketio
+        case .socketioUpgrade: .socketioUpgrade
         case .native: .native
         case .stomp: .stomp
         case .mixed: nil
@@ -21,7 +27,7 @@ public enum LoadGenProtocol: String, Sendable {
 
 /// One socket of the run: its user, the channels it follows, its protocol.
 struct LoadGenSocketSpec: Sendable {
-    enum Kind: String, Sendable { case socketio, native, stomp, nchan }
+    enum Kind: String, Sendable { case socketio, socketioUpgrade = "socketio-upgrade", native, stomp, nchan }
     let index: Int
     let kind: Kind
     let token: String
@@ -67,6 +73,7 @@ struct DeliveryMarkers: Sendable {
 final class SocketPool: Sendable {
     let specs: [LoadGenSocketSpec]
     let wsBase: String
+    let httpBase: String
     let markers: DeliveryMarkers
     let log: DeliveryLog
     let gate: AsyncGate
@@ -76,6 +83,7 @@ final class SocketPool: Sendable {
         self.specs = specs
         // http://host:port → ws://host:port (https → wss)
         self.wsBase = gatewayURL.hasPrefix("https") ? "wss" + gatewayURL.dropFirst(5) : "ws" + gatewayURL.dropFirst(4)
+        self.httpBase = gatewayURL
         self.markers = markers
         self.log = log
         self.gate = AsyncGate(permits: handshakes)
@@ -124,6 +132,13 @@ final class SocketPool: Sendable {
         let url: String
         switch spec.kind {
         case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
+        case .socketioUpgrade:
+            do {
+                url = wsBase + "/socket.io/?EIO=4&transport=websocket&sid=" + (try await pollingSession())
+            } catch {
+                handshake.finish()
+                return log.failed("socketio-upgrade: the polling handshake failed: \(error)", socket: spec.index, afterReady: false)
+            }
         case .native: url = wsBase + "/v1/gateway"
         case .stomp: url = wsBase + "/v1/stomp"
         case .nchan: url = wsBase + "/sub/" + spec.channels.map { "\($0.id)" }.joined(separator: ",")
@@ -150,11 +165,22 @@ final class SocketPool: Sendable {
         }
     }
 
+    /// A new polling session's id (`0{"sid":"…",…}` answers the handshake).
+    private func pollingSession() async throws -> String {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: httpBase + "/socket.io/?EIO=4&transport=polling"), timeout: .seconds(30))
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
+        guard response.status == .ok, body.hasPrefix(#"0{"sid":""#) else {
+            throw LoadGenProtocolError("HTTP \(response.status.code) \(body.prefix(120))")
+        }
+        return String(body.dropFirst(#"0{"sid":""#.count).prefix { $0 != "\"" })
+    }
+
     static func describe(_ error: any Error, kind: LoadGenSocketSpec.Kind) -> String {
         if let e = error as? WebSocketClientError, e == .webSocketUpgradeFailed {
             switch kind {
             case .native: return "native: the gateway refused the WebSocket upgrade of /v1/gateway (no native server in this gateway?)"
             case .socketio: return "socketio: the gateway refused the WebSocket upgrade of /socket.io/"
+            case .socketioUpgrade: return "socketio-upgrade: the gateway refused the upgrade of the polling session"
             case .stomp: return "stomp: the gateway refused the WebSocket upgrade of /v1/stomp (no STOMP server in this gateway?)"
             case .nchan: return "nchan: nginx refused the WebSocket upgrade of /sub/…"
             }

@@ -6,7 +6,6 @@ import FirebaseAuth
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import OutboundHTTP
 import ServiceCatalog
@@ -149,7 +148,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     ).addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
     StudyEdge(gateway: gateway, routes: routes, proxy: edge.proxy, addressLimiter: edge.addressLimiter)
         .addRoutes(to: router, middleware: AccessLogMiddleware(logger: logger))
-    let upgrades = realtime(
+    let detached = realtime(
         protocols, livenessIntervalMilliseconds: gateway.livenessIntervalMilliseconds, trustedProxies: gateway.trustedProxies,
         platform: &platform, verifier: verifier,
         access: ConversationAccess(client: httpClient, chatURL: gateway.upstreams[ServiceEntry.chat.name] ?? "", logger: logger),
@@ -159,30 +158,22 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
             : nil,
         router: router, logger: logger
     )
-    let webSocketResponder = upgrades.router.buildResponder()
-    let detached = upgrades.detached
-    let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: upgrades.maxFrameBytes, autoPing: .disabled))
     return platform.makeApplication(
         responder: router.buildResponder(),
-        server: HTTPServerBuilder { responder in
-            RealtimeChildChannel(
-                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: webSocketConfiguration),
-                detached: detached
-            )
-        }
+        server: HTTPServerBuilder { responder in RealtimeChildChannel(inner: HTTP1Channel(responder: responder), detached: detached) }
     )
 }
 
 /// The real-time core and its protocols (docs/realtime.md, docs/native-gateway.md,
 /// docs/adding-a-protocol.md): the hub, the event publisher, heartbeats, the session checkpoint
 /// table, the membership watcher and the delivery consumer run as platform services; each
-/// protocol adds its WebSocket paths to the upgrade router (Socket.IO's polling routes go on
-/// `router`).
+/// protocol's WebSocket upgrade is a route of the returned `DetachedUpgrades` (Socket.IO's polling
+/// routes and SockJS's info go on `router`).
 private func realtime(
     _ protocols: ProtocolSettings, livenessIntervalMilliseconds: Int, trustedProxies: TrustedProxies, platform: inout ServicePlatform<NoDatabase>,
     verifier: AccessTokenVerifier, access: ConversationAccess, operations: StompOperations, firebase: FirebaseTokenVerifier?,
     router: ServiceRouter<GatewayRequestContext>, logger: Logger
-) -> (router: RealtimeUpgradeRouter, maxFrameBytes: Int, detached: DetachedUpgrades) {
+) -> DetachedUpgrades {
     let (realtime, socketIO, nativeSettings) = (protocols.realtime, protocols.socketIO, protocols.native)
     let gatewayId = realtime.gatewayId
     let publisher = GatewayEventPublisher(producer: platform.producer, gatewayId: gatewayId, logger: logger)
@@ -206,9 +197,7 @@ private func realtime(
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     PollingTransport(server: server).addRoutes(to: router)
-    let upgrades = RealtimeUpgradeRouter(context: RealtimeUpgradeContext.self)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)
-    socketIOWebSocket.addUpgrades(to: upgrades)
     let maxFrameBytes = max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes)
     let nativeTransport = NativeTransport(gateway: native, trustedProxies: trustedProxies)
     let stompTransport = StompTransport(server: stomp, trustedProxies: trustedProxies)
@@ -217,7 +206,7 @@ private func realtime(
     detached.routes.append { socketIOWebSocket.detachedUpgrade(for: $0) }
     detached.routes.append { nativeTransport.detachedUpgrade(for: $0) }
     detached.routes.append { stompTransport.detachedUpgrade(for: $0) }
-    return (upgrades, maxFrameBytes, detached)
+    return detached
 }
 
 /// The real-time settings, read (and checked) before the gateway builds anything.

@@ -11,9 +11,10 @@ import Testing
 @testable import GatewayApp
 import SuiteTesting
 
-/// A WebSocket-only Socket.IO session on the task-free path, through the real gateway with a
-/// plain WebSocket client (python-socketio covers the protocol itself in `SocketIOTests`).
-@Suite("Socket.IO WebSocket-only sessions without a task per socket", .serialized)
+/// Socket.IO WebSockets on the task-free path — a WebSocket-only session and the upgrade of a
+/// polling session — through the real gateway with a plain WebSocket client (python-socketio
+/// covers the protocol itself in `SocketIOTests`).
+@Suite("Socket.IO WebSockets without a task per socket", .serialized)
 struct DetachedSocketIOTests {
     private var logger: Logger {
         var logger = Logger(label: "detached-socketio-test")
@@ -55,6 +56,68 @@ struct DetachedSocketIOTests {
                 Issue.record("a bad token was upgraded")
             }
             #expect(refused == nil)
+        }
+    }
+
+    /// A polling session's id (the handshake's open packet).
+    private func pollingSession(_ s: Stack) async throws -> String {
+        let body = String(buffer: try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling", method: .get, headers: [:], body: nil).body)
+        return String(body.dropFirst(#"0{"sid":""#.count).prefix { $0 != "\"" })
+    }
+
+    @Test(
+        "a polling session upgrades: 2probe → 3probe, 5, then its packets go over the WebSocket; a wrong packet after the probe closes the session; an unknown sid is refused with Engine.IO's error; a socket that never probes is closed 1008 after the ping timeout"
+    )
+    func pollingUpgrade() async throws {
+        let gatewayId = "gw-upgrade-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: ["GATEWAY_ID": gatewayId, "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "1500"]) { s in
+            let port = try #require(s.client.port)
+            let sid = try await pollingSession(s)
+            let received = Mutex<[String]>([])
+            _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/socket.io/?EIO=4&transport=websocket&sid=\(sid)", logger: logger) {
+                inbound, outbound, _ in
+                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                try await outbound.write(.text("2probe"))
+                guard case .text(let probe)? = try await messages.next() else { return }
+                received.withLock { $0.append(probe) }
+                try await outbound.write(.text("5"))
+                try await outbound.write(.text("40"))
+                guard case .text(let connected)? = try await messages.next() else { return }
+                received.withLock { $0.append(connected) }
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            let packets = received.withLock { $0 }
+            #expect(packets.first == "3probe", "\(packets)")
+            #expect(packets.dropFirst().first?.hasPrefix(#"40{"sid":""#) == true, "\(packets)")
+
+            // After the probe, anything but 5 ends the session: its next poll is refused.
+            let failed = try await pollingSession(s)
+            _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/socket.io/?EIO=4&transport=websocket&sid=\(failed)", logger: logger) {
+                inbound, outbound, _ in
+                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                try await outbound.write(.text("2probe"))
+                _ = try await messages.next()
+                try await outbound.write(.text("4oops"))
+                while try await messages.next() != nil {}
+            }
+            let poll = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling&sid=\(failed)", method: .get, headers: [:], body: nil)
+            #expect(poll.status == .badRequest, "\(poll.status) \(String(buffer: poll.body))")
+
+            // An unknown sid is not upgraded: the polling routes answer with Engine.IO's error.
+            let unknown = try await s.client.execute(
+                uri: "/socket.io/?EIO=4&transport=websocket&sid=unknown", method: .get,
+                headers: [.connection: "Upgrade", .upgrade: "websocket", .secWebSocketVersion: "13", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ=="], body: nil)
+            #expect(unknown.status == .badRequest && String(buffer: unknown.body).contains("\"code\""), "\(unknown.status) \(String(buffer: unknown.body))")
+
+            // Upgraded but never probed: closed 1008 once the ping timeout (1.5 s) passed.
+            let idle = try await pollingSession(s)
+            let started = ContinuousClock.now
+            let close = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/socket.io/?EIO=4&transport=websocket&sid=\(idle)", logger: logger) {
+                inbound, _, _ in
+                for try await _ in inbound.messages(maxSize: 1 << 20) {}
+            }
+            #expect(close?.closeCode == .policyViolation && close?.reason == "upgrade timeout", "\(String(describing: close))")
+            #expect(ContinuousClock.now - started < .seconds(15))
         }
     }
 }

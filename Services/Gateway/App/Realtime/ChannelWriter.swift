@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Before, each socket had a writer task: a delivery resumed it, it hopped onto
 /// hummingbird-websocket's handler actor and then onto the channel's event loop for every frame
-/// — three scheduler hand-offs and a task kept alive per idle socket. Now a delivery appends
+/// — three scheduler hand-offs and a task kept alive per idle socket (the sockets have no
+/// hummingbird-websocket handler any more: `Realtime/Detached`). Now a delivery appends
 /// its frames to the batcher of the socket's event loop; the first append schedules one drain
 /// on that loop, which writes everything appended meanwhile (every socket, every event) and
 /// flushes each channel once. Frames of one socket keep their order: they are appended under
@@ -92,21 +93,16 @@ final class EventLoopWriteBatchers: Sendable {
 }
 
 /// One WebSocket's outbound side without a writer task: frames go through its event loop's
-/// batcher; closing goes through hummingbird-websocket's writer (its close handshake), in a
-/// short-lived task started after the frames were queued, so it follows them on the loop.
+/// batcher; the close frame is written in a short-lived task started after the frames were
+/// queued, so it follows them on the loop (`DetachedWebSocketHandler` then runs the close
+/// handshake).
 struct ChannelWriter: Sendable {
     let channel: any Channel
     let batcher: EventLoopWriteBatcher
-    /// Sends the close frame (hummingbird-websocket's writer, which runs the close handshake).
+    /// Sends the close frame.
     private let sendClose: @Sendable (UInt16, String?) async -> Void
 
-    init(channel: any Channel, batchers: EventLoopWriteBatchers, outbound: WebSocketOutboundWriter) {
-        self.init(channel: channel, batcher: batchers.batcher(for: channel.eventLoop)) { code, reason in
-            try? await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-        }
-    }
-
-    /// `sendClose` stands in for hummingbird-websocket's writer (tests).
+    /// `sendClose` sends the close frame (`init(detached:batchers:)` for the gateway's sockets).
     init(channel: any Channel, batcher: EventLoopWriteBatcher, sendClose: @escaping @Sendable (UInt16, String?) async -> Void) {
         self.channel = channel
         self.batcher = batcher

@@ -3,12 +3,11 @@ import NIOCore
 
 /// A client's WebSocket messages from its data frames, fragments joined.
 ///
-/// The reading loops await frames and hand each one here, instead of using hummingbird-websocket's
-/// message iterator: that iterator throws on fragments over its limit, and the loops' `try?` turned
-/// the throw into an ordinary end of input, so the client got a generic close (native: 4000 unknown
-/// error). Here an oversized message is `.tooLarge`, and the protocol closes with its too-large code.
+/// `DetachedWebSocketHandler` hands each data frame here. An oversized message is `.tooLarge`,
+/// so the protocol closes with its too-large code (hummingbird-websocket's message iterator, used
+/// before, threw instead, and the client got a generic close: native 4000 unknown error).
 ///
-/// Same rules as the message iterator: a message starts with a text or binary frame and goes on
+/// Same rules as that message iterator: a message starts with a text or binary frame and goes on
 /// with continuation frames; fragments may not add up to more than `maxBytes` (the first frame is
 /// bounded by the server's frame limit); anything else ends the socket.
 struct TextReassembly {
@@ -34,10 +33,6 @@ struct TextReassembly {
 
     init(maxBytes: Int) {
         self.maxBytes = maxBytes
-    }
-
-    mutating func take(_ frame: WebSocketDataFrame) -> Step {
-        take(frame.opcode, fin: frame.fin, data: frame.data)
     }
 
     mutating func take(_ opcode: WebSocketDataFrame.Opcode, fin: Bool, data: ByteBuffer) -> Step {

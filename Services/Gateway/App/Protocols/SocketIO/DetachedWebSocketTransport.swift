@@ -4,24 +4,33 @@ import HummingbirdCore
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
+import Synchronization
 
-/// Engine.IO over WebSocket for a WebSocket-only session (no `sid`), served by NIO handlers with
-/// no task while the socket is idle (`RealtimeChildChannel`). The upgrade of a polling session
-/// (`sid`, the probe exchange) stays on `WebSocketTransport`.
-extension WebSocketTransport {
+/// Engine.IO over WebSocket at `/socket.io`, served by NIO handlers with no task while the socket
+/// is idle (`RealtimeChildChannel`): a WebSocket-only session (no `sid`: the open packet is the
+/// first message) or the upgrade of a polling session (`sid`: `2probe` → `3probe`, the pending
+/// poll returns a noop, then `5` switches the session to the WebSocket). A request this transport
+/// does not take (an unknown `sid`, no `EIO`) goes on to the polling routes, which answer it with
+/// an Engine.IO error.
+struct WebSocketTransport: Sendable {
+    let server: SocketIOServer
+    let trustedProxies: TrustedProxies
+
     private struct Accepted: Sendable {
         let version: EngineIOVersion
         let identity: SocketIOIdentity
         let clientAddress: String
     }
 
-    /// The detached upgrade for `/socket.io/?EIO=…&transport=websocket` without a `sid`.
+    /// The detached upgrade for `/socket.io/?EIO=…&transport=websocket[&sid=…]`.
     func detachedUpgrade(for head: RequestHeadPreview) -> DetachedUpgrade? {
         let uri = URI(String(head.target))
         guard uri.path == "/socket.io" || uri.path == "/socket.io/" else { return nil }
         let query = uri.queryParameters
-        guard query["transport"] == "websocket", query["sid"] == nil, let version = EngineIOVersion(query: query["EIO"].map(String.init)) else {
-            return nil
+        guard query["transport"] == "websocket", let version = EngineIOVersion(query: query["EIO"].map(String.init)) else { return nil }
+        if let sid = query["sid"] {
+            guard let session = server.session(String(sid)), session.version == version, session.transport == .polling else { return nil }
+            return pollingUpgrade(of: session)
         }
         let server = self.server
         let trustedProxies = self.trustedProxies
@@ -35,22 +44,113 @@ extension WebSocketTransport {
             let (session, packets) = server.open(
                 version: accepted.version, transport: .websocket, identity: accepted.identity, clientAddress: accepted.clientAddress)
             session.attach(abort: { channel.close(promise: nil) })
-            let handler = DetachedWebSocketHandler(
-                maxMessageBytes: server.settings.maxPayloadBytes,
-                events: .init(
-                    receive: { text in
-                        guard await server.receive(text[...], from: session) else {
-                            server.close(session, reason: "websocket closed")
-                            return false
-                        }
-                        return true
-                    },
-                    binary: {},  // binary packets are not spoken
-                    shutdown: { server.close(session, reason: "server shutting down") },
-                    closed: { server.close(session, reason: "websocket closed") }
-                ))
-            try channel.pipeline.syncOperations.addHandler(handler)
+            try channel.pipeline.syncOperations.addHandler(handler(serving: session, on: channel) { nil })
             session.attach(ChannelWriter(detached: channel, batchers: server.hub.writeBatchers), first: packets.map(OutboundText.init))
         }
+    }
+
+    /// The frame handler of a session on this WebSocket: each client packet goes to the server;
+    /// `upgrading` answers the packets of an upgrade still in progress (nil: it is done).
+    private func handler(
+        serving session: EngineSession, on channel: any Channel, upgrading: @escaping @Sendable () -> PollingUpgrade?
+    ) -> DetachedWebSocketHandler {
+        let server = self.server
+        return DetachedWebSocketHandler(
+            maxMessageBytes: server.settings.maxPayloadBytes,
+            events: .init(
+                receive: { text in
+                    if let upgrade = upgrading() { return await upgrade.receive(text) }
+                    guard await server.receive(text[...], from: session) else {
+                        server.close(session, reason: "websocket closed")
+                        return false
+                    }
+                    return true
+                },
+                binary: {},  // binary packets are not spoken
+                shutdown: { server.close(session, reason: "server shutting down") },
+                closed: {
+                    if let upgrade = upgrading() { return upgrade.ended() }
+                    server.close(session, reason: "websocket closed")
+                }
+            ))
+    }
+
+    /// The upgrade of a polling session: the probe, then `5`, within the ping timeout.
+    private func pollingUpgrade(of session: EngineSession) -> DetachedUpgrade {
+        let server = self.server
+        return DetachedUpgrade { _, _ in true } attach: { _, channel in
+            session.attach(abort: { channel.close(promise: nil) })
+            let upgrade = PollingUpgrade(session: session, server: server, channel: channel)
+            try channel.pipeline.syncOperations.addHandler(handler(serving: session, on: channel) { upgrade.inProgress ? upgrade : nil })
+            // An upgrade that does not complete within the ping timeout is dropped.
+            let timeout = TimeAmount.milliseconds(server.settings.pingTimeoutMilliseconds)
+            channel.eventLoop.scheduleTask(in: timeout) {
+                guard session.transport != .websocket else { return }
+                Task { await DetachedWebSocketHandler.sendClose(code: 1008, reason: "upgrade timeout", on: channel) }
+            }
+        }
+    }
+}
+
+/// A polling session's upgrade on its WebSocket (its packets arrive one at a time, in order).
+final class PollingUpgrade: Sendable {
+    private enum Phase { case probe, upgrading, done }
+
+    private let session: EngineSession
+    private let server: SocketIOServer
+    private let channel: any Channel
+    private let phase = Mutex(Phase.probe)
+
+    init(session: EngineSession, server: SocketIOServer, channel: any Channel) {
+        self.session = session
+        self.server = server
+        self.channel = channel
+    }
+
+    var inProgress: Bool { phase.withLock { $0 != .done } }
+
+    /// `2probe` is answered `3probe` and the pending poll released; `5` switches the session to
+    /// this WebSocket. Anything else ends the WebSocket: before the probe the polling session
+    /// stays as it was (the client keeps polling), after it the session closes.
+    func receive(_ text: String) async -> Bool {
+        switch phase.withLock({ $0 }) {
+        case .probe:
+            guard text == "2probe", !session.isClosed else { return await end() }
+            do {
+                try await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: "3probe"))).get()
+            } catch {
+                return false
+            }
+            phase.withLock { $0 = .upgrading }
+            session.beginUpgrade()
+            return true
+        case .upgrading:
+            guard text == "5" else {
+                phase.withLock { $0 = .done }
+                server.close(session, reason: "upgrade not completed")
+                return await end()
+            }
+            session.completeUpgrade()
+            session.attach(ChannelWriter(detached: channel, batchers: server.hub.writeBatchers), first: [])
+            phase.withLock { $0 = .done }
+            return true
+        case .done:
+            return true
+        }
+    }
+
+    /// Ends the WebSocket with a normal close.
+    private func end() async -> Bool {
+        await DetachedWebSocketHandler.sendClose(code: 1000, reason: nil, on: channel)
+        return false
+    }
+
+    /// The WebSocket ended before the upgrade completed.
+    func ended() {
+        let upgrading = phase.withLock { phase in
+            defer { phase = .done }
+            return phase == .upgrading
+        }
+        if upgrading { server.close(session, reason: "upgrade not completed") }
     }
 }

@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
+import Synchronization
 
 /// The WebSocket upgrades served by NIO handlers alone (`RealtimeChildChannel`), by protocol.
 struct DetachedUpgrades: Sendable {
@@ -104,4 +105,13 @@ extension HTTPFields {
             if let name = HTTPField.Name(name) { append(HTTPField(name: name, value: value)) }
         }
     }
+}
+
+/// What an upgrade's `accept` decided, handed to its `attach` (on the channel's loop).
+final class UpgradeDecision: Sendable {
+    private let value = Mutex<(any Sendable)?>(nil)
+
+    func set(_ decided: any Sendable) { value.withLock { $0 = decided } }
+
+    func get<T: Sendable>(_ type: T.Type) -> T? { value.withLock { $0 as? T } }
 }

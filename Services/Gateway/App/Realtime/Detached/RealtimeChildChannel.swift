@@ -1,11 +1,10 @@
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 
-/// The gateway's server connections: hummingbird-websocket's HTTP/1 + WebSocket upgrade channel,
-/// except for the upgrades a `DetachedUpgrades` takes, which run as NIO handlers with no task of
-/// their own (docs/benchmarks.md, "Part 4").
+/// The gateway's server connections: hummingbird's HTTP/1 channel, except for the WebSocket
+/// upgrades a `DetachedUpgrades` takes (every protocol's), which run as NIO handlers with no task
+/// of their own (docs/benchmarks.md, parts 4 and 5).
 ///
 /// hummingbird's server runs every connection in a task for the connection's life; a WebSocket
 /// waits there for its next frame, and the task keeps the stack slabs of its deepest call chain
@@ -17,15 +16,15 @@ struct RealtimeChildChannel: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
         /// Hummingbird's value once the head chose it; `nil` for a detached upgrade.
-        let route: EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value?>
+        let route: EventLoopFuture<HTTP1Channel.Value?>
     }
 
-    let inner: HTTP1WebSocketUpgradeChannel
+    let inner: HTTP1Channel
     let detached: DetachedUpgrades
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            let promise = channel.eventLoop.makePromise(of: HTTP1WebSocketUpgradeChannel.Value?.self)
+            let promise = channel.eventLoop.makePromise(of: HTTP1Channel.Value?.self)
             let sniffer = RequestHeadSniffer(maxHeadBytes: detached.maxHeadBytes) { head, pipeline in
                 if let upgrade = detached.upgrade(for: head) {
                     try detached.configure(upgrade, on: pipeline)
