@@ -78,7 +78,9 @@ struct WebSocketTransport: Sendable {
     /// The upgrade of a polling session: the probe, then `5`, within the ping timeout.
     private func pollingUpgrade(of session: EngineSession) -> DetachedUpgrade {
         let server = self.server
-        return DetachedUpgrade { _, _ in true } attach: { _, channel in
+        return DetachedUpgrade { _, _ in
+            true
+        } attach: { _, channel in
             session.attach(abort: { channel.close(promise: nil) })
             let upgrade = PollingUpgrade(session: session, server: server, channel: channel)
             try channel.pipeline.syncOperations.addHandler(handler(serving: session, on: channel) { upgrade.inProgress ? upgrade : nil })
