@@ -17,7 +17,7 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "Sockets (default channels × members); socket s belongs to user s mod users and follows all of its channels.") var sockets: Int?
     @Option(
         name: .customLong("protocol"),
-        help: "socketio, socketio-upgrade (polling, then the WebSocket upgrade, as the SeSAC apps connect), native, stomp, or mixed (even sockets Socket.IO, odd native)."
+        help: "socketio, socketio-upgrade (polling, then the upgrade, as the SeSAC apps), native, stomp, or mixed (even Socket.IO, odd native)."
     ) var proto: LoadGenProtocol = .socketio
     @Option(help: "Channels per workspace (one workspace per this many channels).") var channelsPerWorkspace = 100
     @Option(help: "Messages per second (open loop).") var rate = 1000
