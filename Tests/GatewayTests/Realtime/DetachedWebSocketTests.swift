@@ -76,6 +76,24 @@ struct DetachedWebSocketTests {
         _ = try? channel.finish()
     }
 
+    @Test("a client that closes its side before its head is whole is dropped, not kept half-open")
+    func halfClosedBeforeHead() throws {
+        let channel = EmbeddedChannel()
+        let failures = Mutex(0)
+        let sniffer = RequestHeadSniffer(maxHeadBytes: 1024) { _, _ in
+            Issue.record("nothing to choose from")
+            return {}
+        } onFailure: { _ in
+            failures.withLock { $0 += 1 }
+        }
+        try channel.pipeline.syncOperations.addHandler(sniffer)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        try channel.writeInbound(ByteBuffer(string: "GET /socket.io/?EIO=4 HTTP/1.1\r\n"))
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(!channel.isActive)
+        #expect(failures.withLock { $0 } == 1)
+    }
+
     // MARK: the frame handler
 
     /// Counts the reads that reach the socket (it sits between the handler and the channel head).
@@ -273,6 +291,14 @@ struct DetachedWebSocketTests {
         try await Task.sleep(for: .milliseconds(50))
         #expect(own.received.all.isEmpty)
         _ = try? await own.channel.finish()
+    }
+
+    @Test("a client that closes its side (TCP half-close, allowed by the server) ends the connection at once")
+    func halfClosed() async throws {
+        let h = try await harness()
+        h.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        try await eventually("closed") { !h.channel.isActive }
+        try await eventually("closed is heard") { h.events.all == ["closed"] }
     }
 
     @Test("while the pending messages reach the limit no read reaches the socket; reads resume once they drain")

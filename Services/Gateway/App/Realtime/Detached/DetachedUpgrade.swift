@@ -95,6 +95,15 @@ final class RefusedUpgradeResponder: ChannelInboundHandler, RemovableChannelHand
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
+
+    /// The client closed its side during the handshake: the upgraded socket could never be read.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
 }
 
 extension HTTPFields {

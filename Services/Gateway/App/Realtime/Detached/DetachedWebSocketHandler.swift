@@ -136,6 +136,12 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client closed its side (hummingbird's server allows half-closure, so the channel
+        // stays open): nothing more can come, so the connection ends here, not at the heartbeat.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
         if event is ChannelShouldQuiesceEvent {
             // The protocol sends its close frame; the server's shutdown waits for every
             // connection to close, so one that did not within the grace period is dropped.

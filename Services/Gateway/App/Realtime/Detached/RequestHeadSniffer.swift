@@ -91,8 +91,11 @@ final class RequestHeadSniffer: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The server is shutting down and nothing was decided yet: nothing to finish.
-        if !decided, event is ChannelShouldQuiesceEvent {
+        // The server is shutting down, or the client closed its side (half-closure is allowed),
+        // and no whole head came: nothing to answer.
+        if !decided, event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+            decided = true
+            onFailure(ChannelError.eof)
             context.close(promise: nil)
             return
         }
