@@ -50,7 +50,7 @@ struct DetachedUpgrade: Sendable {
 
     /// Adds the HTTP server handlers with this protocol's upgrader (after the sniffer).
     fileprivate func configure(_ pipeline: ChannelPipeline.SynchronousOperations, maxFrameBytes: Int) throws {
-        // What `accept` decided, handed to `attach` (the upgrade router's own hand-over type).
+        // What `accept` decided (in its task), handed to `attach` on the loop.
         let decision = UpgradeDecision()
         let accept = self.accept
         let attach = self.attach
