@@ -12,7 +12,9 @@ label=$1 gw=$2 proto=${3:-socketio}
 # RATE and SEND_SECONDS change the send phase (default: 30 messages), for a CPU-per-delivery comparison.
 # IDLE_SECONDS: how long the sockets stay idle before the sample (default 5; the native identify's
 # aftermath — presence, checkpoints, chat's HTTP connections — settles within a minute).
-rate=${RATE:-10} send_seconds=${SEND_SECONDS:-3} idle_seconds=${IDLE_SECONDS:-5}
+# USERS and CHANNELS change the topology (default 100 users in 10 channels of 10 members; the
+# issue-21 table's is USERS=5000 CHANNELS=500: one socket per user, presence among 5 000).
+rate=${RATE:-10} send_seconds=${SEND_SECONDS:-3} idle_seconds=${IDLE_SECONDS:-5} users=${USERS:-100} channels=${CHANNELS:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=/tmp/idle-bin-$label
 rm -rf "$bin"
@@ -29,7 +31,7 @@ launcher=$!
 for _ in $(seq 90); do grep -q "is ready" "/tmp/idle-dev-$label.log" && break; sleep 1; done
 gwpid=$(sed 's/\x1b\[[0-9;]*m//g' "/tmp/idle-dev-$label.log" | grep -o "gateway (pid [0-9]*)" | grep -o "[0-9]*")
 sleep 3
-timeout 600 "$bin/chatsuite" loadgen --gateway http://127.0.0.1:8380 --users 100 --channels 10 --members 10 --sockets 5000 \
+timeout 600 "$bin/chatsuite" loadgen --gateway http://127.0.0.1:8380 --users "$users" --channels "$channels" --members 10 --sockets 5000 \
   --protocol "$proto" --rate "$rate" --seconds "$send_seconds" --gateway-pid "$gwpid" --idle-seconds "$idle_seconds" --setup-concurrency 6 > "/tmp/idle-lg-$label.log" 2>&1
 kill -INT $launcher
 wait $launcher
