@@ -219,7 +219,7 @@ struct DetachedWebSocketTests {
             for frame in frames { try await h.channel.writeInbound(frame) }
             #expect(try await closeCode(h.channel) == code, "\(frames.map(\.opcode))")
             // Nothing after the close frame is handled.
-            try? await h.channel.writeInbound(frame(.text, "late"))
+            _ = try? await h.channel.writeInbound(frame(.text, "late"))
             try await Task.sleep(for: .milliseconds(50))
             #expect(h.received.all.isEmpty)
             _ = try? await h.channel.finish()

@@ -44,7 +44,7 @@ struct WebSocketTransport: Sendable {
             let (session, packets) = server.open(
                 version: accepted.version, transport: .websocket, identity: accepted.identity, clientAddress: accepted.clientAddress)
             session.attach(abort: { channel.close(promise: nil) })
-            try channel.pipeline.syncOperations.addHandler(handler(serving: session, on: channel) { nil })
+            try channel.pipeline.syncOperations.addHandler(handler(serving: session) { nil })
             session.attach(ChannelWriter(detached: channel, batchers: server.hub.writeBatchers), first: packets.map(OutboundText.init))
         }
     }
@@ -52,7 +52,7 @@ struct WebSocketTransport: Sendable {
     /// The frame handler of a session on this WebSocket: each client packet goes to the server;
     /// `upgrading` answers the packets of an upgrade still in progress (nil: it is done).
     private func handler(
-        serving session: EngineSession, on channel: any Channel, upgrading: @escaping @Sendable () -> PollingUpgrade?
+        serving session: EngineSession, upgrading: @escaping @Sendable () -> PollingUpgrade?
     ) -> DetachedWebSocketHandler {
         let server = self.server
         return DetachedWebSocketHandler(
@@ -83,76 +83,15 @@ struct WebSocketTransport: Sendable {
         } attach: { _, channel in
             session.attach(abort: { channel.close(promise: nil) })
             let upgrade = PollingUpgrade(session: session, server: server, channel: channel)
-            try channel.pipeline.syncOperations.addHandler(handler(serving: session, on: channel) { upgrade.inProgress ? upgrade : nil })
+            try channel.pipeline.syncOperations.addHandler(handler(serving: session) { upgrade.inProgress ? upgrade : nil })
             // An upgrade that does not complete within the ping timeout is dropped.
             let timeout = TimeAmount.milliseconds(server.settings.pingTimeoutMilliseconds)
             channel.eventLoop.scheduleTask(in: timeout) {
                 guard session.transport != .websocket else { return }
-                Task { await DetachedWebSocketHandler.sendClose(code: 1008, reason: "upgrade timeout", on: channel) }
+                // The handler sees its close frame go out and runs the close handshake.
+                channel.writeAndFlush(
+                    DetachedWebSocketHandler.closeFrame(.policyViolation, reason: "upgrade timeout", allocator: channel.allocator), promise: nil)
             }
         }
-    }
-}
-
-/// A polling session's upgrade on its WebSocket (its packets arrive one at a time, in order).
-final class PollingUpgrade: Sendable {
-    private enum Phase { case probe, upgrading, done }
-
-    private let session: EngineSession
-    private let server: SocketIOServer
-    private let channel: any Channel
-    private let phase = Mutex(Phase.probe)
-
-    init(session: EngineSession, server: SocketIOServer, channel: any Channel) {
-        self.session = session
-        self.server = server
-        self.channel = channel
-    }
-
-    var inProgress: Bool { phase.withLock { $0 != .done } }
-
-    /// `2probe` is answered `3probe` and the pending poll released; `5` switches the session to
-    /// this WebSocket. Anything else ends the WebSocket: before the probe the polling session
-    /// stays as it was (the client keeps polling), after it the session closes.
-    func receive(_ text: String) async -> Bool {
-        switch phase.withLock({ $0 }) {
-        case .probe:
-            guard text == "2probe", !session.isClosed else { return await end() }
-            do {
-                try await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: "3probe"))).get()
-            } catch {
-                return false
-            }
-            phase.withLock { $0 = .upgrading }
-            session.beginUpgrade()
-            return true
-        case .upgrading:
-            guard text == "5" else {
-                phase.withLock { $0 = .done }
-                server.close(session, reason: "upgrade not completed")
-                return await end()
-            }
-            session.completeUpgrade()
-            session.attach(ChannelWriter(detached: channel, batchers: server.hub.writeBatchers), first: [])
-            phase.withLock { $0 = .done }
-            return true
-        case .done:
-            return true
-        }
-    }
-
-    /// Ends the WebSocket with a normal close.
-    private func end() async -> Bool {
-        await DetachedWebSocketHandler.sendClose(code: 1000, reason: nil, on: channel)
-        return false
-    }
-
-    /// The WebSocket ended before the upgrade completed.
-    func ended() {
-        let upgrading = phase.withLock { phase in
-            defer { phase = .done }
-            return phase == .upgrading
-        }
-        if upgrading { server.close(session, reason: "upgrade not completed") }
     }
 }
