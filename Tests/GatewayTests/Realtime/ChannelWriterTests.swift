@@ -11,25 +11,35 @@ import Testing
 /// (`OutboundQueue`).
 @Suite("Writing frames straight onto channels")
 struct ChannelWriterTests {
+    /// A channel as the gateway's WebSockets have it: frames leave through NIO's encoder.
+    private func socket(_ loop: EmbeddedEventLoop, below: (any ChannelHandler)? = nil) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(loop: loop)
+        if let below { try channel.pipeline.syncOperations.addHandler(below) }
+        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+        return channel
+    }
+
+    /// The texts of the server frames on the wire (each must be one final text frame).
     private func texts(_ channel: EmbeddedChannel) throws -> [String] {
-        var out: [String] = []
-        while let frame = try channel.readOutbound(as: WebSocketFrame.self) {
-            #expect(frame.fin && frame.opcode == .text)
-            out.append(String(buffer: frame.data))
+        var wire = ByteBuffer()
+        while var bytes = try channel.readOutbound(as: ByteBuffer.self) { wire.writeBuffer(&bytes) }
+        return try ServerFrames.parse(&wire).map { frame in
+            #expect(frame.fin && frame.opcode == 0x1)
+            return String(buffer: frame.payload)
         }
-        return out
     }
 
     @Test("one drain per loop writes every queued frame in order, per channel, and reports each batch written")
     func batchesPerLoop() throws {
         let loop = EmbeddedEventLoop()
-        let a = EmbeddedChannel(loop: loop)
-        let b = EmbeddedChannel(loop: loop)
+        let a = try socket(loop)
+        let b = try socket(loop)
+        let (outA, outB) = (FrameOutput(channel: a), FrameOutput(channel: b))
         let batcher = EventLoopWriteBatcher(eventLoop: loop)
         let completions = Mutex<[Bool]>([])
-        batcher.write([OutboundText("a1"), OutboundText("a2")], to: a) { ok in completions.withLock { $0.append(ok) } }
-        batcher.write([OutboundText("b1")], to: b) { ok in completions.withLock { $0.append(ok) } }
-        batcher.write([OutboundText("a3")], to: a, completion: nil)
+        batcher.write([OutboundText("a1"), OutboundText("a2")], to: outA) { ok in completions.withLock { $0.append(ok) } }
+        batcher.write([OutboundText("b1")], to: outB) { ok in completions.withLock { $0.append(ok) } }
+        batcher.write([OutboundText("a3")], to: outA, completion: nil)
         // Nothing is written before the loop runs the drain.
         #expect(try texts(a).isEmpty)
         loop.run()
@@ -37,25 +47,60 @@ struct ChannelWriterTests {
         #expect(try texts(b) == ["b1"])
         #expect(completions.withLock { $0 } == [true, true])
         // A later write schedules a new drain.
-        batcher.write([OutboundText("a4")], to: a, completion: nil)
+        batcher.write([OutboundText("a4")], to: outA, completion: nil)
         loop.run()
         #expect(try texts(a) == ["a4"])
         _ = try a.finish()
         _ = try b.finish()
     }
 
-    @Test("a large shared payload goes out as text + continuation fragments around it")
+    @Test("every length's header (7-bit, 16-bit, 64-bit) encodes as NIO's encoder would, with the text after it")
+    func headers() throws {
+        for count in [0, 1, 125, 126, 65_535, 65_536] {
+            let text = String(repeating: "é", count: count / 2) + String(repeating: "x", count: count % 2)
+            let ours = OutboundText(text)
+            var wire = ours.frameHead
+            var nio = ByteBuffer()
+            let encoded = EmbeddedChannel(handler: WebSocketFrameEncoder())
+            try encoded.writeOutbound(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)))
+            while var bytes = try encoded.readOutbound(as: ByteBuffer.self) { nio.writeBuffer(&bytes) }
+            #expect(wire == nio, "\(count) bytes")
+            #expect(String(buffer: ours.head) == text && ours.byteCount == text.utf8.count)
+            #expect(try ServerFrames.parse(&wire).map { String(buffer: $0.payload) } == [text])
+            _ = try encoded.finish()
+        }
+    }
+
+    @Test("a large shared payload goes out in one frame whose middle is the shared bytes themselves, not a copy")
     func sharedPayload() throws {
         let loop = EmbeddedEventLoop()
-        let channel = EmbeddedChannel(loop: loop)
+        let channel = try socket(loop)
         let shared = ByteBuffer(repeating: UInt8(ascii: "x"), count: OutboundText.sharingThreshold)
-        EventLoopWriteBatcher(eventLoop: loop).write([OutboundText(head: "[", shared: shared, tail: "]")], to: channel, completion: nil)
+        let text = OutboundText(head: "[", shared: shared, tail: "]")
+        EventLoopWriteBatcher(eventLoop: loop).write([text], to: FrameOutput(channel: channel), completion: nil)
         loop.run()
-        let frames = try (0..<3).compactMap { _ in try channel.readOutbound(as: WebSocketFrame.self) }
-        #expect(frames.map(\.opcode) == [.text, .continuation, .continuation])
-        #expect(frames.map(\.fin) == [false, false, true])
-        #expect(frames.map(\.data.readableBytes) == [1, OutboundText.sharingThreshold, 1])
+        let written = try (0..<3).compactMap { _ in try channel.readOutbound(as: ByteBuffer.self) }
+        #expect(written.count == 3)
+        #expect(written.dropFirst().first.map { $0.withUnsafeReadableBytes { $0.baseAddress } } == shared.withUnsafeReadableBytes { $0.baseAddress })
+        var wire = ByteBuffer()
+        for var bytes in written { wire.writeBuffer(&bytes) }
+        let frames = try ServerFrames.parse(&wire)
+        #expect(frames.count == 1 && frames.first?.fin == true)
+        #expect(frames.first.map { String(buffer: $0.payload) } == "[" + String(repeating: "x", count: OutboundText.sharingThreshold) + "]")
+        #expect(text.text == "[" + String(repeating: "x", count: OutboundText.sharingThreshold) + "]")
         _ = try channel.finish()
+    }
+
+    @Test("frames for a connection that closed are reported failed, not written")
+    func closedChannel() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = try socket(loop)
+        let output = FrameOutput(channel: channel)
+        _ = try channel.finish()
+        let completions = Mutex<[Bool]>([])
+        EventLoopWriteBatcher(eventLoop: loop).write([OutboundText("late")], to: output) { ok in completions.withLock { $0.append(ok) } }
+        loop.run()
+        #expect(completions.withLock { $0 } == [false])
     }
 
     @Test("frames on the channel count against the bound until written; no progress for too long is a stall")
@@ -84,8 +129,8 @@ struct ChannelWriterTests {
     )
     func liveConnectionOnAStuckSocket() async throws {
         let loop = EmbeddedEventLoop()
-        let socket = StuckSocket()
-        let channel = EmbeddedChannel(handler: socket, loop: loop)
+        let stuck = StuckSocket()
+        let channel = try socket(loop, below: stuck)
         let closes = Mutex<[String]>([])
         let aborted = Mutex(0)
         let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 100, abort: { aborted.withLock { $0 += 1 } })
@@ -97,30 +142,30 @@ struct ChannelWriterTests {
         #expect(connection.send(String(repeating: "b", count: 60)))
         loop.run()
         // Both reached the channel, in order, and neither is written: 80 of 100 bytes outstanding.
-        #expect(socket.held.map { String(buffer: $0.frame.data).first } == ["a", "b"])
+        #expect(stuck.held.map { String(buffer: $0.bytes.getSlice(at: 2, length: 1) ?? ByteBuffer()) } == ["a", "b"])
         #expect(!connection.send(String(repeating: "c", count: 30)))
         let started = ContinuousClock.now
         #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) == .stalled)
         // The client reads again: the bound frees up, no stall.
-        socket.release()
+        stuck.release()
         #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) != .stalled)
         #expect(connection.send(String(repeating: "c", count: 30)))
         loop.run()
-        #expect(socket.held.count == 1)
+        #expect(stuck.held.count == 1)
         // Too far behind while a write is outstanding: the queue is dropped and so is the TCP connection.
         connection.closeNow(code: 1008, reason: "too far behind")
         await connection.closeTask?.value
         #expect(aborted.withLock { $0 } == 1)
         #expect(closes.withLock { $0 } == ["1008 too far behind"])
         #expect(!connection.send("d"))
-        socket.release()
+        stuck.release()
         _ = try? channel.finish()
     }
 
     @Test("a close asked for before the WebSocket is attached is sent once it is, after the frames queued before it")
     func closeBeforeAttach() async throws {
         let loop = EmbeddedEventLoop()
-        let channel = EmbeddedChannel(loop: loop)
+        let channel = try socket(loop)
         let closes = Mutex<[String]>([])
         let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
         #expect(connection.send("hello"))
@@ -141,8 +186,8 @@ struct ChannelWriterTests {
 /// A socket whose client stopped reading: writes reach it and are never completed until
 /// `release()`.
 private final class StuckSocket: ChannelOutboundHandler {
-    typealias OutboundIn = WebSocketFrame
-    private(set) var held: [(frame: WebSocketFrame, promise: EventLoopPromise<Void>?)] = []
+    typealias OutboundIn = ByteBuffer
+    private(set) var held: [(bytes: ByteBuffer, promise: EventLoopPromise<Void>?)] = []
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         held.append((unwrapOutboundIn(data), promise))
@@ -154,5 +199,36 @@ private final class StuckSocket: ChannelOutboundHandler {
         let all = held
         held = []
         for (_, promise) in all { promise?.succeed() }
+    }
+}
+
+/// Server frames (unmasked, RFC 6455 §5.2) read back from the bytes a socket was sent.
+enum ServerFrames {
+    struct Frame {
+        var fin: Bool
+        var opcode: UInt8
+        var payload: ByteBuffer
+    }
+
+    struct Malformed: Error {}
+
+    static func parse(_ wire: inout ByteBuffer) throws -> [Frame] {
+        var frames: [Frame] = []
+        while wire.readableBytes > 0 {
+            guard let first = wire.readInteger(as: UInt8.self), let second = wire.readInteger(as: UInt8.self), second & 0x80 == 0 else {
+                throw Malformed()
+            }
+            var length = Int(second & 0x7F)
+            if length == 126 {
+                guard let long = wire.readInteger(as: UInt16.self) else { throw Malformed() }
+                length = Int(long)
+            } else if length == 127 {
+                guard let long = wire.readInteger(as: UInt64.self), let count = Int(exactly: long) else { throw Malformed() }
+                length = count
+            }
+            guard let payload = wire.readSlice(length: length) else { throw Malformed() }
+            frames.append(Frame(fin: first & 0x80 != 0, opcode: first & 0x0F, payload: payload))
+        }
+        return frames
     }
 }

@@ -1,4 +1,3 @@
-import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
 import Synchronization
@@ -12,10 +11,12 @@ import Synchronization
 /// its frames to the batcher of the socket's event loop; the first append schedules one drain
 /// on that loop, which writes everything appended meanwhile (every socket, every event) and
 /// flushes each channel once. Frames of one socket keep their order: they are appended under
-/// the socket's own lock, and the drains of one loop run in order.
+/// the socket's own lock, and the drains of one loop run in order. The frames are already
+/// encoded (`OutboundText`): the drain writes their bytes below NIO's frame encoder
+/// (`FrameOutput`), so a rendering shared by many sockets is not encoded again for each.
 final class EventLoopWriteBatcher: Sendable {
     private struct Pending: Sendable {
-        let channel: any Channel
+        let output: FrameOutput
         let frames: [OutboundText]
         let completion: (@Sendable (Bool) -> Void)?
     }
@@ -27,11 +28,11 @@ final class EventLoopWriteBatcher: Sendable {
         self.eventLoop = eventLoop
     }
 
-    /// Queues `frames` for `channel` (on this batcher's loop); `completion` runs on the loop once
-    /// they are all written to the socket (true) or the write failed (false).
-    func write(_ frames: [OutboundText], to channel: any Channel, completion: (@Sendable (Bool) -> Void)?) {
+    /// Queues `frames` for `output`'s channel (on this batcher's loop); `completion` runs on the
+    /// loop once they are all written to the socket (true) or the write failed (false).
+    func write(_ frames: [OutboundText], to output: FrameOutput, completion: (@Sendable (Bool) -> Void)?) {
         let schedule = state.withLock { state -> Bool in
-            state.pending.append(Pending(channel: channel, frames: frames, completion: completion))
+            state.pending.append(Pending(output: output, frames: frames, completion: completion))
             if state.scheduled { return false }
             state.scheduled = true
             return true
@@ -47,33 +48,61 @@ final class EventLoopWriteBatcher: Sendable {
             }
             return state.pending
         }
-        var toFlush: [ObjectIdentifier: any Channel] = [:]
+        var toFlush: [ObjectIdentifier: ChannelHandlerContext] = [:]
         for item in batch {
+            guard let context = item.output.context() else {
+                item.completion?(false)
+                continue
+            }
             let promise = item.completion.map { completion -> EventLoopPromise<Void> in
                 let promise = eventLoop.makePromise(of: Void.self)
                 promise.futureResult.whenComplete { completion((try? $0.get()) != nil) }
                 return promise
             }
-            Self.write(item.frames, to: item.channel, lastPromise: promise)
-            toFlush[ObjectIdentifier(item.channel)] = item.channel
+            Self.write(item.frames, to: context, lastPromise: promise)
+            toFlush[ObjectIdentifier(item.output)] = context
         }
-        for channel in toFlush.values { channel.flush() }
+        for context in toFlush.values { context.flush() }
     }
 
-    /// One text frame per message, or text + continuation fragments around shared bytes
-    /// (`OutboundText`); the last frame carries the promise (writes complete in order).
-    private static func write(_ frames: [OutboundText], to channel: any Channel, lastPromise: EventLoopPromise<Void>?) {
+    /// Each frame's bytes: header and head, then the shared bytes and the tail when the payload
+    /// is shared; the last write carries the promise (writes complete in order).
+    private static func write(_ frames: [OutboundText], to context: ChannelHandlerContext, lastPromise: EventLoopPromise<Void>?) {
         for (index, text) in frames.enumerated() {
             let promise = index == frames.count - 1 ? lastPromise : nil
             guard let shared = text.shared, let tail = text.tail else {
-                channel.write(WebSocketFrame(fin: true, opcode: .text, data: text.head), promise: promise)
+                context.write(NIOAny(text.frameHead), promise: promise)
                 continue
             }
-            channel.write(WebSocketFrame(fin: false, opcode: .text, data: text.head), promise: nil)
-            channel.write(WebSocketFrame(fin: false, opcode: .continuation, data: shared), promise: nil)
-            channel.write(WebSocketFrame(fin: true, opcode: .continuation, data: tail), promise: promise)
+            context.write(NIOAny(text.frameHead), promise: nil)
+            context.write(NIOAny(shared), promise: nil)
+            context.write(NIOAny(tail), promise: promise)
         }
         if frames.isEmpty { lastPromise?.succeed() }
+    }
+}
+
+/// Where a WebSocket's encoded frames enter its pipeline: the context of NIO's
+/// `WebSocketFrameEncoder`, so the bytes go on towards the socket without passing the handlers
+/// (and the encoder) above it. Control frames (pings, pongs, the close) still go through the
+/// whole pipeline; both kinds are written on the channel's loop, in the order they were asked for.
+final class FrameOutput: Sendable {
+    let channel: any Channel
+    /// The encoder's context, found on the loop at the first write.
+    private let found: NIOLoopBoundBox<ChannelHandlerContext?>
+
+    init(channel: any Channel) {
+        self.channel = channel
+        found = .makeEmptyBox(valueType: ChannelHandlerContext.self, eventLoop: channel.eventLoop)
+    }
+
+    /// On the channel's loop: the context to write frame bytes from; nil once the WebSocket
+    /// handlers are gone (the connection closed).
+    func context() -> ChannelHandlerContext? {
+        if let context = found.value { return context }
+        let context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+        found.value = context
+        return context
     }
 }
 
@@ -97,20 +126,20 @@ final class EventLoopWriteBatchers: Sendable {
 /// queued, so it follows them on the loop (`DetachedWebSocketHandler` then runs the close
 /// handshake).
 struct ChannelWriter: Sendable {
-    let channel: any Channel
+    let output: FrameOutput
     let batcher: EventLoopWriteBatcher
     /// Sends the close frame.
     private let sendClose: @Sendable (UInt16, String?) async -> Void
 
     /// `sendClose` sends the close frame (`init(detached:batchers:)` for the gateway's sockets).
     init(channel: any Channel, batcher: EventLoopWriteBatcher, sendClose: @escaping @Sendable (UInt16, String?) async -> Void) {
-        self.channel = channel
+        self.output = FrameOutput(channel: channel)
         self.batcher = batcher
         self.sendClose = sendClose
     }
 
     func write(_ frames: [OutboundText], completion: (@Sendable (Bool) -> Void)?) {
-        batcher.write(frames, to: channel, completion: completion)
+        batcher.write(frames, to: output, completion: completion)
     }
 
     /// Sends the close frame after everything queued so far.

@@ -1,51 +1,69 @@
-import HummingbirdWebSocket
 import NIOCore
-import NIOWebSocket
 
-/// A text message on its way to one client. A large payload that many sockets receive (a
-/// message's JSON) is `shared`: every socket's queue references the same bytes, and the
-/// WebSocket writer sends it as continuation fragments between the socket's own `head` and
-/// `tail` (a per-session sequence number, say), so it is never copied per socket.
+/// A text message on its way to one client, held as the bytes of its WebSocket frame: a server's
+/// frames are not masked, so the header and payload are the same for every socket, and one
+/// rendering shared by many sockets is encoded once (`EventLoopWriteBatcher` writes the bytes
+/// below NIO's frame encoder). A large payload that many sockets receive (a message's JSON) is
+/// `shared`: every socket's frame references the same bytes between its own `head` and `tail`
+/// (a per-session sequence number, say), so it is never copied per socket.
 struct OutboundText: Sendable {
-    let head: ByteBuffer
+    /// The frame's header followed by the head bytes, in one buffer.
+    let frameHead: ByteBuffer
+    /// How many of `frameHead`'s bytes are the header.
+    private let headerBytes: Int
     let shared: ByteBuffer?
     let tail: ByteBuffer?
 
-    /// Payloads smaller than this are copied into one frame (cheaper than three frames).
+    /// Payloads smaller than this are copied into one buffer (cheaper than three).
     static let sharingThreshold = 8 * 1024
 
     init(_ text: String) {
-        head = ByteBuffer(string: text)
-        shared = nil
-        tail = nil
+        let count = text.utf8.count
+        var buffer = Self.frameBuffer(payloadBytes: count, headBytes: count)
+        buffer.writeString(text)
+        self.init(frameHead: buffer, payloadBytes: count, shared: nil, tail: nil)
     }
 
     init(_ buffer: ByteBuffer) {
-        head = buffer
-        shared = nil
-        tail = nil
+        var payload = buffer
+        var whole = Self.frameBuffer(payloadBytes: payload.readableBytes, headBytes: payload.readableBytes)
+        whole.writeBuffer(&payload)
+        self.init(frameHead: whole, payloadBytes: buffer.readableBytes, shared: nil, tail: nil)
     }
 
     /// `head + shared + tail`, sharing `shared` when it is large.
     init(head: String, shared: ByteBuffer, tail: String) {
+        let total = head.utf8.count + shared.readableBytes + tail.utf8.count
         if shared.readableBytes >= Self.sharingThreshold {
-            self.head = ByteBuffer(string: head)
-            self.shared = shared
-            self.tail = ByteBuffer(string: tail)
+            var buffer = Self.frameBuffer(payloadBytes: total, headBytes: head.utf8.count)
+            buffer.writeString(head)
+            self.init(frameHead: buffer, payloadBytes: total, shared: shared, tail: ByteBuffer(string: tail))
         } else {
-            var whole = ByteBuffer()
-            whole.reserveCapacity(head.utf8.count + shared.readableBytes + tail.utf8.count)
+            var whole = Self.frameBuffer(payloadBytes: total, headBytes: total)
             whole.writeString(head)
             var body = shared
             whole.writeBuffer(&body)
             whole.writeString(tail)
-            self.head = whole
-            self.shared = nil
-            self.tail = nil
+            self.init(frameHead: whole, payloadBytes: total, shared: nil, tail: nil)
         }
     }
 
-    var byteCount: Int { head.readableBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
+    private init(frameHead: ByteBuffer, payloadBytes: Int, shared: ByteBuffer?, tail: ByteBuffer?) {
+        self.frameHead = frameHead
+        self.headerBytes = Self.headerBytes(payloadBytes: payloadBytes)
+        self.shared = shared
+        self.tail = tail
+    }
+
+    /// The first bytes of the text (all of it unless `shared`).
+    var head: ByteBuffer {
+        var head = frameHead
+        head.moveReaderIndex(forwardBy: headerBytes)
+        return head
+    }
+
+    /// The text's bytes (not the header's).
+    var byteCount: Int { frameHead.readableBytes - headerBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
 
     /// The whole text (for transports that need one string: polling payloads).
     var text: String {
@@ -55,15 +73,31 @@ struct OutboundText: Sendable {
         return out
     }
 
-    /// Writes the message: one text frame, or text + continuation fragments around the shared bytes.
-    func write(to outbound: WebSocketOutboundWriter) async throws {
-        guard let shared, let tail else {
-            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: head)))
-            return
+    /// A buffer holding a final text frame's header (RFC 6455 §5.2, unmasked) for a payload of
+    /// `payloadBytes`, with room for `headBytes` of it.
+    private static func frameBuffer(payloadBytes: Int, headBytes: Int) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(headerBytes(payloadBytes: payloadBytes) + headBytes)
+        buffer.writeInteger(UInt8(0x81))  // FIN, text
+        switch payloadBytes {
+        case ...125:
+            buffer.writeInteger(UInt8(payloadBytes))
+        case ...Int(UInt16.max):
+            buffer.writeInteger(UInt8(126))
+            buffer.writeInteger(UInt16(payloadBytes))
+        default:
+            buffer.writeInteger(UInt8(127))
+            buffer.writeInteger(UInt64(payloadBytes))
         }
-        try await outbound.write(.custom(WebSocketFrame(fin: false, opcode: .text, data: head)))
-        try await outbound.write(.custom(WebSocketFrame(fin: false, opcode: .continuation, data: shared)))
-        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .continuation, data: tail)))
+        return buffer
+    }
+
+    private static func headerBytes(payloadBytes: Int) -> Int {
+        switch payloadBytes {
+        case ...125: 2
+        case ...Int(UInt16.max): 4
+        default: 10
+        }
     }
 }
 
