@@ -122,7 +122,7 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     // Access tokens (JWT): signing, verification, key PEMs.
-    .target(name: "AccessTokens", dependencies: [jwt], path: "Shared/AccessTokens", swiftSettings: swiftSettings),
+    .target(name: "AccessTokens", dependencies: ["Common", jwt], path: "Shared/AccessTokens", swiftSettings: swiftSettings),
     // Firebase ID tokens (the study app's `idtoken`): RS256 against Google's key set, cached by kid.
     .target(name: "FirebaseAuth", dependencies: [jwt, httpClient, logging, nioCore, nioHTTP1], path: "Shared/FirebaseAuth", swiftSettings: swiftSettings),
     // Outbound HTTP clients as platform services.

@@ -1,4 +1,5 @@
 import Synchronization
+import Common
 import Foundation
 import JWTKit
 
@@ -135,8 +136,10 @@ public enum JWTKeyPEM {
 /// The raw `Authorization` header as the contract's clients send it: a bare JWT, possibly with a
 /// leading space (SGS) or a `Bearer ` prefix.
 public func bareToken(fromAuthorizationHeader value: String?) -> String? {
-    guard var token = value?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { return nil }
-    if token.lowercased().hasPrefix("bearer ") { token = String(token.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
+    guard var token = value?.trimmingHTTPWhitespace(), !token.isEmpty else { return nil }
+    if token.utf8.count > 7, token.utf8.prefix(7).elementsEqual("bearer ".utf8, by: { (65...90).contains($0) ? $0 | 0x20 == $1 : $0 == $1 }) {
+        token = token.dropFirst(7).trimmingHTTPWhitespace()
+    }
     return token.isEmpty ? nil : token
 }
 

@@ -1,4 +1,5 @@
 import AccessTokens
+import Common
 import Foundation
 import JWTKit
 import ServiceKit
@@ -20,6 +21,32 @@ struct AccessTokenTests {
         let signer = try await AccessTokenSigner(ed25519PrivateKeyPEM: key.pemRepresentation, audience: audience, issuer: issuer)
         let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(key.publicKey.pemRepresentation), audience: audience, issuer: issuer)
         return Keys(signer: signer, verifier: verifier, publicPEM: key.publicKey.pemRepresentation)
+    }
+
+    @Test("the Authorization header's token: bare, after a space (SGS), or after `Bearer ` in any case; spaces and tabs around it dropped")
+    func bareTokens() {
+        #expect(bareToken(fromAuthorizationHeader: "abc.def.ghi") == "abc.def.ghi")
+        #expect(bareToken(fromAuthorizationHeader: " abc.def.ghi") == "abc.def.ghi")
+        #expect(bareToken(fromAuthorizationHeader: "Bearer abc") == "abc")
+        #expect(bareToken(fromAuthorizationHeader: "bEaReR \tabc\t ") == "abc")
+        #expect(bareToken(fromAuthorizationHeader: "\t Bearer  abc") == "abc")
+        // Not the prefix: "Bearer" alone, a different word, a prefix with no space after it.
+        #expect(bareToken(fromAuthorizationHeader: "Bearer ") == "Bearer")
+        #expect(bareToken(fromAuthorizationHeader: "Bearerabc") == "Bearerabc")
+        #expect(bareToken(fromAuthorizationHeader: "Basic abc") == "Basic abc")
+        for empty in [nil, "", " ", "\t \t"] as [String?] { #expect(bareToken(fromAuthorizationHeader: empty) == nil) }
+        // Other whitespace is the token's own (and fails verification), not trimmed.
+        #expect(bareToken(fromAuthorizationHeader: "\u{00A0}abc\n") == "\u{00A0}abc\n")
+    }
+
+    @Test("HTTP whitespace trimming: spaces and tabs at both ends only, any text between kept")
+    func httpWhitespace() {
+        #expect("  a b\t".trimmingHTTPWhitespace() == "a b")
+        #expect("\t한글 키 ".trimmingHTTPWhitespace() == "한글 키")
+        #expect("é".trimmingHTTPWhitespace() == "é")
+        #expect(" \t ".trimmingHTTPWhitespace() == "")
+        #expect("".trimmingHTTPWhitespace() == "")
+        #expect("x, y ,z".split(separator: ",").map { $0.trimmingHTTPWhitespace() } == ["x", "y", "z"])
     }
 
     @Test func acceptsAValidToken() async throws {

@@ -1,4 +1,5 @@
 import AccessTokens
+import Common
 import Events
 import Foundation
 import HTTPTypes
@@ -19,7 +20,7 @@ struct Edge: Sendable {
     static let sesacKey = HTTPField.Name("SesacKey")!
 
     func handle(_ request: Request, context: GatewayRequestContext) async throws -> Response {
-        guard let key = request.headers[Self.sesacKey]?.trimmingCharacters(in: .whitespaces), settings.sesacKeys.contains(key) else {
+        guard let key = request.headers[Self.sesacKey]?.trimmingHTTPWhitespace(), settings.sesacKeys.contains(key) else {
             throw APIError.authenticationFailed
         }
         guard addressLimiter.allow(context.clientAddress) else { throw APIError.tooManyRequests }

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -69,7 +70,7 @@ struct TrustedProxies: Sendable, Equatable {
     /// entry ends the walk at the proxy that wrote it.
     func clientAddress(peer: String, forwardedFor: [String]) -> String {
         guard !networks.isEmpty, let peerBytes = Self.parse(peer), contains(peerBytes) else { return peer }
-        let chain = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let chain = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingHTTPWhitespace() }.filter { !$0.isEmpty }
         var client = peer
         for entry in chain.reversed() {
             guard let address = Self.hostPart(of: entry), let bytes = Self.parse(address) else { return client }

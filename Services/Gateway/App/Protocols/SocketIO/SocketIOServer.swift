@@ -1,5 +1,6 @@
 import AccessTokens
 import ChatInternalAPI
+import Common
 import Events
 import FirebaseAuth
 import Foundation
@@ -43,11 +44,11 @@ final class SocketIOServer: Sendable {
     /// the app still works as in the compatibility mode, see `announceStudyUser`).
     func authenticate(_ headers: HTTPFields) async -> Result<SocketIOIdentity, EngineIOError> {
         var identity = SocketIOIdentity()
-        if let authorization = headers[.authorization], !authorization.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let authorization = headers[.authorization], !authorization.trimmingHTTPWhitespace().isEmpty {
             guard let user = await hub.user(ofToken: authorization) else { return .failure(.forbidden) }
             identity.userId = user.description
         }
-        if let firebase, let token = headers[Self.idToken]?.trimmingCharacters(in: .whitespaces), !token.isEmpty {
+        if let firebase, let token = headers[Self.idToken]?.trimmingHTTPWhitespace(), !token.isEmpty {
             identity.studyUid = try? await firebase.verify(token).uid
         }
         return .success(identity)
