@@ -18,7 +18,7 @@ final class EventLoopWriteBatcher: Sendable {
     private struct Pending: Sendable {
         let output: FrameOutput
         let frames: [OutboundText]
-        let completion: (@Sendable (Bool) -> Void)?
+        let completion: (@Sendable () -> Void)?
     }
 
     let eventLoop: any EventLoop
@@ -29,8 +29,8 @@ final class EventLoopWriteBatcher: Sendable {
     }
 
     /// Queues `frames` for `output`'s channel (on this batcher's loop); `completion` runs on the
-    /// loop once they are all written to the socket (true) or the write failed (false).
-    func write(_ frames: [OutboundText], to output: FrameOutput, completion: (@Sendable (Bool) -> Void)?) {
+    /// loop once they no longer wait on the channel: the socket took them, or the channel closed.
+    func write(_ frames: [OutboundText], to output: FrameOutput, completion: (@Sendable () -> Void)?) {
         let schedule = state.withLock { state -> Bool in
             state.pending.append(Pending(output: output, frames: frames, completion: completion))
             if state.scheduled { return false }
@@ -48,37 +48,53 @@ final class EventLoopWriteBatcher: Sendable {
             }
             return state.pending
         }
-        var toFlush: [ObjectIdentifier: ChannelHandlerContext] = [:]
+        // Per channel: where its bytes went in, and who waits to hear they were written.
+        var channels: [ObjectIdentifier: (context: ChannelHandlerContext, completions: [@Sendable () -> Void])] = [:]
         for item in batch {
             guard let context = item.output.context() else {
-                item.completion?(false)
+                item.completion?()
                 continue
             }
-            let promise = item.completion.map { completion -> EventLoopPromise<Void> in
-                let promise = eventLoop.makePromise(of: Void.self)
-                promise.futureResult.whenComplete { completion((try? $0.get()) != nil) }
-                return promise
-            }
-            Self.write(item.frames, to: context, lastPromise: promise)
-            toFlush[ObjectIdentifier(item.output)] = context
+            Self.write(item.frames, to: context)
+            let key = ObjectIdentifier(item.output)
+            var entry = channels.removeValue(forKey: key) ?? (context, [])
+            if let completion = item.completion { entry.completions.append(completion) }
+            channels[key] = entry
         }
-        for context in toFlush.values { context.flush() }
+        for (context, completions) in channels.values {
+            context.flush()
+            if !completions.isEmpty { Self.reportWritten(completions, on: context) }
+        }
+    }
+
+    /// Tells `completions` once the socket has taken every byte flushed so far (or the channel
+    /// closed). Usually the flush wrote everything at once and they hear it now, with no promise
+    /// per write (a promise and its callbacks per socket per message were ~5 % of the gateway's
+    /// CPU). A socket that did not take it all (its client reads slowly) gets an empty write whose
+    /// promise completes after the bytes before it.
+    private static func reportWritten(_ completions: [@Sendable () -> Void], on context: ChannelHandlerContext) {
+        if let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) ?? 0 == 0 {
+            // All written, or the channel is closed (nothing waits on it any more).
+            for completion in completions { completion() }
+            return
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in
+            for completion in completions { completion() }
+        }
+        context.writeAndFlush(NIOAny(ByteBuffer()), promise: promise)
     }
 
     /// Each frame's bytes: header and head, then the shared bytes and the tail when the payload
-    /// is shared; the last write carries the promise (writes complete in order).
-    private static func write(_ frames: [OutboundText], to context: ChannelHandlerContext, lastPromise: EventLoopPromise<Void>?) {
-        for (index, text) in frames.enumerated() {
-            let promise = index == frames.count - 1 ? lastPromise : nil
-            guard let shared = text.shared, let tail = text.tail else {
-                context.write(NIOAny(text.frameHead), promise: promise)
-                continue
-            }
+    /// is shared.
+    private static func write(_ frames: [OutboundText], to context: ChannelHandlerContext) {
+        for text in frames {
             context.write(NIOAny(text.frameHead), promise: nil)
-            context.write(NIOAny(shared), promise: nil)
-            context.write(NIOAny(tail), promise: promise)
+            if let shared = text.shared, let tail = text.tail {
+                context.write(NIOAny(shared), promise: nil)
+                context.write(NIOAny(tail), promise: nil)
+            }
         }
-        if frames.isEmpty { lastPromise?.succeed() }
     }
 }
 
@@ -138,7 +154,7 @@ struct ChannelWriter: Sendable {
         self.sendClose = sendClose
     }
 
-    func write(_ frames: [OutboundText], completion: (@Sendable (Bool) -> Void)?) {
+    func write(_ frames: [OutboundText], completion: (@Sendable () -> Void)?) {
         batcher.write(frames, to: output, completion: completion)
     }
 

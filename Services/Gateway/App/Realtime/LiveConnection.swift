@@ -52,7 +52,7 @@ final class LiveConnection: Sendable {
             }
             // Queued on the channel's loop under this lock: frames keep their order.
             state.outbox.handedToChannel(frames: frames.count, bytes: count)
-            direct.write(frames) { _ in self.channelWrote(frames: frames.count, bytes: count) }
+            direct.write(frames) { self.channelWrote(frames: frames.count, bytes: count) }
             return true
         }
     }
@@ -69,7 +69,7 @@ final class LiveConnection: Sendable {
                 // Their bytes are counted already (queued).
                 let count = pending.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending) { _ in self.channelWrote(frames: pending.count, bytes: count) }
+                writer.write(pending) { self.channelWrote(frames: pending.count, bytes: count) }
             }
             state.direct = writer
             if let closing = state.closing, state.closeTask == nil {

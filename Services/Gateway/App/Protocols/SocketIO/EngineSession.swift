@@ -90,7 +90,7 @@ final class EngineSession: Sendable {
             if let direct = state.direct {
                 // Queued on the channel's loop under this lock: packets keep their order.
                 state.outbox.handedToChannel(frames: packets.count, bytes: count)
-                direct.write(packets) { _ in self.channelWrote(frames: packets.count, bytes: count) }
+                direct.write(packets) { self.channelWrote(frames: packets.count, bytes: count) }
                 return (true, nil, [])
             }
             if let waiter = state.waiter {
@@ -119,7 +119,7 @@ final class EngineSession: Sendable {
                 // The queued packets' bytes are counted already; `first` never was.
                 let count = pending.byteCount - first.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending) { _ in self.channelWrote(frames: pending.count, bytes: count) }
+                writer.write(pending) { self.channelWrote(frames: pending.count, bytes: count) }
             }
             state.direct = writer
             if state.closed { state.closing = writer.close(code: state.tooSlow ? 1008 : 1000, reason: state.tooSlow ? "too far behind" : nil) }
