@@ -24,7 +24,9 @@ public final class NativeTestClient: Sendable {
         var logger = Logger(label: "native-test-client")
         logger.logLevel = .warning
         task = Task {
-            let frame = try? await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/gateway", logger: logger) { inbound, outbound, _ in
+            let frame = try? await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/v1/gateway", configuration: .init(maxFrameSize: 1 << 20), logger: logger
+            ) { inbound, outbound, _ in
                 let writer = Task {
                     for await pieces in stream {
                         guard pieces.count > 1 else {

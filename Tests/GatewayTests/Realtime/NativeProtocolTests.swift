@@ -74,6 +74,19 @@ struct NativeProtocolTests {
             let delivered = try #require(alice.dispatches("channel.message").last?.data)
             #expect(delivered["content"] as? String == "안녕" && delivered["channelName"] as? String == channelName)
 
+            // A message far over the sharing threshold (10 000 Hangul characters, 30 000 bytes):
+            // every session's frame is its own head, the one shared JSON and its own tail, and
+            // arrives whole, in sequence.
+            let long = String(repeating: "가", count: 10_000)
+            let big = id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"\#(long)"}"#)), "chat_id")
+            for client in [alice, bob] {
+                try await client.waitFor("the long message") { _ in
+                    client.dispatches("channel.message").contains { $0.data["chat_id"] as? String == big }
+                }
+                #expect(client.dispatches("channel.message").first { $0.data["chat_id"] as? String == big }?.data["content"] as? String == long)
+                #expect(client.sequence == Array(1...client.sequence.count), "consecutive sequence numbers from 1: \(client.sequence)")
+            }
+
             // Typing reaches the others in the conversation, not the typist.
             bob.send(#"{"op":"typing","d":{"conversation_id":"\#(cid)"}}"#)
             try await alice.waitFor("typing") { _ in !alice.dispatches("typing").isEmpty }
