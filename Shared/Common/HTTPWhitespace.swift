@@ -8,7 +8,8 @@ extension Substring {
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
             let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
         else { return "" }
-        // Space and tab are single UTF-8 bytes: both indices fall on character boundaries.
+        // Space and tab are single UTF-8 bytes, so both indices fall on scalar boundaries (a
+        // combining mark after a leading space is kept, as `trimmingCharacters` kept it).
         return String(self[first...last])
     }
 }

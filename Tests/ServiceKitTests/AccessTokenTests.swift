@@ -44,6 +44,8 @@ struct AccessTokenTests {
         #expect("  a b\t".trimmingHTTPWhitespace() == "a b")
         #expect("\t한글 키 ".trimmingHTTPWhitespace() == "한글 키")
         #expect("é".trimmingHTTPWhitespace() == "é")
+        // A combining mark right after the trimmed space stays (no crash on a non-grapheme start).
+        #expect(" \u{301}a\t".trimmingHTTPWhitespace().unicodeScalars.map(\.value) == [0x301, 0x61])
         #expect(" \t ".trimmingHTTPWhitespace() == "")
         #expect("".trimmingHTTPWhitespace() == "")
         #expect("x, y ,z".split(separator: ",").map { $0.trimmingHTTPWhitespace() } == ["x", "y", "z"])

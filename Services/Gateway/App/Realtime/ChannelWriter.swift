@@ -73,7 +73,7 @@ final class EventLoopWriteBatcher: Sendable {
     /// CPU). A socket that did not take it all (its client reads slowly) gets an empty write whose
     /// promise completes after the bytes before it.
     private static func reportWritten(_ completions: [@Sendable () -> Void], on context: ChannelHandlerContext) {
-        if let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) ?? 0 == 0 {
+        if let options = context.channel.syncOptions, ((try? options.getOption(.bufferedWritableBytes)) ?? 0) == 0 {
             // All written, or the channel is closed (nothing waits on it any more).
             for completion in completions { completion() }
             return
