@@ -182,6 +182,9 @@ final class DeliveryWorker: Service, Sendable {
                 // 1 s, 2 s, 4 s … up to 5 minutes, or later when the provider asked for it.
                 let backoff = Double(min(300, 1 << min(n.attempts - 1, 9)))
                 let delay = max(backoff, after.map { Double($0.components.seconds) } ?? 0)
+                logger.info(
+                    "push notification to be retried",
+                    metadata: ["push.provider": "\(provider)", "push.attempts": "\(n.attempts)", "push.retry-in": "\(delay)s", LogKey.error: "\(reason)"])
                 _ = try await postgres.liveQuery(
                     """
                     UPDATE notifications SET next_attempt_at = clock_timestamp() + make_interval(secs => \(delay)), last_error = \(reason)
