@@ -120,13 +120,15 @@ public final class InboxEventConsumer: Service, Sendable {
             if !work.isEmpty {
                 let (work, logger, name) = (work, logger, name)
                 applied = try await postgres.withLiveTransaction(logger: logger) { connection in
+                    // One statement claims the whole poll; a duplicate (claimed before, or twice
+                    // in this poll) is skipped.
+                    var toApply = try await Inbox.claim(consumer: name, eventIds: work.map(\.1.id), on: connection, logger: logger)
                     var applied = 0
-                    for (message, header, handler) in work {
+                    for (message, header, handler) in work where toApply.remove(header.id) != nil {
                         var eventLogger = logger
                         eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
                         eventLogger[metadataKey: "event.type"] = "\(header.type)"
                         try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in
-                            guard try await Inbox.claim(consumer: self.name, eventId: header.id, on: connection, logger: eventLogger) else { return }
                             try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
                         }
                         applied += 1

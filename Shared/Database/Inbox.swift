@@ -26,3 +26,28 @@ struct InboxClaim: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
 }
+
+extension Inbox {
+    /// Claims a poll's event ids in one statement; answers the ids no earlier transaction had
+    /// claimed (each once, however often it occurs in `eventIds`). The caller applies those and
+    /// skips the rest, in this transaction.
+    public static func claim(consumer: String, eventIds: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> Set<UUID> {
+        var claimed = Set<UUID>()
+        for try await id in try await connection.execute(InboxClaimMany(consumer: consumer, eventIds: eventIds), logger: logger) { claimed.insert(id) }
+        return claimed
+    }
+}
+
+/// A poll's events claim their ids together (one round trip instead of one per event).
+struct InboxClaimMany: PostgresPreparedStatement {
+    typealias Row = UUID
+    static let sql = "INSERT INTO inbox (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id"
+    static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray]
+
+    var consumer: String
+    var eventIds: [UUID]
+
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: consumer, eventIds) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
+}

@@ -58,6 +58,31 @@ struct InboxBatchTests {
         }
     }
 
+    @Test("redelivered events in one poll, and events an earlier poll applied: each applied once (the poll's ids claimed in one statement)")
+    func duplicatesInAndAcrossPolls() async throws {
+        let f = try await OutboxFixture.make(prefix: "batchdup", partitions: 1)
+        let events = (0..<40).map { CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: $0)) }
+        @Sendable func produce(_ batch: [CloudEvent<OutboxTestEvent>]) async throws {
+            let messages = try batch.map { KafkaProducerMessage(topic: f.topic, key: "a", value: try EventCoding.encode($0)) }
+            for result in await f.producer.sendAllAndAwait(messages) { _ = try result.get() }
+        }
+        // One poll: events 0…29, then 0…9 again (a producer's retry), and 5 twice in a row.
+        try await produce(Array(events[0..<30]) + Array(events[0..<10]) + [events[5]])
+        try await f.run(extra: [Self.effects]) { client in
+            let handle: @Sendable (CloudEvent<OutboxTestEvent>, EventContext) async throws -> Void = { event, ctx in
+                _ = try await ctx.connection.query("INSERT INTO effects (seq) VALUES (\(event.data.seq))", logger: ctx.logger)
+            }
+            try await consume(f, client, count: 30, handle: handle)
+            #expect(try await DatabaseTests.count(client, "SELECT count(*)::int FROM effects") == 30)
+            #expect(try await DatabaseTests.count(client, "SELECT count(DISTINCT seq)::int FROM effects") == 30)
+            // A later poll: 20…29 applied before, 30…39 new.
+            try await produce(Array(events[20..<40]))
+            try await consume(f, client, count: 40, handle: handle)
+            #expect(try await DatabaseTests.count(client, "SELECT count(*)::int FROM effects") == 40)
+            #expect(try await DatabaseTests.count(client, "SELECT count(DISTINCT seq)::int FROM effects") == 40)
+        }
+    }
+
     @Test("a handler failing once inside a shared transaction: every event still applied exactly once")
     func failureFallsBackToOneByOne() async throws {
         let f = try await OutboxFixture.make(prefix: "batchfail", partitions: 1)

@@ -34,22 +34,15 @@ struct NotificationPlanner: Sendable {
     func register(into router: inout EventRouter) {
         router.on(ChatEvents.ChannelMessageCreated.self) { event, context in
             let m = event.data
-            var readers: [UUID] = []
-            for try await reader in try await context.connection.execute(
-                ChannelReaders(channel: m.channelId.uuid, sender: m.sender.userId.uuid), logger: context.logger)
-            {
-                readers.append(reader)
+            let devices = try await Self.devices(
+                PlanChannelMessage(channel: m.channelId.uuid, sender: m.sender.userId.uuid, workspace: m.workspaceId.uuid), context)
+            try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
+                .channel(m, workspace: workspace, badge: badge)
             }
-            let workspace = try await Self.workspaceName(m.workspaceId, context)
-            try await plan(
-                readers: readers, conversation: m.channelId.uuid, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [],
-                context
-            ) { badge in .channel(m, workspace: workspace, badge: badge) }
         }
         router.on(ChatEvents.DirectMessageCreated.self) { event, context in
             let m = event.data
             let readers: [UUID]
-            var workspace: String?
             if let workspaceId = m.workspaceId {
                 // The other participant, while still in the workspace (who left it reads nothing).
                 readers = try await Self.uuids(
@@ -58,57 +51,60 @@ struct NotificationPlanner: Sendable {
                         SELECT user_id FROM workspace_members WHERE workspace_id = \(workspaceId.uuid)
                           AND user_id = ANY(\(m.participants.map(\.uuid))::uuid[]) AND user_id <> \(m.sender.userId.uuid)
                         """, logger: context.logger))
-                workspace = try await Self.workspaceName(workspaceId, context)
             } else {
                 // A personal room: its members when the message was sent.
                 readers = m.participants.map(\.uuid).filter { $0 != m.sender.userId.uuid }
             }
-            try await plan(
-                readers: readers, conversation: m.roomId.uuid, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [],
-                context
-            ) { badge in .dm(m, workspace: workspace, badge: badge) }
+            guard !readers.isEmpty else { return }
+            let devices = try await Self.devices(PlanRoomMessage(room: m.roomId.uuid, readers: readers, workspace: m.workspaceId?.uuid), context)
+            try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
+                .dm(m, workspace: workspace, badge: badge)
+            }
         }
     }
 
+    /// Runs a message's plan statement: the unread counts move, and the offline readers' devices.
+    private static func devices<S: PostgresPreparedStatement>(_ statement: S, _ context: EventContext) async throws -> [PlannedDevice]
+    where S.Row == PlannedDevice {
+        var devices: [PlannedDevice] = []
+        for try await device in try await context.connection.execute(statement, logger: context.logger) { devices.append(device) }
+        return devices
+    }
+
     private func plan(
-        readers: [UUID], conversation: UUID, messageId: UUID, messageAt: Date, mentions: [UserID], _ context: EventContext,
-        content: (Int) -> NotificationContent
+        _ devices: [PlannedDevice], messageId: UUID, messageAt: Date, mentions: [UserID], _ context: EventContext,
+        content: (Int, String?) -> NotificationContent
     ) async throws {
-        guard !readers.isEmpty else { return }
-        let c = context.connection
-        _ = try await c.execute(BumpUnreadCounts(readers: readers, conversation: conversation), logger: context.logger)
-        let rows = try await c.execute(OfflineDevices(readers: readers, conversation: conversation), logger: context.logger)
+        guard !devices.isEmpty else { return }
         let mentioned = Set(mentions.map(\.uuid))
         var (users, tokens, kinds, payloads) = ([UUID](), [String](), [String](), [String]())
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        for try await (user, token, mode, badge) in rows {
-            guard mode == "all" || (mode == "mentions" && mentioned.contains(user)) else { continue }
-            let provider = PushProvider(token: token)
+        for device in devices {
+            guard device.mode == "all" || (device.mode == "mentions" && mentioned.contains(device.user)) else { continue }
+            let provider = PushProvider(token: device.token)
             guard providers.contains(provider) else {
                 skippedNoProvider.increment()
                 continue
             }
-            users.append(user)
-            tokens.append(token)
+            users.append(device.user)
+            tokens.append(device.token)
             kinds.append(provider.rawValue)
-            payloads.append(String(decoding: try encoder.encode(content(Int(badge))), as: UTF8.self))
+            payloads.append(String(decoding: try encoder.encode(content(Int(device.badge), device.workspace)), as: UTF8.self))
         }
         guard !tokens.isEmpty else { return }
-        _ = try await c.query(
+        // The delivery workers are woken when the transaction commits.
+        _ = try await context.connection.query(
             """
-            INSERT INTO notifications (message_id, token, user_id, provider, payload, message_at)
-            SELECT \(messageId), t, u, k, p::jsonb, \(messageAt)
-            FROM unnest(\(tokens)::text[], \(users)::uuid[], \(kinds)::text[], \(payloads)::text[]) AS x(t, u, k, p)
-            ON CONFLICT DO NOTHING
+            WITH planned AS (
+                INSERT INTO notifications (message_id, token, user_id, provider, payload, message_at)
+                SELECT \(messageId), t, u, k, p::jsonb, \(messageAt)
+                FROM unnest(\(tokens)::text[], \(users)::uuid[], \(kinds)::text[], \(payloads)::text[]) AS x(t, u, k, p)
+                ON CONFLICT DO NOTHING
+            )
+            SELECT pg_notify(\(Self.wakeChannel), '')
             """, logger: context.logger)
-        _ = try await c.query("SELECT pg_notify(\(Self.wakeChannel), '')", logger: context.logger)
         planned.increment(by: tokens.count)
-    }
-
-    private static func workspaceName(_ workspace: WorkspaceID, _ context: EventContext) async throws -> String? {
-        for try await name in try await context.connection.execute(WorkspaceName(workspace: workspace.uuid), logger: context.logger) { return name }
-        return nil
     }
 
     private static func uuids(_ rows: PostgresRowSequence) async throws -> [UUID] {
