@@ -1,7 +1,7 @@
 #!/bin/bash
 # One run of an A/B between gateway builds on a running `chatsuite dev` stack (docs/benchmarks.md,
-# part 6): copies BINARY over .build/release/gateway, kills the stack's gateway (the launcher
-# restarts it from the new binary), waits for it, then runs `chatsuite loadgen` with Kafka
+# part 6): copies BINARY over .build/release/gateway (or SERVICE's), kills the stack's process of it
+# (the launcher restarts it from the new binary), waits for it, then runs `chatsuite loadgen` with Kafka
 # injection or REST against it, watching chat-fanout, push, chat, PostgreSQL and the embedded
 # broker. Alternate builds between runs; the stack (and its growing broker logs) is shared.
 #
@@ -12,28 +12,30 @@
 #     .build/release/chatsuite dev --data-dir /tmp/lg-dev --postgres-port 54349 --port 8180 --log-level warning > /tmp/dev-ab.log 2>&1 &
 #
 #   bench/gateway-ab.sh LABEL BINARY [loadgen options, e.g. --sockets 5000 --channels 500 --inject kafka --seconds 30 --peer nchan]
-#   env: WORLD (default /tmp/lg-world-5000.json; one per plan), DEV_LOG (default /tmp/dev-ab.log)
+#   env: WORLD (default /tmp/lg-world-5000.json; one per plan), DEV_LOG (default /tmp/dev-ab.log),
+#        SERVICE (default gateway: the executable BINARY replaces)
 #   output: /tmp/ab-LABEL.log (the report)
 set -euo pipefail
 label=$1 bin=$2
 shift 2
 cd "$(dirname "$0")/.."
 dev_log=${DEV_LOG:-/tmp/dev-ab.log}
-cp "$bin" .build/release/gateway.new && mv .build/release/gateway.new .build/release/gateway
-old=$(pgrep -f "release/gateway" | head -1)
+service=${SERVICE:-gateway}
+cp "$bin" ".build/release/$service.new" && mv ".build/release/$service.new" ".build/release/$service"
+pid() { pgrep -f "release/$1\$" | head -1; }
+old=$(pid "$service")
 kill -9 "$old"
-gateway=""
 for _ in $(seq 1 60); do
   sleep 1
-  gateway=$(pgrep -f "release/gateway" | head -1 || true)
-  [ -n "$gateway" ] && [ "$gateway" != "$old" ] && break
+  new=$(pid "$service" || true)
+  [ -n "$new" ] && [ "$new" != "$old" ] && break
 done
 sleep 10
-pid() { pgrep -f "release/$1\$" | head -1; }
+gateway=$(pid gateway)
 launcher=$(pgrep -f "chatsuite dev --data-dir /tmp/lg-dev" | head -1)
 brokers=$(grep -o "embedded Kafka: [0-9.:]*" "$dev_log" | awk '{print $3}')
 postmaster=$(head -1 "$(find /tmp/lg-dev -name postmaster.pid | head -1)")
-echo "$label: gateway $gateway (binary $bin)"
+echo "$label: $service $(pid "$service") (binary $bin), gateway $gateway"
 .build/release/chatsuite loadgen --gateway http://127.0.0.1:8180 --members 10 --rate 1000 --brokers "$brokers" \
   --gateway-pid "$gateway" --watch chat-fanout="$(pid chat-fanout)" --watch push="$(pid push)" --watch chat="$(pid chat)" \
   --watch postgres="$postmaster" --watch-alone broker="$launcher" --world "${WORLD:-/tmp/lg-world-5000.json}" \

@@ -34,8 +34,9 @@ struct NotificationPlanner: Sendable {
     func register(into router: inout EventRouter) {
         router.on(ChatEvents.ChannelMessageCreated.self) { event, context in
             let m = event.data
-            let devices = try await Self.devices(
-                PlanChannelMessage(channel: m.channelId.uuid, sender: m.sender.userId.uuid, workspace: m.workspaceId.uuid), context)
+            let (channel, sender) = (m.channelId.uuid, m.sender.userId.uuid)
+            _ = try await context.connection.execute(BumpChannelUnreads(channel: channel, sender: sender), logger: context.logger)
+            let devices = try await Self.devices(ChannelOfflineDevices(channel: channel, sender: sender, workspace: m.workspaceId.uuid), context)
             try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
                 .channel(m, workspace: workspace, badge: badge)
             }
@@ -56,14 +57,15 @@ struct NotificationPlanner: Sendable {
                 readers = m.participants.map(\.uuid).filter { $0 != m.sender.userId.uuid }
             }
             guard !readers.isEmpty else { return }
-            let devices = try await Self.devices(PlanRoomMessage(room: m.roomId.uuid, readers: readers, workspace: m.workspaceId?.uuid), context)
+            _ = try await context.connection.execute(BumpRoomUnreads(room: m.roomId.uuid, readers: readers), logger: context.logger)
+            let devices = try await Self.devices(RoomOfflineDevices(room: m.roomId.uuid, readers: readers, workspace: m.workspaceId?.uuid), context)
             try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
                 .dm(m, workspace: workspace, badge: badge)
             }
         }
     }
 
-    /// Runs a message's plan statement: the unread counts move, and the offline readers' devices.
+    /// The offline readers' devices to notify of a message.
     private static func devices<S: PostgresPreparedStatement>(_ statement: S, _ context: EventContext) async throws -> [PlannedDevice]
     where S.Row == PlannedDevice {
         var devices: [PlannedDevice] = []

@@ -2,28 +2,22 @@ import Database
 import Foundation
 import PostgresNIO
 
-// The planner runs one of these for every message, so each is prepared once per connection
-// (PostgreSQL parses and plans it once) and does the whole plan in one round trip (issue 21).
+// The planner runs two of these for every message (issue 21: they replace four round trips),
+// each prepared once per connection. Each is simple enough for PostgreSQL to settle on a generic
+// plan after five executions; one statement doing both (a data-modifying CTE) was replanned on
+// every execution, which cost PostgreSQL more than the round trip saved.
 
 /// A device to notify of a message: its reader, token, the reader's setting for the
-/// conversation, badge (unread total, this message counted) and the workspace's name.
+/// conversation, badge (unread total) and the workspace's name.
 typealias PlannedDevice = (user: UUID, token: String, mode: String, badge: Int64, workspace: String?)
 
-/// What both plans share: each reader's unread count for the conversation moves by one (the badge
-/// moves for every reader, online or not), and the answer is the device tokens of the readers who
-/// are not online. The main query reads the statement's snapshot, from before the count moved, so
-/// the badge is the unread total then plus this message.
-private func planSQL(readers: String) -> String {
+/// The device tokens of `readers` who are not online, with each one's setting for the
+/// conversation (`$1`), badge and the name of the workspace (`$3`, NULL for none).
+private func offlineDevicesSQL(readers: String) -> String {
     """
-    WITH readers AS (\(readers)),
-    bumped AS (
-        INSERT INTO unread_counts (user_id, conversation_id, count) SELECT u, $1, 1 FROM readers
-        ON CONFLICT (user_id, conversation_id) DO UPDATE SET count = unread_counts.count + 1
-    )
-    SELECT r.u, t.token, coalesce(s.mode, 'all'),
-        (SELECT coalesce(sum(count), 0) FROM unread_counts n WHERE n.user_id = r.u)::int8 + 1,
+    SELECT r.u, t.token, coalesce(s.mode, 'all'), (SELECT coalesce(sum(count), 0) FROM unread_counts n WHERE n.user_id = r.u)::int8,
         (SELECT name FROM workspaces WHERE id = $3)
-    FROM readers r
+    FROM (\(readers)) AS r(u)
     JOIN device_tokens t ON t.user_id = r.u
     LEFT JOIN notification_settings s ON s.user_id = r.u AND s.conversation_id = $1
     LEFT JOIN presence p ON p.user_id = r.u
@@ -31,11 +25,29 @@ private func planSQL(readers: String) -> String {
     """
 }
 
-/// A channel message's plan: its readers are the channel's members other than the sender (per
-/// push's read model).
-struct PlanChannelMessage: PostgresPreparedStatement {
+/// One more unread message in the channel for each of its readers (the badge moves for every
+/// reader, online or not): the members other than the sender, per push's read model.
+struct BumpChannelUnreads: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = """
+        INSERT INTO unread_counts (user_id, conversation_id, count)
+        SELECT user_id, $1, 1 FROM channel_members WHERE channel_id = $1 AND user_id <> $2
+        ON CONFLICT (user_id, conversation_id) DO UPDATE SET count = unread_counts.count + 1
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuid]
+
+    var channel: UUID
+    var sender: UUID
+
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: channel, sender) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
+}
+
+/// The devices to notify of a channel message (after `BumpChannelUnreads`, so badges count it).
+struct ChannelOfflineDevices: PostgresPreparedStatement {
     typealias Row = PlannedDevice
-    static let sql = planSQL(readers: "SELECT user_id AS u FROM channel_members WHERE channel_id = $1 AND user_id <> $2")
+    static let sql = offlineDevicesSQL(readers: "SELECT user_id FROM channel_members WHERE channel_id = $1 AND user_id <> $2")
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuid, .uuid]
 
     var channel: UUID
@@ -47,11 +59,28 @@ struct PlanChannelMessage: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((UUID, String, String, Int64, String?).self) }
 }
 
-/// A direct message's plan: its readers are given (a room's participants still entitled to it,
-/// the sender excluded by the caller); `workspace` is nil for a personal room.
-struct PlanRoomMessage: PostgresPreparedStatement {
+/// One more unread message in a room for each of the given readers.
+struct BumpRoomUnreads: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = """
+        INSERT INTO unread_counts (user_id, conversation_id, count) SELECT DISTINCT unnest($2::uuid[]), $1, 1
+        ON CONFLICT (user_id, conversation_id) DO UPDATE SET count = unread_counts.count + 1
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuidArray]
+
+    var room: UUID
+    var readers: [UUID]
+
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: room, readers) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
+}
+
+/// The devices to notify of a direct message (after `BumpRoomUnreads`); `workspace` is nil for a
+/// personal room.
+struct RoomOfflineDevices: PostgresPreparedStatement {
     typealias Row = PlannedDevice
-    static let sql = planSQL(readers: "SELECT DISTINCT unnest($2::uuid[]) AS u")
+    static let sql = offlineDevicesSQL(readers: "SELECT DISTINCT unnest($2::uuid[])")
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuidArray, .uuid]
 
     var room: UUID
