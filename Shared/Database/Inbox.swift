@@ -8,38 +8,22 @@ public enum Inbox {
     /// Returns true when `eventId` had not been processed by `consumer` (the caller goes on and
     /// applies the effect in this transaction); false for a duplicate.
     public static func claim(consumer: String, eventId: UUID, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        for try await _ in try await connection.execute(InboxClaim(consumer: consumer, eventId: eventId), logger: logger) { return true }
-        return false
+        try await claim(consumer: consumer, eventIds: [eventId], on: connection, logger: logger).contains(eventId)
     }
-}
 
-/// Every consumed event claims its id with this statement, so it is prepared once per connection.
-struct InboxClaim: PostgresPreparedStatement {
-    typealias Row = Int32
-    static let sql = "INSERT INTO inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1"
-    static let bindingDataTypes: [PostgresDataType] = [.text, .uuid]
-
-    var consumer: String
-    var eventId: UUID
-
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: consumer, eventId) }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
-}
-
-extension Inbox {
     /// Claims a poll's event ids in one statement; answers the ids no earlier transaction had
     /// claimed (each once, however often it occurs in `eventIds`). The caller applies those and
     /// skips the rest, in this transaction.
     public static func claim(consumer: String, eventIds: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> Set<UUID> {
         var claimed = Set<UUID>()
-        for try await id in try await connection.execute(InboxClaimMany(consumer: consumer, eventIds: eventIds), logger: logger) { claimed.insert(id) }
+        for try await id in try await connection.execute(InboxClaim(consumer: consumer, eventIds: eventIds), logger: logger) { claimed.insert(id) }
         return claimed
     }
 }
 
-/// A poll's events claim their ids together (one round trip instead of one per event).
-struct InboxClaimMany: PostgresPreparedStatement {
+/// Every consumed event claims its id with this statement, so it is prepared once per connection;
+/// a poll's events claim theirs together (one round trip instead of one per event).
+struct InboxClaim: PostgresPreparedStatement {
     typealias Row = UUID
     static let sql = "INSERT INTO inbox (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id"
     static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray]

@@ -11,6 +11,13 @@ import PostgresNIO
 /// conversation, badge (unread total) and the workspace's name.
 typealias PlannedDevice = (user: UUID, token: String, mode: String, badge: Int64, workspace: String?)
 
+/// A statement answering `PlannedDevice`s (its SQL from `offlineDevicesSQL`).
+protocol OfflineDevicesStatement: PostgresPreparedStatement where Row == PlannedDevice {}
+
+extension OfflineDevicesStatement {
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((UUID, String, String, Int64, String?).self) }
+}
+
 /// The device tokens of `readers` who are not online, with each one's setting for the
 /// conversation (`$1`), badge and the name of the workspace (`$3`, NULL for none).
 private func offlineDevicesSQL(readers: String) -> String {
@@ -45,8 +52,7 @@ struct BumpChannelUnreads: PostgresPreparedStatement {
 }
 
 /// The devices to notify of a channel message (after `BumpChannelUnreads`, so badges count it).
-struct ChannelOfflineDevices: PostgresPreparedStatement {
-    typealias Row = PlannedDevice
+struct ChannelOfflineDevices: OfflineDevicesStatement {
     static let sql = offlineDevicesSQL(readers: "SELECT user_id FROM channel_members WHERE channel_id = $1 AND user_id <> $2")
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuid, .uuid]
 
@@ -55,8 +61,6 @@ struct ChannelOfflineDevices: PostgresPreparedStatement {
     var workspace: UUID
 
     func makeBindings() -> PostgresBindings { PostgresBindings(values: channel, sender, workspace) }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((UUID, String, String, Int64, String?).self) }
 }
 
 /// One more unread message in a room for each of the given readers.
@@ -78,8 +82,7 @@ struct BumpRoomUnreads: PostgresPreparedStatement {
 
 /// The devices to notify of a direct message (after `BumpRoomUnreads`); `workspace` is nil for a
 /// personal room.
-struct RoomOfflineDevices: PostgresPreparedStatement {
-    typealias Row = PlannedDevice
+struct RoomOfflineDevices: OfflineDevicesStatement {
     static let sql = offlineDevicesSQL(readers: "SELECT DISTINCT unnest($2::uuid[])")
     static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuidArray, .uuid]
 
@@ -94,6 +97,4 @@ struct RoomOfflineDevices: PostgresPreparedStatement {
         bindings.append(workspace)
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((UUID, String, String, Int64, String?).self) }
 }
