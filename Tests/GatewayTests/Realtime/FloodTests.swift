@@ -19,7 +19,7 @@ struct FloodTests {
     func native() async throws {
         let gatewayId = "gw-flood-\(UUID().uuidString.prefix(8).lowercased())"
         // A budget of 60 + 2 × 60 000 / 2 000 heartbeats = 120 messages a minute.
-        let environment = NativeProtocolTests.environment(gatewayId).merging([
+        let environment = NativeProtocolTests.environment(gatewayId, heartbeatMilliseconds: 2_000).merging([
             "GATEWAY_NATIVE_MESSAGES_PER_MINUTE": "60", "GATEWAY_REALTIME_JOIN_BURST": "5", "GATEWAY_REALTIME_JOIN_RATE_PER_SECOND": "1",
         ]) { $1 }
         try await Stack.run(services: [.auth, .workspace, .chat], gateway: environment) { s in

@@ -13,8 +13,11 @@ import TestSupport
 /// the real chat-fanout, driven by hummingbird-websocket's WebSocket client.
 @Suite("Native gateway protocol", .serialized)
 struct NativeProtocolTests {
-    static func environment(_ gatewayId: String) -> [String: String] {
-        ["GATEWAY_ID": gatewayId, "GATEWAY_NATIVE_HEARTBEAT_INTERVAL_MS": "2000"]
+    /// A gateway's settings for these suites. The heartbeat interval is 10 s unless a test times
+    /// heartbeats itself: the test client beats once per interval, and at 2 s a busy CI machine
+    /// delayed a beat past the 1.5 × interval deadline (4009 instead of the graceful 1001).
+    static func environment(_ gatewayId: String, heartbeatMilliseconds: Int = 10_000) -> [String: String] {
+        ["GATEWAY_ID": gatewayId, "GATEWAY_NATIVE_HEARTBEAT_INTERVAL_MS": "\(heartbeatMilliseconds)"]
     }
 
     /// Identifies `user` and waits for ready.
@@ -52,7 +55,7 @@ struct NativeProtocolTests {
 
             let (alice, ready) = try await Self.connect(port, a)
             #expect(ready["user_id"] as? String == a.id && (ready["session_id"] as? String)?.isEmpty == false)
-            #expect(ready["heartbeat_interval"] as? Int == 2000)
+            #expect(ready["heartbeat_interval"] as? Int == 10_000)
             let channels = try #require(ready["channels"] as? [[String: Any]])
             #expect(channels.contains { $0["channel_id"] as? String == cid && $0["unread_count"] as? Int == 1 && $0["workspace_id"] as? String == wid })
             #expect((ready["dms"] as? [[String: Any]])?.contains { $0["room_id"] as? String == room && $0["user_id"] as? String == b.id } == true)
@@ -276,7 +279,7 @@ struct NativeProtocolTests {
     @Test("protocol errors close with their documented codes; subscribing to someone else's conversation is refused")
     func errors() async throws {
         let gatewayId = "gw-native-err-\(UUID().uuidString.prefix(8).lowercased())"
-        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId, heartbeatMilliseconds: 2_000)) { s in
             let a = try await s.user("에이")
             let b = try await s.user("비")
             let c = try await s.user("씨")
