@@ -155,7 +155,10 @@ var targets: [Target] = [
     // `chatsuite loadgen`'s engine (also the drill's setup and the gateway benchmarks' client).
     .target(
         name: "LoadGen",
-        dependencies: ["Common", "Events", "Kafka", logging, httpClient, nioCore, nioHTTP1, hbWSClient, .product(name: "NIOWebSocket", package: "swift-nio")],
+        dependencies: [
+            "Common", "Events", "Kafka", logging, httpClient, nioCore, nioHTTP1, hbWSClient, .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ],
         path: "Services/ChatSuite/LoadGen",
         swiftSettings: swiftSettings
     ),

@@ -100,19 +100,6 @@ struct NchanSink: MessageSink {
     }
 }
 
-extension LoadGenSession {
-    /// nchan's WebSocket subscriber: subscribed once the upgrade completes; each message is one
-    /// text frame holding the published body.
-    func runNchan() async throws {
-        var reader = WebSocketMessageReader(inbound)
-        ready()
-        while let message = try await reader.next() {
-            let now = monotonicNanos()
-            message.withUnsafeReadableBytes { recordMessage($0, at: now) }
-        }
-    }
-}
-
 extension LoadGenWorld {
     /// The plan with made-up ids and no accounts: what a peer without users or workspaces needs
     /// (channel ids name nchan channels).

@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Common
 import Events
 import Foundation
-import HummingbirdWSClient
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -127,8 +126,6 @@ final class SocketPool: Sendable {
         let handshake = HandshakeState(gate: gate)
         let log = self.log
         let markers = self.markers
-        var logger = Logger(label: "loadgen.socket")
-        logger.logLevel = .critical
         let url: String
         switch spec.kind {
         case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
@@ -143,20 +140,30 @@ final class SocketPool: Sendable {
         case .stomp: url = wsBase + "/v1/stomp"
         case .nchan: url = wsBase + "/sub/" + spec.channels.map { "\($0.id)" }.joined(separator: ",")
         }
-        let client = WebSocketClient(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: logger) { inbound, outbound, _ in
-            let session = LoadGenSession(spec: spec, inbound: inbound, outbound: outbound, markers: markers, log: log, handshake: handshake)
-            try await session.run()
+        guard let target = LoadGenConnection.Target(url: url) else {
+            handshake.finish()
+            return log.failed("\(spec.kind.rawValue): the load generator speaks ws:// only, not \(url)", socket: spec.index, afterReady: false)
         }
+        let outcome = LoadGenConnection.Outcome()
         do {
-            let close = try await client.run()
+            let channel = try await LoadGenConnection.open(
+                target, conversation: { LoadGenConversation(spec: spec, markers: markers, log: log, handshake: handshake) }, outcome: outcome)
+            // The conversation runs on the channel's loop; this task only waits for its end.
+            try? await withTaskCancellationHandler {
+                try await channel.closeFuture.get()
+            } onCancel: {
+                channel.pipeline.fireUserInboundEventTriggered(LoadGenConnection.Stop())
+            }
+            if let error = outcome.error { throw error }
+            let close = outcome.serverClose
+            let detail = close.map { c in " (\(c.code.map { String($0) } ?? "no code")\(c.reason.map { " \($0)" } ?? ""))" } ?? ""
             if !handshake.isDone {
-                let detail = close.map { "closed with \($0.closeCode)\($0.reason.map { " \($0)" } ?? "")" } ?? "closed before the handshake completed"
                 handshake.finish()
-                log.failed("\(spec.kind.rawValue): \(detail)", socket: spec.index, afterReady: false)
-            } else {
                 log.failed(
-                    "\(spec.kind.rawValue): closed by the server\(close.map { " (\($0.closeCode)\($0.reason.map { " \($0)" } ?? ""))" } ?? "")",
-                    socket: spec.index, afterReady: true)
+                    "\(spec.kind.rawValue): \(close == nil ? "closed before the handshake completed" : "closed\(detail)")", socket: spec.index,
+                    afterReady: false)
+            } else {
+                log.failed("\(spec.kind.rawValue): closed by the server\(detail)", socket: spec.index, afterReady: true)
             }
         } catch {
             let wasReady = handshake.wasReady
@@ -176,7 +183,7 @@ final class SocketPool: Sendable {
     }
 
     static func describe(_ error: any Error, kind: LoadGenSocketSpec.Kind) -> String {
-        if let e = error as? WebSocketClientError, e == .webSocketUpgradeFailed {
+        if error is LoadGenConnection.UpgradeRefused {
             switch kind {
             case .native: return "native: the gateway refused the WebSocket upgrade of /v1/gateway (no native server in this gateway?)"
             case .socketio: return "socketio: the gateway refused the WebSocket upgrade of /socket.io/"
