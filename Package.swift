@@ -162,7 +162,12 @@ var targets: [Target] = [
         path: "Services/ChatSuite/LoadGen",
         swiftSettings: swiftSettings
     ),
-    .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Common", "Events", nioCore], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "LoadGenTests",
+        dependencies: [
+            "LoadGen", "Common", "Events", crypto, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+        ], swiftSettings: swiftSettings),
     .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events", yams], swiftSettings: swiftSettings),
     // Reads docker-compose.yml, deploy/Dockerfile and the sources the deployment files name.

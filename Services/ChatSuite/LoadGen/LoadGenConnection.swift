@@ -44,7 +44,11 @@ enum LoadGenConnection {
     final class Outcome: Sendable {
         private let state = Locked<(code: UInt16?, reason: String?, error: LoadGenProtocolError?)>((nil, nil, nil))
 
-        func closedByServer(code: UInt16?, reason: String?) { state.withLock { $0.code = code; $0.reason = reason } }
+        func closedByServer(code: UInt16?, reason: String?) {
+            state.withLock {
+                $0.code = code; $0.reason = reason
+            }
+        }
         func failed(_ error: LoadGenProtocolError) { state.withLock { if $0.error == nil { $0.error = error } } }
 
         var serverClose: (code: UInt16?, reason: String?)? {
@@ -63,15 +67,17 @@ enum LoadGenConnection {
     }
 
     /// Opens the WebSocket; returns its channel once upgraded (the conversation runs from then
-    /// on), or throws.
+    /// on), or throws. Cancelling the task closes a connection still waiting for its upgrade.
     static func open(
         _ target: Target, conversation: @escaping @Sendable () -> LoadGenConversation, outcome: Outcome, maxFrameSize: Int = 1 << 20
     ) async throws -> any Channel {
+        let connection = Locked<(any Channel)?>(nil)
         let upgrade = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .connect(host: target.host, port: target.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
+                connection.withLock { $0 = channel }
+                return channel.eventLoop.makeCompletedFuture {
                     let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: maxFrameSize) { channel, _ in
                         channel.eventLoop.makeCompletedFuture {
                             try channel.pipeline.syncOperations.addHandler(LoadGenFrameHandler(conversation: conversation(), outcome: outcome))
@@ -96,7 +102,12 @@ enum LoadGenConnection {
                     return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                 }
             }
-        switch try await upgrade.get() {
+        let result = try await withTaskCancellationHandler {
+            try await upgrade.get()
+        } onCancel: {
+            connection.withLock { $0 }?.close(promise: nil)
+        }
+        switch result {
         case .upgraded(let channel): return channel
         case .refused: throw UpgradeRefused()
         }
