@@ -13,7 +13,8 @@
 #
 #   bench/gateway-ab.sh LABEL BINARY [loadgen options, e.g. --sockets 5000 --channels 500 --inject kafka --seconds 30 --peer nchan]
 #   env: WORLD (default /tmp/lg-world-5000.json; one per plan), DEV_LOG (default /tmp/dev-ab.log),
-#        SERVICE (default gateway: the executable BINARY replaces)
+#        SERVICE (default gateway: the executable BINARY replaces),
+#        LOADGEN (default .build/release/chatsuite: the binary whose `loadgen` drives the run)
 #   output: /tmp/ab-LABEL.log (the report)
 set -euo pipefail
 label=$1 bin=$2
@@ -36,7 +37,7 @@ launcher=$(pgrep -f "chatsuite dev --data-dir /tmp/lg-dev" | head -1)
 brokers=$(grep -o "embedded Kafka: [0-9.:]*" "$dev_log" | awk '{print $3}')
 postmaster=$(head -1 "$(find /tmp/lg-dev -name postmaster.pid | head -1)")
 echo "$label: $service $(pid "$service") (binary $bin), gateway $gateway"
-.build/release/chatsuite loadgen --gateway http://127.0.0.1:8180 --members 10 --rate 1000 --brokers "$brokers" \
+"${LOADGEN:-.build/release/chatsuite}" loadgen --gateway http://127.0.0.1:8180 --members 10 --rate 1000 --brokers "$brokers" \
   --gateway-pid "$gateway" --watch chat-fanout="$(pid chat-fanout)" --watch push="$(pid push)" --watch chat="$(pid chat)" \
   --watch postgres="$postmaster" --watch-alone broker="$launcher" --world "${WORLD:-/tmp/lg-world-5000.json}" \
   --setup-concurrency 6 "$@" > "/tmp/ab-$label.log" 2>&1

@@ -110,6 +110,7 @@ struct DevCommand: AsyncParsableCommand {
             // The mock broker holds every fetch for the full wait even when data is there
             // (real Kafka answers at once), so a short wait is what bounds latency here.
             if env["KAFKA_FETCH_WAIT_MS"] == nil { env["KAFKA_FETCH_WAIT_MS"] = "5" }
+            if env["KAFKA_COMPRESSION"] == nil { env["KAFKA_COMPRESSION"] = "none" }
             env["LOG_LEVEL"] = logLevel
             env["INSTANCE_ID"] = "\(service.name)-dev"
             // Every event's `dataschema` names this suite's gateway (GET /v1/schemas/<type>.json).

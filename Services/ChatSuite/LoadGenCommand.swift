@@ -27,6 +27,8 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "rest (POST …/chats through the gateway) or kafka (produce chat.message.v1 events directly; needs --brokers).") var inject: Inject = .rest
     @Option(help: "\(BootstrapServers.help), for --inject kafka (chatsuite dev prints them).", transform: BootstrapServers.parse)
     var brokers: String?
+    @Option(help: "Compression codec of the --inject kafka producer, as chat's would use (kafka.compression; chatsuite dev sets none).")
+    var kafkaCompression = "lz4"
     @Option(help: "Gateway process id: its RSS is sampled before the sockets open, when they are open and idle, and at the end.") var gatewayPid: Int32?
     @Option(
         help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.")
@@ -62,6 +64,7 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.drainSeconds = drainSeconds
         o.inject = inject
         o.brokers = brokers
+        o.kafkaCompression = kafkaCompression
         o.gatewayPid = gatewayPid
         o.watch = watch
         o.setupConcurrency = setupConcurrency

@@ -12,6 +12,8 @@ public struct PlatformSettings: Sendable {
     /// Comma-separated bootstrap servers.
     public var kafkaBrokers: String
     public var kafkaLingerMilliseconds: Double
+    /// The producers' compression codec.
+    public var kafkaCompression: String
     public var kafkaFetchWaitMilliseconds: Int
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
@@ -23,6 +25,7 @@ public struct PlatformSettings: Sendable {
     public init(_ settings: ServiceSettings) throws {
         kafkaBrokers = try settings.kafkaBrokers
         kafkaLingerMilliseconds = try settings.kafkaLingerMilliseconds
+        kafkaCompression = try settings.kafkaCompression
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity

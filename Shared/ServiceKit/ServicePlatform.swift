@@ -99,6 +99,7 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
         }
         var producerConfiguration = KafkaProducerConfiguration(client: client)
         producerConfiguration.lingerMilliseconds = platform.kafkaLingerMilliseconds
+        producerConfiguration.compression = platform.kafkaCompression
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
         return KafkaParts(client: client, readiness: readiness, producer: producer)
     }

@@ -23,6 +23,7 @@ public struct ServiceSettings: Sendable {
         "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
         "kafka.startup-timeout-seconds": 10,
         "kafka.linger-ms": 0.5,
+        "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 100,
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
@@ -99,6 +100,20 @@ public struct ServiceSettings: Sendable {
             do { return try reader.requiredDouble(forKey: "kafka.linger-ms") } catch { throw Self.invalid("kafka.linger-ms", error) }
         }
     }
+    /// The producers' compression codec: `lz4` (default), `zstd`, `snappy`, `gzip` or `none`.
+    /// librdkafka's mock cluster (the embedded broker) keeps 5 MB of record batches per partition
+    /// and walks them on every fetch, so uncompressed batches (fewer of them fit) cost it less;
+    /// the dev launcher sets `none`.
+    public var kafkaCompression: String {
+        get throws {
+            let value = try string("kafka.compression")
+            guard Self.kafkaCompressionCodecs.contains(value) else {
+                throw StartupError("kafka.compression must be one of \(Self.kafkaCompressionCodecs.joined(separator: ", ")), not \(value)")
+            }
+            return value
+        }
+    }
+    static let kafkaCompressionCodecs = ["lz4", "zstd", "snappy", "gzip", "none"]
     /// Longest a consumer fetch waits at the broker. Real Kafka answers as soon as data arrives,
     /// so this only bounds idle polling; librdkafka's mock cluster (the embedded broker) always
     /// waits the full time, so there it bounds latency and the dev launcher lowers it.

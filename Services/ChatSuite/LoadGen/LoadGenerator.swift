@@ -29,6 +29,8 @@ public struct LoadGenOptions: Sendable {
     public var inject: Inject = .rest
     /// Kafka bootstrap servers for `.kafka` injection.
     public var brokers: String?
+    /// The `.kafka` injection producer's codec.
+    public var kafkaCompression = "lz4"
     public var gatewayPid: Int32?
     /// `name=pid` entries of processes whose CPU time over the send phase is reported.
     public var watch: [String] = []
@@ -159,8 +161,9 @@ public struct LoadGenerator: Sendable {
             if o.inject == .kafka, let brokers = o.brokers {
                 var logger = Logger(label: "loadgen.kafka")
                 logger.logLevel = .error
-                let p = try KafkaProducer(
-                    configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: brokers, clientId: "loadgen")), logger: logger)
+                var configuration = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: brokers, clientId: "loadgen"))
+                configuration.compression = o.kafkaCompression
+                let p = try KafkaProducer(configuration: configuration, logger: logger)
                 producer = p
                 sink = KafkaSink(producer: p, world: world)
             } else {
