@@ -31,6 +31,15 @@ struct ServiceSettingsTests {
         #expect(throws: StartupError.self) { try settings.logLevel }
     }
 
+    @Test("the producers' codec: lz4 unless set, any librdkafka codec by name, anything else refused at startup")
+    func kafkaCompression() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaCompression == "lz4")
+        #expect(try ServiceSettings(serviceName: "x", environment: ["KAFKA_COMPRESSION": "none"], arguments: ["x"]).kafkaCompression == "none")
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--kafka-compression", "zstd"]).kafkaCompression == "zstd")
+        let bad = ServiceSettings(serviceName: "x", environment: ["KAFKA_COMPRESSION": "brotli"], arguments: ["x"])
+        #expect(throws: StartupError.self) { try bad.kafkaCompression }
+    }
+
     @Test func databaseURLIsOptionalAndItsPasswordNeverPrinted() throws {
         let none = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
         #expect(try none.database() == nil)
