@@ -15,6 +15,8 @@ public struct PlatformSettings: Sendable {
     /// The producers' compression codec.
     public var kafkaCompression: String
     public var kafkaFetchWaitMilliseconds: Int
+    /// chat-fanout's message consumer and the gateway's delivery consumer.
+    public var kafkaDeliveryFetchWaitMilliseconds: Int
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -27,6 +29,7 @@ public struct PlatformSettings: Sendable {
         kafkaLingerMilliseconds = try settings.kafkaLingerMilliseconds
         kafkaCompression = try settings.kafkaCompression
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
+        kafkaDeliveryFetchWaitMilliseconds = try settings.kafkaDeliveryFetchWaitMilliseconds
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

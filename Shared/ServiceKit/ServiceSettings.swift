@@ -118,6 +118,16 @@ public struct ServiceSettings: Sendable {
     /// so this only bounds idle polling; librdkafka's mock cluster (the embedded broker) always
     /// waits the full time, so there it bounds latency and the dev launcher lowers it.
     public var kafkaFetchWaitMilliseconds: Int { get throws { try int("kafka.fetch-wait-ms") } }
+    /// The fetch wait of the real-time path's two consumers: chat-fanout's `chat.message.v1`
+    /// consumer and the gateway's delivery consumer; `kafka.fetch-wait-ms` when unset. On the
+    /// embedded broker it is each hop's latency floor: 1 ms there halves the latency at low load
+    /// for more idle polling (docs/benchmarks.md, part 8).
+    public var kafkaDeliveryFetchWaitMilliseconds: Int {
+        get throws {
+            guard reader.string(forKey: "kafka.delivery-fetch-wait-ms") != nil else { return try kafkaFetchWaitMilliseconds }
+            return try int("kafka.delivery-fetch-wait-ms")
+        }
+    }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
     /// TLS / SASL towards the brokers (`kafka.security-protocol`, `kafka.sasl-mechanism`,
     /// `kafka.sasl-username`, `kafka.sasl-password` or `kafka.sasl-password-file`,

@@ -40,6 +40,17 @@ struct ServiceSettingsTests {
         #expect(throws: StartupError.self) { try bad.kafkaCompression }
     }
 
+    @Test("the real-time consumers' fetch wait follows kafka.fetch-wait-ms unless set itself")
+    func deliveryFetchWait() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchWaitMilliseconds == 100)
+        #expect(try ServiceSettings(serviceName: "x", environment: ["KAFKA_FETCH_WAIT_MS": "5"], arguments: ["x"]).kafkaDeliveryFetchWaitMilliseconds == 5)
+        let own = ServiceSettings(serviceName: "x", environment: ["KAFKA_FETCH_WAIT_MS": "5", "KAFKA_DELIVERY_FETCH_WAIT_MS": "1"], arguments: ["x"])
+        #expect(try own.kafkaDeliveryFetchWaitMilliseconds == 1)
+        #expect(try own.kafkaFetchWaitMilliseconds == 5)
+        let bad = ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_FETCH_WAIT_MS": "soon"], arguments: ["x"])
+        #expect(throws: StartupError.self) { try bad.kafkaDeliveryFetchWaitMilliseconds }
+    }
+
     @Test func databaseURLIsOptionalAndItsPasswordNeverPrinted() throws {
         let none = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
         #expect(try none.database() == nil)

@@ -31,7 +31,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // The interest table loads from the start; the group consumer joins once the service is
     // ready and the table caught up. Shutdown runs in reverse: fan-out stops before the table.
     platform.addService(interest)
-    let consumerConfiguration = FanoutConsumer.configuration(client: platform.kafkaClient, fetchWaitMilliseconds: fetchWait, batchSize: batchSize)
+    let consumerConfiguration = FanoutConsumer.configuration(
+        client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     let producer = platform.producer
     platform.addGatedService {

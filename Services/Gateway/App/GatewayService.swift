@@ -195,7 +195,8 @@ private func realtime(
     platform.addService(SweepService(sweep: stomp.sweep, shutdown: stomp.shutdown))
     platform.addGatedService { checkpoints }
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
-    platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
+    let deliveryFetchWait = platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds
+    platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, logger: logger) }
     PollingTransport(server: server).addRoutes(to: router)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)
     let maxFrameBytes = max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes)
