@@ -42,7 +42,10 @@ public struct KafkaProducerConfiguration: Sendable {
     public var messageTimeoutMilliseconds: Int = 30_000
     /// Upper bound of records buffered in the client before `send` waits.
     public var maxBufferedMessages: Int = 1_000_000
+    /// One of `compressionCodecs`.
     public var compression: String = "lz4"
+    /// The codecs `compression` may name (librdkafka's `compression.codec` values).
+    public static let compressionCodecs = ["lz4", "zstd", "snappy", "gzip", "none"]
     public var properties: [String: String] = [:]
 
     public init(client: KafkaClientConfiguration) {

@@ -107,13 +107,13 @@ public struct ServiceSettings: Sendable {
     public var kafkaCompression: String {
         get throws {
             let value = try string("kafka.compression")
-            guard Self.kafkaCompressionCodecs.contains(value) else {
-                throw StartupError("kafka.compression must be one of \(Self.kafkaCompressionCodecs.joined(separator: ", ")), not \(value)")
+            let codecs = KafkaProducerConfiguration.compressionCodecs
+            guard codecs.contains(value) else {
+                throw StartupError("kafka.compression must be one of \(codecs.joined(separator: ", ")), not \(value)")
             }
             return value
         }
     }
-    static let kafkaCompressionCodecs = ["lz4", "zstd", "snappy", "gzip", "none"]
     /// Longest a consumer fetch waits at the broker. Real Kafka answers as soon as data arrives,
     /// so this only bounds idle polling; librdkafka's mock cluster (the embedded broker) always
     /// waits the full time, so there it bounds latency and the dev launcher lowers it.

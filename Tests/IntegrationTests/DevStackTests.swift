@@ -51,6 +51,15 @@ struct DevStackTests {
         let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
         #expect(pids.count == ServiceEntry.all.count)
+        // What the launcher gives every service for the embedded broker (docs/configuration.md):
+        // a short fetch wait (the mock holds every fetch for the whole wait) and no compression
+        // (the mock walks its uncompressed logs for less).
+        for pid in pids {
+            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            let variables = Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
+            #expect(variables.contains("KAFKA_COMPRESSION=none"), "pid \(pid)")
+            #expect(variables.contains("KAFKA_FETCH_WAIT_MS=5"), "pid \(pid)")
+        }
         let postmasterPid = try String(contentsOf: dataDir.appendingPathComponent("postgres/postmaster.pid"), encoding: .utf8)
             .split(separator: "\n").first.flatMap { Int32($0) }
 

@@ -117,6 +117,22 @@ struct ConnectionTests {
             .bind(host: "127.0.0.1", port: 0).get()
     }
 
+    @Test("a ws:// URL gives host, port and path; an IPv6 literal connects without its brackets and keeps them in Host")
+    func targets() throws {
+        let plain = try #require(LoadGenConnection.Target(url: "ws://127.0.0.1:8180/socket.io/?EIO=4"))
+        #expect(plain == LoadGenConnection.Target(host: "127.0.0.1", port: 8180, uri: "/socket.io/?EIO=4"))
+        #expect(plain.hostHeader == "127.0.0.1:8180")
+        let named = try #require(LoadGenConnection.Target(url: "ws://gateway?x=1"))
+        #expect(named == LoadGenConnection.Target(host: "gateway", port: 80, uri: "/?x=1"))
+        let v6 = try #require(LoadGenConnection.Target(url: "ws://[::1]:8180/v1/gateway"))
+        #expect(v6 == LoadGenConnection.Target(host: "::1", port: 8180, uri: "/v1/gateway"))
+        #expect(v6.hostHeader == "[::1]:8180")
+        #expect(LoadGenConnection.Target(url: "ws://[fe80::1]")?.port == 80)
+        for bad in ["wss://h/", "http://h/", "ws://", "ws://:80/", "ws://h:0/", "ws://h:x/", "ws://[::1/", "ws://[::1]x/", "ws://::1/"] {
+            #expect(LoadGenConnection.Target(url: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test(
         "handshake, a recorded delivery, a ping answered, every frame masked, and a 1000 close when the run stops",
         arguments: [false, true])

@@ -55,6 +55,13 @@ struct OptionsTests {
         #expect(usageError { $0.senders = -1 } == message)
     }
 
+    @Test func theInjectionCodecIsOneKafkaKnows() throws {
+        #expect(usageError { $0.kafkaCompression = "brotli" } == "--kafka-compression must be one of lz4, zstd, snappy, gzip, none, not brotli")
+        for codec in ["lz4", "zstd", "snappy", "gzip", "none"] {
+            #expect(usageError { $0.kafkaCompression = codec } == nil, "\(codec)")
+        }
+    }
+
     @Test func kafkaInjectionNeedsBrokers() throws {
         #expect(usageError { $0.inject = .kafka } == "--inject kafka needs --brokers")
         _ = try generator {

@@ -9,10 +9,12 @@ import TestSupport
 extension Stack {
     /// Starts a real `chat-fanout` replica on the stack's Kafka cluster (its own consumer-group
     /// member, `name` its instance id) and waits until it is ready; stop it with `stop()`.
-    public func startFanoutReplica(_ name: String) async throws -> RunningService {
+    /// - Parameter overrides: environment overrides, as the stack's services get them.
+    public func startFanoutReplica(_ name: String, environment overrides: [String: String] = [:]) async throws -> RunningService {
         let environment = [
-            "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5", "INSTANCE_ID": name,
-        ]
+            "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
+            "KAFKA_COMPRESSION": "none", "INSTANCE_ID": name,
+        ].merging(overrides) { $1 }
         let settings = ServiceSettings(
             serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]
         )

@@ -121,7 +121,11 @@ public struct Stack: Sendable {
         let cluster = try TestKafka.catalogCluster(brokers: 1)
         let keys = try JWTKeyPEM.newEd25519()
         let logger = TestDatabase.logger
-        let common = ["HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5"]
+        // As `chatsuite dev` runs them on the embedded broker: a short fetch wait, no compression
+        // (the services' default, lz4, runs in the harnesses that start single services).
+        let common = [
+            "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5", "KAFKA_COMPRESSION": "none",
+        ]
         let temporary = FileManager.default.temporaryDirectory
 
         /// What the catalog says an entry gets (as `chatsuite dev` gives it), then the overrides.

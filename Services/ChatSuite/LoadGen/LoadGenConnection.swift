@@ -10,31 +10,53 @@ import NIOWebSocket
 enum LoadGenConnection {
     /// Where a WebSocket URL (`ws://host:port/path?query`) points.
     struct Target: Sendable, Equatable {
+        /// What to connect to: a name or an address, an IPv6 literal without its brackets.
         let host: String
         let port: Int
         /// Path and query.
         let uri: String
 
-        /// nil for anything but `ws://` (the generator speaks no TLS).
+        init(host: String, port: Int, uri: String) {
+            self.host = host
+            self.port = port
+            self.uri = uri
+        }
+
+        /// nil for anything but `ws://` (the generator speaks no TLS) or a malformed authority.
         init?(url: String) {
             guard url.hasPrefix("ws://") else { return nil }
             let rest = url.dropFirst("ws://".count)
             let authority = rest.prefix { $0 != "/" && $0 != "?" }
             let uri = String(rest.dropFirst(authority.count))
             let host: Substring
-            var port = 80
-            if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+            let portText: Substring?
+            if authority.hasPrefix("[") {
+                // An IPv6 literal: `[::1]` or `[::1]:8080`.
+                guard let close = authority.firstIndex(of: "]") else { return nil }
+                host = authority[authority.index(after: authority.startIndex)..<close]
+                let after = authority[authority.index(after: close)...]
+                guard after.isEmpty || after.hasPrefix(":") else { return nil }
+                portText = after.isEmpty ? nil : after.dropFirst()
+            } else if let colon = authority.lastIndex(of: ":") {
                 host = authority[..<colon]
-                guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else { return nil }
-                port = p
+                portText = authority[authority.index(after: colon)...]
             } else {
                 host = authority
+                portText = nil
             }
-            guard !host.isEmpty else { return nil }
+            var port = 80
+            if let portText {
+                guard let p = Int(portText), (1...65535).contains(p) else { return nil }
+                port = p
+            }
+            guard !host.isEmpty, !host.contains(":") || authority.hasPrefix("[") else { return nil }
             self.host = String(host)
             self.port = port
             self.uri = uri.isEmpty ? "/" : (uri.hasPrefix("?") ? "/" + uri : uri)
         }
+
+        /// The `Host` header: an IPv6 literal in brackets.
+        var hostHeader: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// The server answered the upgrade request with something else than 101.
@@ -85,7 +107,7 @@ enum LoadGenConnection {
                         }
                     }
                     var headers = HTTPHeaders()
-                    headers.add(name: "Host", value: "\(target.host):\(target.port)")
+                    headers.add(name: "Host", value: target.hostHeader)
                     let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.uri, headers: headers)
                     let configuration = NIOTypedHTTPClientUpgradeConfiguration<Upgrade>(
                         upgradeRequestHead: head, upgraders: [upgrader],

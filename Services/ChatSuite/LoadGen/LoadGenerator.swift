@@ -109,6 +109,10 @@ public struct LoadGenerator: Sendable {
         try plan.validate()
         guard o.rate >= 1, o.seconds >= 1, o.senders >= 1 else { throw LoadGenUsageError("--rate, --seconds and --senders must be positive") }
         if o.inject == .kafka, o.brokers == nil, !o.peerOnly { throw LoadGenUsageError("--inject kafka needs --brokers") }
+        let codecs = KafkaProducerConfiguration.compressionCodecs
+        guard codecs.contains(o.kafkaCompression) else {
+            throw LoadGenUsageError("--kafka-compression must be one of \(codecs.joined(separator: ", ")), not \(o.kafkaCompression)")
+        }
         if o.peerOnly, o.peer == nil { throw LoadGenUsageError("--peer-only needs --peer") }
         if plan.sockets + 64 > fileLimit { throw LoadGenUsageError("\(plan.sockets) sockets need more file descriptors than the limit \(fileLimit)") }
         var watched = try o.watch.map { try WatchedProcess.parse($0, children: true) } + o.watchAlone.map { try WatchedProcess.parse($0, children: false) }

@@ -82,4 +82,40 @@ struct RealFanoutTests {
             try await second.stop()
         }
     }
+    /// `kafka.delivery-fetch-wait-ms` reaches the real-time path's two consumers. The embedded
+    /// broker holds a fetch that finds nothing for the whole wait, so with every consumer at 2 s
+    /// each hop (chat-fanout's `chat.message.v1` consumer, the gateway's delivery consumer) waits
+    /// 0–2 s and a message takes ~2 s in the median. With the two at 1 ms it takes milliseconds;
+    /// a consumer left on the 2 s wait puts the median near 1 s or beyond.
+    @Test("with kafka.fetch-wait-ms at 2 s and kafka.delivery-fetch-wait-ms at 1 ms a message reaches its socket in well under a second")
+    func deliveryFetchWaitReachesBothConsumers() async throws {
+        let gatewayId = "gw-wait-\(UUID().uuidString.prefix(8).lowercased())"
+        let waits = ["KAFKA_FETCH_WAIT_MS": "2000", "KAFKA_DELIVERY_FETCH_WAIT_MS": "1"]
+        let gateway = NativeProtocolTests.environment(gatewayId).merging(waits) { $1 }
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: gateway) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let path = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            let replica = try await s.startFanoutReplica("fanout-wait", environment: waits)
+            let port = try #require(s.client.port)
+            let (reader, _) = try await NativeTestClient.connect(port, b)
+            try await NativeProtocolTests.awaitInterest(s, a, path, [reader])
+
+            var latencies: [Duration] = []
+            for i in 0..<9 {
+                let sent = ContinuousClock.now
+                let chat = id(jsonObject(try await s.send(.post, path, a, json: #"{"content":"wait \#(i)"}"#)), "chat_id")
+                try await reader.waitFor("message \(i)", timeout: .seconds(20)) { _ in
+                    reader.dispatches("channel.message").contains { $0.data["chat_id"] as? String == chat }
+                }
+                latencies.append(ContinuousClock.now - sent)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 50...250)))  // a fresh phase of each wait
+            }
+            let median = latencies.sorted()[latencies.count / 2]
+            #expect(median < .milliseconds(600), "send → socket: \(latencies)")
+            await reader.kill()
+            try await replica.stop()
+        }
+    }
 }
