@@ -74,7 +74,9 @@ struct CLIOptionsTests {
         let (status, output) = try await chatsuite(["loadgen", "--inject", "kafka", "--gateway", "http://127.0.0.1:1"])
         #expect(status == 64)
         #expect(output.contains("--inject kafka needs --brokers"), "\(output)")
-        let codec = try await chatsuite(["loadgen", "--inject", "kafka", "--brokers", "127.0.0.1:1", "--kafka-compression", "brotli", "--gateway", "http://127.0.0.1:1"])
+        let codec = try await chatsuite([
+            "loadgen", "--inject", "kafka", "--brokers", "127.0.0.1:1", "--kafka-compression", "brotli", "--gateway", "http://127.0.0.1:1",
+        ])
         #expect(codec.status == 64)
         #expect(codec.output.contains("--kafka-compression must be one of"), "\(codec.output)")
     }
