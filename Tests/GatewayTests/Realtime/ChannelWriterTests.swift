@@ -163,6 +163,53 @@ struct ChannelWriterTests {
         _ = try? channel.finish()
     }
 
+    @Test("while held (a poll's deliveries), writes wait without a drain; the last release drains them all at once, in order")
+    func holdAndRelease() throws {
+        let loop = EmbeddedEventLoop()
+        let a = try socket(loop)
+        let batchers = EventLoopWriteBatchers()
+        let batcher = batchers.batcher(for: loop)
+        let output = FrameOutput(channel: a)
+        batchers.holding {
+            batcher.write([OutboundText("1")], to: output, completion: nil)
+            batcher.hold()  // nested: only the outer release drains
+            batcher.write([OutboundText("2")], to: output, completion: nil)
+            batcher.release()
+            loop.run()
+            #expect((try? texts(a)) == [], "nothing is drained during the hold")
+            batcher.write([OutboundText("3")], to: output, completion: nil)
+        }
+        loop.run()
+        #expect(try texts(a) == ["1", "2", "3"])
+        // A hold with nothing written queues nothing; writes after it drain as before.
+        batchers.holding {}
+        batcher.write([OutboundText("4")], to: output, completion: nil)
+        loop.run()
+        #expect(try texts(a) == ["4"])
+        _ = try a.finish()
+    }
+
+    @Test("a close during a hold drains the frames queued before it at once: the close frame cannot overtake them")
+    func closeDuringHold() async throws {
+        let loop = EmbeddedEventLoop()
+        let channel = try socket(loop)
+        let batchers = EventLoopWriteBatchers()
+        let closes = Mutex<[String]>([])
+        let writer = ChannelWriter(channel: channel, batcher: batchers.batcher(for: loop)) { code, _ in
+            closes.withLock { $0.append("\(code)") }
+        }
+        let task = batchers.holding { () -> Task<Void, Never> in
+            writer.write([OutboundText("last words")], completion: nil)
+            let task = writer.close(code: 1008, reason: nil)
+            loop.run()
+            #expect((try? texts(channel)) == ["last words"], "drained before the hold ends")
+            return task
+        }
+        await task.value
+        #expect(closes.withLock { $0 } == ["1008"])
+        _ = try channel.finish()
+    }
+
     @Test("a close asked for before the WebSocket is attached is sent once it is, after the frames queued before it")
     func closeBeforeAttach() async throws {
         let loop = EmbeddedEventLoop()

@@ -21,8 +21,16 @@ final class EventLoopWriteBatcher: Sendable {
         let completion: (@Sendable () -> Void)?
     }
 
+    private struct State {
+        var pending: [Pending] = []
+        /// A drain is queued on the loop.
+        var scheduled = false
+        /// Open `hold()`s: writes queue without waking the loop.
+        var holds = 0
+    }
+
     let eventLoop: any EventLoop
-    private let state = Mutex<(pending: [Pending], scheduled: Bool)>(([], false))
+    private let state = Mutex(State())
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -33,11 +41,37 @@ final class EventLoopWriteBatcher: Sendable {
     func write(_ frames: [OutboundText], to output: FrameOutput, completion: (@Sendable () -> Void)?) {
         let schedule = state.withLock { state -> Bool in
             state.pending.append(Pending(output: output, frames: frames, completion: completion))
-            if state.scheduled { return false }
-            state.scheduled = true
-            return true
+            return Self.claimDrain(&state, holding: true)
         }
         if schedule { eventLoop.execute { self.drain() } }
+    }
+
+    /// Until the matching `release()`, writes queue without waking the loop: a poll's deliveries
+    /// cost the loop one wake-up, not one per event.
+    func hold() { state.withLock { $0.holds += 1 } }
+
+    /// Ends a `hold()`; the last one queues one drain for what was written meanwhile.
+    func release() {
+        let schedule = state.withLock { state -> Bool in
+            state.holds -= 1
+            return Self.claimDrain(&state, holding: true)
+        }
+        if schedule { eventLoop.execute { self.drain() } }
+    }
+
+    /// Queues a drain for what is pending now, hold or not: whatever the caller then runs on the
+    /// loop (a close frame) comes after those frames.
+    func drainPending() {
+        let schedule = state.withLock { Self.claimDrain(&$0, holding: false) }
+        if schedule { eventLoop.execute { self.drain() } }
+    }
+
+    /// Whether the caller must queue a drain (and it is now marked queued): something is pending,
+    /// none is queued, and — when `holding` counts — no hold is open.
+    private static func claimDrain(_ state: inout State, holding: Bool) -> Bool {
+        guard !state.pending.isEmpty, !state.scheduled, !holding || state.holds == 0 else { return false }
+        state.scheduled = true
+        return true
     }
 
     private func drain() {
@@ -48,6 +82,7 @@ final class EventLoopWriteBatcher: Sendable {
             }
             return state.pending
         }
+        guard !batch.isEmpty else { return }
         // Per channel: where its bytes went in, and who waits to hear they were written.
         var channels: [ObjectIdentifier: (context: ChannelHandlerContext, completions: [@Sendable () -> Void])] = [:]
         for item in batch {
@@ -126,6 +161,15 @@ final class FrameOutput: Sendable {
 final class EventLoopWriteBatchers: Sendable {
     private let batchers = Mutex<[ObjectIdentifier: EventLoopWriteBatcher]>([:])
 
+    /// Runs `body` with every batcher held (`EventLoopWriteBatcher.hold()`): what it writes
+    /// reaches each loop in one drain when it returns.
+    func holding<T>(_ body: () throws -> T) rethrows -> T {
+        let all = batchers.withLock { Array($0.values) }
+        for batcher in all { batcher.hold() }
+        defer { for batcher in all { batcher.release() } }
+        return try body()
+    }
+
     func batcher(for eventLoop: any EventLoop) -> EventLoopWriteBatcher {
         batchers.withLock { batchers in
             let key = ObjectIdentifier(eventLoop)
@@ -160,6 +204,7 @@ struct ChannelWriter: Sendable {
 
     /// Sends the close frame after everything queued so far.
     func close(code: UInt16, reason: String?) -> Task<Void, Never> {
+        batcher.drainPending()  // even during a hold: the close must not overtake them
         let sendClose = self.sendClose
         return Task { await sendClose(code, reason) }
     }

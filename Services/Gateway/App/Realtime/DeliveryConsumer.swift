@@ -40,11 +40,19 @@ final class DeliveryConsumer: Service, Sendable {
     }
 
     func run() async throws {
-        try await KafkaConsumer.consume(configuration, logger: logger) { message in
-            guard message.keyString == self.gatewayId else { return }
-            // The last span of a message's trace: its delivery to this gateway's sockets.
-            KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
+        let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
+        try await cancelWhenGracefulShutdown {
+            for try await batch in consumer.batches {
+                // A poll's deliveries reach each event loop in one wake-up.
+                self.hub.writeBatchers.holding {
+                    for case .message(let message) in batch where message.keyString == self.gatewayId {
+                        // The last span of a message's trace: its delivery to this gateway's sockets.
+                        KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
+                    }
+                }
+            }
         }
+        await consumer.close()
     }
 
     func process(_ message: KafkaConsumerMessage) {
