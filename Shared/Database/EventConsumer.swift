@@ -35,7 +35,11 @@ public struct UndecodableEvent: Error, CustomStringConvertible {
 /// producer may publish types this consumer does not know yet).
 public struct EventRouter: Sendable {
     public typealias Handler = @Sendable (EventContext) async throws -> Void
+    /// Applies consecutive events of one type, in order, in one call (the contexts share the
+    /// connection of the inbox transaction).
+    public typealias BatchHandler = @Sendable ([EventContext]) async throws -> Void
     private var handlers: [String: Handler] = [:]
+    private var batchHandlers: [String: BatchHandler] = [:]
 
     public init() {}
 
@@ -43,9 +47,24 @@ public struct EventRouter: Sendable {
         handlers[P.eventType] = { context in
             try await handle(try context.decode(P.self), context)
         }
+        batchHandlers[P.eventType] = nil
+    }
+
+    /// A handler for runs of `type`: the events of one poll that follow each other in the topic
+    /// (and were not applied before) reach `handle` together, so it can apply them in a few
+    /// statements instead of a few per event. A record processed alone comes as a run of one.
+    public mutating func onBatch<P: EventPayload>(
+        _ type: P.Type, _ handle: @escaping @Sendable ([(event: CloudEvent<P>, context: EventContext)]) async throws -> Void
+    ) {
+        let batch: BatchHandler = { contexts in
+            try await handle(contexts.map { (try $0.decode(P.self), $0) })
+        }
+        batchHandlers[P.eventType] = batch
+        handlers[P.eventType] = { context in try await batch([context]) }
     }
 
     public func handler(for type: String) -> Handler? { handlers[type] }
+    public func batchHandler(for type: String) -> BatchHandler? { batchHandlers[type] }
     public var eventTypes: [String] { handlers.keys.sorted() }
 }
 
@@ -118,22 +137,36 @@ public final class InboxEventConsumer: Service, Sendable {
         do {
             var applied = 0
             if !work.isEmpty {
-                let (work, logger, name) = (work, logger, name)
+                let (work, logger, name, router) = (work, logger, name, router)
                 applied = try await postgres.withLiveTransaction(logger: logger) { connection in
                     // One statement claims the whole poll; a duplicate (claimed before, or twice
                     // in this poll) is skipped.
                     var toApply = try await Inbox.claim(consumer: name, eventIds: work.map(\.1.id), on: connection, logger: logger)
-                    var applied = 0
-                    for (message, header, handler) in work where toApply.remove(header.id) != nil {
+                    let claimed = work.filter { toApply.remove($0.1.id) != nil }
+                    func context(_ item: (KafkaConsumerMessage, CloudEventHeader, EventRouter.Handler)) -> EventContext {
                         var eventLogger = logger
-                        eventLogger[metadataKey: "event.id"] = "\(header.id.lowercased)"
-                        eventLogger[metadataKey: "event.type"] = "\(header.type)"
-                        try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in
-                            try await handler(EventContext(connection: connection, header: header, message: message, logger: eventLogger))
-                        }
-                        applied += 1
+                        eventLogger[metadataKey: "event.id"] = "\(item.1.id.lowercased)"
+                        eventLogger[metadataKey: "event.type"] = "\(item.1.type)"
+                        return EventContext(connection: connection, header: item.1, message: item.0, logger: eventLogger)
                     }
-                    return applied
+                    var index = 0
+                    while index < claimed.count {
+                        let (message, header, handler) = claimed[index]
+                        if let batch = router.batchHandler(for: header.type) {
+                            // The run of this type from here: one call; its span continues the first record's trace.
+                            var end = index + 1
+                            while end < claimed.count, claimed[end].1.type == header.type { end += 1 }
+                            let contexts = claimed[index..<end].map(context)
+                            try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in try await batch(contexts) }
+                            index = end
+                        } else {
+                            try await KafkaTracing.withConsumerSpan("\(name) \(header.type)", message: message) { _ in
+                                try await handler(context(claimed[index]))
+                            }
+                            index += 1
+                        }
+                    }
+                    return claimed.count
                 }
             }
             processed.increment(by: applied)

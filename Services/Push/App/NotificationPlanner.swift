@@ -32,14 +32,10 @@ struct NotificationPlanner: Sendable {
     }
 
     func register(into router: inout EventRouter) {
-        router.on(ChatEvents.ChannelMessageCreated.self) { event, context in
-            let m = event.data
-            let (channel, sender) = (m.channelId.uuid, m.sender.userId.uuid)
-            _ = try await context.connection.execute(BumpChannelUnreads(channel: channel, sender: sender), logger: context.logger)
-            let devices = try await Self.devices(ChannelOfflineDevices(channel: channel, sender: sender, workspace: m.workspaceId.uuid), context)
-            try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
-                .channel(m, workspace: workspace, badge: badge)
-            }
+        // A poll's consecutive channel messages are planned together: two statements for the run.
+        router.onBatch(ChatEvents.ChannelMessageCreated.self) { run in
+            guard let context = run.first?.context else { return }
+            try await planChannelMessages(run.map(\.event.data), on: context.connection, logger: context.logger)
         }
         router.on(ChatEvents.DirectMessageCreated.self) { event, context in
             let m = event.data
@@ -59,22 +55,51 @@ struct NotificationPlanner: Sendable {
             guard !readers.isEmpty else { return }
             _ = try await context.connection.execute(BumpRoomUnreads(room: m.roomId.uuid, readers: readers), logger: context.logger)
             let devices = try await Self.devices(RoomOfflineDevices(room: m.roomId.uuid, readers: readers, workspace: m.workspaceId?.uuid), context)
-            try await plan(devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], context) { badge, workspace in
-                .dm(m, workspace: workspace, badge: badge)
+            try await plan(
+                devices, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], on: context.connection, logger: context.logger
+            ) { badge, workspace in .dm(m, workspace: workspace, badge: badge) }
+        }
+    }
+
+    /// Plans a run of channel messages (in topic order) in the inbox transaction on `connection`:
+    /// every reader's unread counter moves by the run's messages to them, then each message's
+    /// offline devices are notified with the badge they would have had had the messages been
+    /// planned one by one.
+    func planChannelMessages(_ messages: [ChatEvents.ChannelMessageCreated], on connection: PostgresConnection, logger: Logger) async throws {
+        guard !messages.isEmpty else { return }
+        let (channels, senders) = (messages.map(\.channelId.uuid), messages.map(\.sender.userId.uuid))
+        _ = try await connection.execute(BumpChannelUnreads(channels: channels, senders: senders), logger: logger)
+        var devices = Array(repeating: [PlannedDevice](), count: messages.count)
+        let statement = ChannelOfflineDevices(channels: channels, senders: senders, workspaces: messages.map(\.workspaceId.uuid))
+        for try await (index, device) in try await connection.execute(statement, logger: logger) {
+            guard let i = Int(exactly: index - 1), devices.indices.contains(i) else { continue }
+            devices[i].append(device)
+        }
+        // The badges were read after the whole run's bumps. A reader has rows for exactly the
+        // messages that bumped them (their tokens and presence are the same for the whole run),
+        // so message i's badge leaves out the later messages with rows for that reader.
+        var later: [UUID: Int64] = [:]
+        for i in messages.indices.reversed() {
+            let readers = Set(devices[i].map(\.user))
+            devices[i] = devices[i].map { ($0.user, $0.token, $0.mode, $0.badge - later[$0.user, default: 0], $0.workspace) }
+            for reader in readers { later[reader, default: 0] += 1 }
+        }
+        for (m, planned) in zip(messages, devices) {
+            try await plan(planned, messageId: m.messageId.uuid, messageAt: m.createdAt, mentions: m.mentions ?? [], on: connection, logger: logger) {
+                badge, workspace in .channel(m, workspace: workspace, badge: badge)
             }
         }
     }
 
-    /// The offline readers' devices to notify of a message.
-    private static func devices<S: PostgresPreparedStatement>(_ statement: S, _ context: EventContext) async throws -> [PlannedDevice]
-    where S.Row == PlannedDevice {
+    /// The offline readers' devices to notify of a direct message.
+    private static func devices(_ statement: RoomOfflineDevices, _ context: EventContext) async throws -> [PlannedDevice] {
         var devices: [PlannedDevice] = []
         for try await device in try await context.connection.execute(statement, logger: context.logger) { devices.append(device) }
         return devices
     }
 
     private func plan(
-        _ devices: [PlannedDevice], messageId: UUID, messageAt: Date, mentions: [UserID], _ context: EventContext,
+        _ devices: [PlannedDevice], messageId: UUID, messageAt: Date, mentions: [UserID], on connection: PostgresConnection, logger: Logger,
         content: (Int, String?) -> NotificationContent
     ) async throws {
         guard !devices.isEmpty else { return }
@@ -96,7 +121,7 @@ struct NotificationPlanner: Sendable {
         }
         guard !tokens.isEmpty else { return }
         // The delivery workers are woken when the transaction commits.
-        _ = try await context.connection.query(
+        _ = try await connection.query(
             """
             WITH planned AS (
                 INSERT INTO notifications (message_id, token, user_id, provider, payload, message_at)
@@ -105,7 +130,7 @@ struct NotificationPlanner: Sendable {
                 ON CONFLICT DO NOTHING
             )
             SELECT pg_notify(\(Self.wakeChannel), '')
-            """, logger: context.logger)
+            """, logger: logger)
         planned.increment(by: tokens.count)
     }
 
