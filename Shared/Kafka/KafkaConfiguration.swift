@@ -94,6 +94,10 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var reportEndOfPartition: Bool = false
     /// Most messages handed out per poll batch.
     public var maxBatchSize: Int = 500
+    /// After a poll's first message, how long to keep collecting (up to `maxBatchSize`) before
+    /// the batch is handed out: larger batches for a consumer that applies a batch at once, for
+    /// at most this much latency. 0: hand out what is already there.
+    public var batchLingerMilliseconds: Int = 0
     /// How long `close()` may take (final commit, revoke, leaving the group) before the consumer
     /// is given up unclosed: a shutdown with the brokers unreachable still ends, within the
     /// services' 8 s graceful-shutdown limit.

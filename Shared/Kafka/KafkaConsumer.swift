@@ -179,20 +179,27 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// One blocking poll on the consumer queue: up to `maxBatchSize` events, or none after 100 ms.
+    /// One blocking poll on the consumer queue: up to `maxBatchSize` events, or none after 100 ms;
+    /// after the first one, what else is queued, or arrives within `batchLingerMilliseconds`.
     /// End-of-partition events are always included (the catch-up needs them); the sequences
     /// hand them to the application only with `reportEndOfPartition`.
     func pollBatch() async throws -> [KafkaConsumerEvent] {
         let client = self.client
         let logger = self.logger
         let maxBatch = configuration.maxBatchSize
+        let linger = Duration.milliseconds(max(0, configuration.batchLingerMilliseconds))
         return try await runBlocking(on: queue) {
             guard !self.closed.load(ordering: .relaxed) else { return [] }
             if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
             var batch: [KafkaConsumerEvent] = []
             var timeout: Int32 = 100
+            var deadline: ContinuousClock.Instant?
             while batch.count < maxBatch, let raw = rd_kafka_consumer_poll(client.pointer, timeout) {
-                timeout = 0
+                // Then only what is queued, or arrives before the linger ends.
+                let end = deadline ?? ContinuousClock.now + linger
+                deadline = end
+                let left = ContinuousClock.now.duration(to: end)
+                timeout = left > .zero ? Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000) : 0
                 defer { rd_kafka_message_destroy(raw) }
                 let err = raw.pointee.err
                 if err == RD_KAFKA_RESP_ERR_NO_ERROR {

@@ -278,10 +278,13 @@ extension ServicePlatform where Storage == ServiceDatabase {
     /// Adds a consumer-group consumer whose events are applied through the inbox. It joins the
     /// group only once the service is ready. The first one also starts the inbox pruner
     /// (`inbox.retention-hours`, `inbox.prune-interval-seconds`).
-    public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter) {
+    /// - Parameter batchLingerMilliseconds: how long a poll keeps collecting records after its
+    ///   first (`KafkaConsumerConfiguration.batchLingerMilliseconds`), for a router with batch handlers.
+    public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter, batchLingerMilliseconds: Int = 0) {
         var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
         config.client.clientId = "\(platformSettings.instanceId)-\(group)"
         config.fetchWaitMaxMilliseconds = platformSettings.kafkaFetchWaitMilliseconds
+        config.batchLingerMilliseconds = batchLingerMilliseconds
         let logger = self.logger
         let postgres = self.postgres
         let consumerConfig = config

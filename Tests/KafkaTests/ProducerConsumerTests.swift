@@ -83,6 +83,44 @@ struct ProducerConsumerTests {
         await consumer.close()
     }
 
+    @Test("with a batch linger, records arriving within it after the poll's first join its batch; a lone record still comes out after the linger")
+    func batchLinger() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1)
+        let topic = TestKafka.uniqueTopic()
+        try cluster.createTopic(topic, partitions: 2)
+        let producer = try TestKafka.producer(cluster)
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic]) { $0.batchLingerMilliseconds = 1_500 }
+        @Sendable func send(_ values: [String]) async throws {
+            for result in await producer.sendAllAndAwait(values.map { KafkaProducerMessage(topic: topic, key: $0, value: Array($0.utf8)) }) {
+                _ = try result.get()
+            }
+        }
+        let batches = try await withTimeout(.seconds(30), "two batches") {
+            var iterator = consumer.batches.makeAsyncIterator()
+            // The consumer joins its group: a first record, then three more well within the linger.
+            let late = Task {
+                try await Task.sleep(for: .seconds(3))
+                try await send(["a"])
+                try await Task.sleep(for: .milliseconds(300))
+                try await send(["b", "c", "d"])
+            }
+            let first = try await iterator.next() ?? []
+            try await late.value
+            // A lone record: handed out once the linger has passed.
+            try await send(["e"])
+            let sent = ContinuousClock.now
+            let second = try await iterator.next() ?? []
+            return (first, second, ContinuousClock.now - sent)
+        }
+        func values(_ batch: [KafkaConsumerEvent]) -> [String] {
+            batch.compactMap { if case .message(let m) = $0 { m.keyString } else { nil } }.sorted()
+        }
+        #expect(values(batches.0) == ["a", "b", "c", "d"])
+        #expect(values(batches.1) == ["e"])
+        #expect(batches.2 < .seconds(10), "not held beyond the linger: \(batches.2)")
+        await consumer.close()
+    }
+
     /// Acceptance: 10 000 keyed messages, a 2-member group, one member leaves mid-stream; none
     /// lost, per-key order kept within each member, the survivor finishes the stream.
     @Test("10 000 keyed messages, 2-member group, member leaves mid-stream")

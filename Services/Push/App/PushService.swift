@@ -35,6 +35,8 @@ public enum PushService {
         "push.request-timeout-ms": 10_000,
         // A leased notification whose replica died is sent again after this (longer than a request).
         "push.lease-seconds": 60,
+        // The planner's poll collects chat messages this long after its first, to plan them together.
+        "push.planner-linger-ms": 20,
     ]
     /// The service's own schema (versions from 100; the outbox and inbox come from the platform).
     public static let migrations: [Migration] = PushMigrations.all
@@ -70,18 +72,18 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
 
     // One inbox consumer group per source: each read model and the planner move at their own pace.
     let planner = NotificationPlanner(providers: Set(senders.keys))
-    let consumers: [(group: String, topic: Topic, register: (inout EventRouter) -> Void)] = [
-        ("push.device-tokens", .authUser, PushProjections.registerDeviceTokens),
-        ("push.membership", .workspace, PushProjections.registerMembership),
-        ("push.presence", .presence, PushProjections.registerPresence),
-        ("push.read-cursors", .chatRead, PushProjections.registerReadCursors),
-        ("push.messages", .chatMessage, planner.register),
-        ("push.study", .study, planner.registerStudy),
+    let consumers: [(group: String, topic: Topic, register: (inout EventRouter) -> Void, linger: Int)] = [
+        ("push.device-tokens", .authUser, PushProjections.registerDeviceTokens, 0),
+        ("push.membership", .workspace, PushProjections.registerMembership, 0),
+        ("push.presence", .presence, PushProjections.registerPresence, 0),
+        ("push.read-cursors", .chatRead, PushProjections.registerReadCursors, 0),
+        ("push.messages", .chatMessage, planner.register, push.plannerLingerMilliseconds),
+        ("push.study", .study, planner.registerStudy, 0),
     ]
     for consumer in consumers {
         var router = EventRouter()
         consumer.register(&router)
-        platform.addInboxConsumer(group: consumer.group, topics: [consumer.topic], router: router)
+        platform.addInboxConsumer(group: consumer.group, topics: [consumer.topic], router: router, batchLingerMilliseconds: consumer.linger)
     }
 
     let worker = DeliveryWorker(postgres: platform.postgres, senders: senders, settings: push, logger: logger)

@@ -17,6 +17,9 @@ struct PushSettings: Sendable {
     var requestTimeout: Duration
     /// How long a leased notification is another replica's before it may be sent again.
     var leaseSeconds: Int
+    /// How long the planner's poll keeps collecting messages after its first: the messages of a
+    /// poll are planned together (two statements for the run).
+    var plannerLingerMilliseconds: Int
 
     init(_ settings: ServiceSettings) throws {
         fcmURL = try settings.string("push.fcm-url")
@@ -34,6 +37,10 @@ struct PushSettings: Sendable {
         let timeout = try settings.int("push.request-timeout-ms")
         guard timeout >= 100 else { throw StartupError("push.request-timeout-ms must be at least 100, not \(timeout)") }
         requestTimeout = .milliseconds(timeout)
+        plannerLingerMilliseconds = try settings.int("push.planner-linger-ms")
+        guard (0...1_000).contains(plannerLingerMilliseconds) else {
+            throw StartupError("push.planner-linger-ms must be 0…1000, not \(plannerLingerMilliseconds)")
+        }
         leaseSeconds = try settings.int("push.lease-seconds")
         guard leaseSeconds * 1_000 > timeout else {
             throw StartupError(
