@@ -196,10 +196,13 @@ public final class KafkaConsumer: Service, Sendable {
             var deadline: ContinuousClock.Instant?
             while batch.count < maxBatch, let raw = rd_kafka_consumer_poll(client.pointer, timeout) {
                 // Then only what is queued, or arrives before the linger ends.
-                let end = deadline ?? ContinuousClock.now + linger
-                deadline = end
-                let left = ContinuousClock.now.duration(to: end)
-                timeout = left > .zero ? Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000) : 0
+                if linger > .zero {
+                    let end = deadline ?? ContinuousClock.now + linger
+                    deadline = end
+                    timeout = ContinuousClock.now.duration(to: end).librdkafkaMilliseconds
+                } else {
+                    timeout = 0
+                }
                 defer { rd_kafka_message_destroy(raw) }
                 let err = raw.pointee.err
                 if err == RD_KAFKA_RESP_ERR_NO_ERROR {

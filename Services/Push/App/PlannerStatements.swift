@@ -4,11 +4,12 @@ import PostgresNIO
 
 // Statements of the planner (issue 21: they replace four round trips per message), each prepared
 // once per connection. The channel ones take a whole run of a poll's channel messages (parallel
-// arrays, one entry per message), so a poll costs two round trips, not two per message; they
-// settle on a generic plan (`PlannerStatementsTests`). One statement doing both (a data-modifying
-// CTE) was replanned on every execution, which cost PostgreSQL more than the round trip saved.
-// The room's `RoomOfflineDevices` is planned per message: a DM's one or two readers in a
-// constant array make the custom plan look cheaper.
+// arrays, one entry per message), so a run costs two round trips, not two per message. With the
+// arrays' lengths known a custom plan looks cheaper, so PostgreSQL plans them at each execution
+// (once per run; forcing generic plans measured the same, docs/benchmarks.md part 9), as it does
+// the room's `RoomOfflineDevices` for a DM's one or two readers. Only `BumpRoomUnreads` settles
+// on a generic plan (`PlannerStatementsTests`). One statement doing bump and devices together (a
+// data-modifying CTE) cost PostgreSQL more than the round trip it saved (part 7).
 
 /// A device to notify of a message: its reader, token, the reader's setting for the
 /// conversation, badge (unread total) and the workspace's name.
