@@ -39,14 +39,7 @@ public enum Outbox {
     public static func append<P: EventPayload>(
         _ event: CloudEvent<P>, maxEventBytes: Int, on connection: PostgresConnection, logger: Logger
     ) async throws {
-        let payload = try EventCoding.encode(event)
-        guard payload.count <= maxEventBytes else {
-            throw OutboxEventTooLarge(eventType: P.eventType, bytes: payload.count, limit: maxEventBytes)
-        }
-        try await appendRaw(
-            eventId: event.id, topic: P.topic.name, key: event.subject, type: P.eventType, payload: payload,
-            on: connection, logger: logger
-        )
+        _ = try await connection.execute(OutboxInsert(try record(event, maxEventBytes: maxEventBytes)), logger: logger)
     }
 
     /// Appends a pre-encoded record; `payload == nil` publishes a tombstone for `key`. Not checked
@@ -56,38 +49,98 @@ public enum Outbox {
         eventId: UUID, topic: String, key: String, type: String, payload: [UInt8]?,
         on connection: PostgresConnection, logger: Logger
     ) async throws {
-        // The current span's context (none without tracing), for the relay to put on the record.
-        let trace = KafkaTracing.values()
-        let row = OutboxInsert(
-            eventId: eventId, topic: topic, key: key, type: type, payload: payload.map { ByteBuffer(bytes: $0) },
-            traceparent: trace[KafkaTracing.traceparent], tracestate: trace[KafkaTracing.tracestate])
-        _ = try await connection.execute(row, logger: logger)
+        let row = OutboxRecord(eventId: eventId, topic: topic, key: key, type: type, payload: payload)
+        _ = try await connection.execute(OutboxInsert(row), logger: logger)
+    }
+
+    /// `event` as the outbox row `append` writes, for a statement that writes it together with the
+    /// change it describes (`insertSQL`). Refused with `OutboxEventTooLarge` like `append`.
+    public static func record<P: EventPayload>(_ event: CloudEvent<P>, maxEventBytes: Int = Outbox.maxEventBytes) throws -> OutboxRecord {
+        let payload = try EventCoding.encode(event)
+        guard payload.count <= maxEventBytes else {
+            throw OutboxEventTooLarge(eventType: P.eventType, bytes: payload.count, limit: maxEventBytes)
+        }
+        return OutboxRecord(eventId: event.id, topic: P.topic.name, key: event.subject, type: P.eventType, payload: payload)
+    }
+
+    /// An `INSERT` of one outbox row, bound to the seven parameters from `$firstParameter` on (in
+    /// `OutboxRecord.bindings` order) and written once for each row `source` (a CTE name) yields,
+    /// or once without one; it returns the row's id. Every outbox write goes through this text.
+    public static func insertSQL(firstParameter first: Int, from source: String? = nil) -> String {
+        let values = (first..<first + 7).map { "$\($0)" }.joined(separator: ", ")
+        return """
+            INSERT INTO outbox (event_id, topic, event_key, event_type, payload, traceparent, tracestate)
+            \(source.map { "SELECT \(values) FROM \($0)" } ?? "VALUES (\(values))")
+            RETURNING id
+            """
+    }
+
+    /// The relay's wake-up at commit, once per row `source` (a CTE of `insertSQL`) yields.
+    public static func notifySQL(from source: String) -> String {
+        "SELECT pg_notify('\(channel)', '') FROM \(source)"
     }
 }
 
-/// Every event a service writes goes through this statement, so it is prepared once per
-/// connection (PostgreSQL parses and plans it once). The notification reaches the relay at commit.
+/// One outbox row, encoded: what `append` writes, or what a service's own statement writes with
+/// `Outbox.insertSQL`. It carries the trace context current where it was made (none without
+/// tracing), for the relay to put on the record.
+public struct OutboxRecord: Sendable {
+    public var eventId: UUID
+    public var topic: String
+    public var key: String
+    public var type: String
+    public var payload: ByteBuffer?
+    public var traceparent: String?
+    public var tracestate: String?
+
+    init(eventId: UUID, topic: String, key: String, type: String, payload: [UInt8]?) {
+        let trace = KafkaTracing.values()
+        self.eventId = eventId
+        self.topic = topic
+        self.key = key
+        self.type = type
+        self.payload = payload.map { ByteBuffer(bytes: $0) }
+        self.traceparent = trace[KafkaTracing.traceparent]
+        self.tracestate = trace[KafkaTracing.tracestate]
+    }
+
+    /// The parameter types of `Outbox.insertSQL`, in order.
+    public static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .bytea, .text, .text]
+
+    /// Appends the row's seven parameters (`Outbox.insertSQL`) to `bindings`.
+    public func bind(into bindings: inout PostgresBindings) {
+        bindings.append(eventId)
+        bindings.append(topic)
+        bindings.append(key)
+        bindings.append(type)
+        bindings.append(payload)
+        bindings.append(traceparent)
+        bindings.append(tracestate)
+    }
+}
+
+/// Every event a service writes through `append` goes through this statement, so it is prepared
+/// once per connection (PostgreSQL parses and plans it once). The notification reaches the relay
+/// at commit.
 struct OutboxInsert: PostgresPreparedStatement {
     typealias Row = ()
     static let sql = """
-        WITH inserted AS (
-            INSERT INTO outbox (event_id, topic, event_key, event_type, payload, traceparent, tracestate)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            RETURNING id
-        )
-        SELECT pg_notify('\(Outbox.channel)', '') FROM inserted
+        WITH inserted AS (\(Outbox.insertSQL(firstParameter: 1)))
+        \(Outbox.notifySQL(from: "inserted"))
         """
-    static let bindingDataTypes: [PostgresDataType] = [.uuid, .text, .text, .text, .bytea, .text, .text]
+    static let bindingDataTypes = OutboxRecord.bindingDataTypes
 
-    var eventId: UUID
-    var topic: String
-    var key: String
-    var type: String
-    var payload: ByteBuffer?
-    var traceparent: String?
-    var tracestate: String?
+    var record: OutboxRecord
 
-    func makeBindings() -> PostgresBindings { PostgresBindings(values: eventId, topic, key, type, payload, traceparent, tracestate) }
+    init(_ record: OutboxRecord) {
+        self.record = record
+    }
+
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        record.bind(into: &bindings)
+        return bindings
+    }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
 }

@@ -194,8 +194,8 @@ public final class OutboxRelay: Service, Sendable {
         var failed = 0
     }
 
-    /// Publishes unpublished rows batch by batch until none are left or a delivery fails
-    /// transiently. Rows refused for good are dead-lettered and do not count as failures.
+    /// Publishes unpublished rows batch by batch until a batch comes back short or a delivery
+    /// fails transiently. Rows refused for good are dead-lettered and do not count as failures.
     private func drain(_ connection: PostgresConnection) async throws -> DrainOutcome {
         drainPasses.add(1, ordering: .relaxed)
         drainCounter.increment()
@@ -252,6 +252,10 @@ public final class OutboxRelay: Service, Sendable {
                 failedCounter.increment(by: failed)
                 return outcome
             }
+            // A short batch was every row committed before it was read. A row committed since
+            // has notified after its commit, and that wake is buffered for the next pass, so no
+            // empty read is needed to find it.
+            if rows.count < configuration.batchSize { return outcome }
         }
         return outcome
     }

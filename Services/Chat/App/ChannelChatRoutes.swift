@@ -30,22 +30,25 @@ extension ChatAPI {
     func postChannelChat(_ request: Request, _ context: AuthenticatedContext) async throws -> (ChannelRef, StoredMessage) {
         let me = context.identity
         let (workspace, channelId): (WorkspaceID, ChannelID) = (try pathID(context, "workspace"), try pathID(context, "conversation"))
-        return try await receive(
-            request, context,
-            member: { try await joiningChannel(channelId, in: workspace, me) != nil }
-        ) { form, text in
-            try await postgres.withLiveTransaction(logger: logger) { c in
+        return try await receive(request, context, member: { try await channelToSend(channelId, in: workspace, me) }) { form, text, ready in
+            let paths = files.paths(form.files, .channel)
+            let created: @Sendable (ChannelRef, StoredMessage) -> ChatEvents.ChannelMessageCreated = { channel, m in
+                ChatEvents.ChannelMessageCreated(
+                    messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
+                    content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
+                    channelAlias: channel.alias, parentName: m.parent?.senderName, parentContent: m.parent?.content
+                )
+            }
+            // Most sends: one statement (ChannelDirectSend.swift).
+            if let message = try await postDirectly(text, files: paths, by: me, in: ready, event: { created(ready.channel, $0) }) {
+                return ((ready.channel, message), true)
+            }
+            return try await postgres.withLiveTransaction(logger: logger) { c in
                 // Locking the channel row serialises its inserts: unique, commit-ordered times.
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {
                     throw APIError.notFound("channel")
                 }
-                let (message, isNew) = try await post(text, files: files.paths(form.files, .channel), by: me, in: .channel(channel), c) { m in
-                    ChatEvents.ChannelMessageCreated(
-                        messageId: m.id, workspaceId: workspace, channelId: channelId, channelName: channel.name, sender: m.sender,
-                        content: m.content, files: m.files, createdAt: m.createdAt, parentId: m.parentId, mentions: m.mentionsOrNil,
-                        channelAlias: channel.alias, parentName: m.parent?.senderName, parentContent: m.parent?.content
-                    )
-                }
+                let (message, isNew) = try await post(text, files: paths, by: me, in: .channel(channel), c) { created(channel, $0) }
                 return ((channel, message), isNew)
             }
         }

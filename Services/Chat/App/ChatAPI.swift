@@ -75,16 +75,17 @@ struct ChatAPI: Sendable {
     }
 
     /// Reads the message form (streaming attachments to the volume) after a cheap membership
-    /// check, so a stranger's upload is refused before it is written; then runs `store`, and
-    /// removes the attachments again when it fails or did not keep them (a retried send).
-    func receive<T: Sendable>(
-        _ request: Request, _ context: AuthenticatedContext, member: () async throws -> Bool,
-        _ store: @Sendable (MessageForm, MessageDraft) async throws -> (T, keptFiles: Bool)
+    /// check (nil: not a member), so a stranger's upload is refused before it is written; then
+    /// runs `store` with what the check read, and removes the attachments again when it fails or
+    /// did not keep them (a retried send).
+    func receive<Member: Sendable, T: Sendable>(
+        _ request: Request, _ context: AuthenticatedContext, member: () async throws -> Member?,
+        _ store: @Sendable (MessageForm, MessageDraft, Member) async throws -> (T, keptFiles: Bool)
     ) async throws -> T {
-        guard try await member() else { throw APIError.notFound("conversation") }
+        guard let checked = try await member() else { throw APIError.notFound("conversation") }
         let form = try await MessageForm.read(request, context: context, files: files)
         do {
-            let (result, keptFiles) = try await store(form, try form.validated())
+            let (result, keptFiles) = try await store(form, try form.validated(), checked)
             if !keptFiles { files.remove(form.files) }
             return result
         } catch {

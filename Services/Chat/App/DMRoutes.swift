@@ -45,9 +45,9 @@ extension ChatAPI {
             return try await receive(
                 request, context,
                 member: {
-                    try await postgres.withLiveConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) != nil }
+                    try await postgres.withLiveConnection { try await rooms.room(roomId, in: workspace, participant: me, lock: false, $0) }
                 }
-            ) { form, text in
+            ) { form, text, _ in
                 try await postgres.withLiveTransaction(logger: logger) { c in
                     guard let room = try await rooms.room(roomId, in: workspace, participant: me, lock: true, c) else { throw APIError.notFound("room") }
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), by: me, in: .room(room), c) { m in

@@ -35,11 +35,16 @@ enum Mentions {
         return false
     }
 
+    /// Whether `text` can mention anyone (it has an `@`): only then does a send resolve mentions.
+    static func mayMention(_ text: String?) -> Bool {
+        text?.contains("@") ?? false
+    }
+
     /// The readers of `conversation` that `text` mentions, in a stable order. PostgreSQL narrows
     /// the candidates to members whose nickname (or id) occurs after an `@`; the exact rule is
     /// checked here.
     static func resolve(in text: String?, conversation: Conversation, _ c: PostgresConnection, logger: Logger) async throws -> [UserID] {
-        guard let text, text.contains("@") else { return [] }
+        guard let text, mayMention(text) else { return [] }
         let explicit = explicitIDs(in: text)
         let readers: PostgresRowSequence
         switch conversation {

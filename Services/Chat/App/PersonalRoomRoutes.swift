@@ -86,8 +86,8 @@ extension ChatAPI {
             let id: RoomID = try pathID(context, "conversation")
             return try await receive(
                 request, context,
-                member: { try await postgres.withLiveConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) != nil } }
-            ) { form, text in
+                member: { try await postgres.withLiveConnection { try await personalRooms.store.room(id, member: me, lock: false, $0) } }
+            ) { form, text, _ in
                 try await postgres.withLiveTransaction(logger: logger) { c in
                     let room = try await personalRooms.room(id, me, lock: true, c)
                     let (message, isNew) = try await post(text, files: files.paths(form.files, .dm), in: room, by: me, c)
