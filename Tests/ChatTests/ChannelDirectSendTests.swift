@@ -61,23 +61,25 @@ struct ChannelDirectSendTests {
             let (workspace, channel) = (WorkspaceID(try #require(UUID(uuidString: room.workspace))), ChannelID(try #require(UUID(uuidString: room.channel))))
             let (ownerId, memberId) = (UserID(try #require(UUID(uuidString: owner.id))), UserID(try #require(UUID(uuidString: member.id))))
             let store = MessageStore(logger: Logger(label: "test"))
-            let context = try #require(try await db.withConnection { try await store.sendContext(channel, in: workspace, member: memberId, $0) })
+            let read = { (user: UserID) in try await db.withConnection { try await store.sendContext(channel, in: workspace, member: user, $0) } }
+            let context = try #require(try await read(memberId))
             #expect(context.lastMessage == nil && context.sender.userId == memberId && context.channel.name == "일반")
+            #expect(context.nickname != nil && context.email == member.email)
 
-            func attempt(_ sender: UserID, at time: Int64, nonce: String? = nil) async throws -> (wrote: Bool, id: MessageID, event: UUID) {
+            func attempt(_ context: ChannelSendContext, at time: Int64, nonce: String? = nil) async throws -> (wrote: Bool, id: MessageID, event: UUID) {
                 let message = StoredMessage(
                     id: MessageID.generate(), sender: context.sender, content: "직접", files: [],
                     createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
-                var stored = message
-                stored.sender.userId = sender
                 let event = try Outbox.record(
                     CloudEvent(
                         source: "chat",
                         data: ChatEvents.ChannelMessageCreated(
-                            messageId: message.id, workspaceId: workspace, channelId: channel, channelName: context.channel.name, sender: stored.sender,
-                            content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
+                            messageId: message.id, workspaceId: workspace, channelId: channel, channelName: context.channel.name,
+                            sender: context.sender, content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
                             channelAlias: context.channel.alias, parentName: nil, parentContent: nil)))
-                let wrote = try await db.withConnection { try await store.insertDirectly(stored, nonce: nonce, in: channel, at: time, event: event, $0) }
+                let wrote = try await db.withConnection {
+                    try await store.insertDirectly(message, nonce: nonce, at: time, context: context, event: event, $0)
+                }
                 return (wrote, message.id, event.eventId)
             }
             /// The message's rows and its event's outbox rows.
@@ -92,28 +94,90 @@ struct ChannelDirectSendTests {
             }
 
             let now = Timestamp.milliseconds(Date())
-            let first = try await attempt(memberId, at: now, nonce: "n-1")
+            let first = try await attempt(context, at: now, nonce: "n-1")
             #expect(first.wrote)
             #expect(try await counts(first) == [1, 1])
             // The clock is at `now` now: the same time, or an earlier one, writes nothing.
             for time in [now, now - 5] {
-                let stale = try await attempt(memberId, at: time)
+                let stale = try await attempt(context, at: time)
                 #expect(!stale.wrote)
                 #expect(try await counts(stale) == [0, 0])
             }
             // A retry's nonce is taken: nothing (the transactional path answers the first message).
-            let retry = try await attempt(memberId, at: now + 1, nonce: "n-1")
+            let retry = try await attempt(context, at: now + 1, nonce: "n-1")
             #expect(!retry.wrote)
             #expect(try await counts(retry) == [0, 0])
             // The owner's next millisecond: written.
-            let next = try await attempt(ownerId, at: now + 2)
+            let ownerContext = try #require(try await read(ownerId))
+            #expect(ownerContext.lastMessage == now)
+            let next = try await attempt(ownerContext, at: now + 2)
             #expect(next.wrote)
             #expect(try await counts(next) == [1, 1])
+            // A context that no longer matches what the event would say: nothing.
+            var renamed = ownerContext
+            renamed.channel.name = "옛 이름"
+            var oldAlias = ownerContext
+            oldAlias.channel.alias = (ownerContext.channel.alias ?? 0) + 1
+            var oldProfile = ownerContext
+            oldProfile.nickname = "옛 별명"
+            var noProfile = ownerContext
+            (noProfile.email, noProfile.nickname, noProfile.profileImage, noProfile.alias) = (nil, nil, nil, nil)
+            for (offset, stale) in [renamed, oldAlias, oldProfile, noProfile].enumerated() {
+                let refused = try await attempt(stale, at: now + 3 + Int64(offset))
+                #expect(!refused.wrote, "case \(offset)")
+                #expect(try await counts(refused) == [0, 0])
+            }
             // Not in the channel any more: nothing.
             _ = try await db.query("DELETE FROM channel_members WHERE channel_id = \(channel.uuid) AND user_id = \(memberId.uuid)")
-            let gone = try await attempt(memberId, at: now + 10)
+            let gone = try await attempt(context, at: now + 10)
             #expect(!gone.wrote)
             #expect(try await counts(gone) == [0, 0])
+        }
+    }
+    @Test("a sender's kept context that went stale (channel renamed, profile changed, clock moved by another writer): the send carries what is current")
+    func staleKeptContext() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let owner = try await s.user("처음 별명")
+            let member = try await s.user()
+            let room = try await ChannelChatTests().room(s, owner, member)
+            let db = try #require(s.chatDatabase)
+            let (channel, user) = (try #require(UUID(uuidString: room.channel)), try #require(UUID(uuidString: owner.id)))
+            func send(_ text: String) async throws -> [String: Any] {
+                let response = try await s.send(.post, room.chats, owner, json: #"{"content":"\#(text)"}"#)
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+                return try #require(jsonObject(response))
+            }
+            // The first send reads the context and keeps it; the second uses it.
+            #expect(try await send("하나")["channelName"] as? String == "일반")
+            #expect(try await send("둘")["channelName"] as? String == "일반")
+            // What the read models would change on workspace.v1 / auth.user.v1, changed underneath.
+            _ = try await db.query("UPDATE channels SET name = '새 이름' WHERE id = \(channel)")
+            #expect(try await send("셋")["channelName"] as? String == "새 이름")
+            _ = try await db.query("UPDATE user_profiles SET nickname = '새 별명' WHERE user_id = \(user)")
+            let renamed = try await send("넷")
+            #expect((renamed["user"] as? [String: Any])?["nickname"] as? String == "새 별명")
+            // Another writer moved the clock an hour ahead: the next message is 1 ms after it.
+            var ahead: Int64 = 0
+            for try await value in try await db.query(
+                """
+                UPDATE channels SET last_message_at = date_trunc('milliseconds', now()) + interval '1 hour' WHERE id = \(channel)
+                RETURNING (extract(epoch FROM last_message_at) * 1000)::int8
+                """
+            ).decode(Int64.self) { ahead = value }
+            #expect(try await send("다섯")["createdAt"] as? String == Timestamp.format(milliseconds: ahead + 1))
+            #expect(try await send("여섯")["createdAt"] as? String == Timestamp.format(milliseconds: ahead + 2))
+            // Six messages, one event each, each with the name and nickname its response showed.
+            let history = try #require(jsonArray(try await s.get(room.chats, member)))
+            #expect(history.map { $0["content"] as? String ?? "" } == ["하나", "둘", "셋", "넷", "다섯", "여섯"])
+            var events: [(String, String)] = []
+            for try await (name, nickname) in try await db.query(
+                """
+                SELECT convert_from(payload, 'UTF8')::jsonb #>> '{data,channelName}', convert_from(payload, 'UTF8')::jsonb #>> '{data,sender,nickname}'
+                FROM outbox WHERE event_key = \(room.channel) AND event_type = 'chat.channel-message.created' ORDER BY id
+                """
+            ).decode((String, String).self) { events.append((name, nickname)) }
+            #expect(events.map(\.0) == ["일반", "일반", "새 이름", "새 이름", "새 이름", "새 이름"])
+            #expect(events.map(\.1) == ["처음 별명", "처음 별명", "처음 별명", "새 별명", "새 별명", "새 별명"])
         }
     }
 }

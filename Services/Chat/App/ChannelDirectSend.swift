@@ -3,20 +3,33 @@ import Events
 import Foundation
 import PostgresNIO
 
-// A channel send in two statements instead of six (issue 21): the membership check before the
-// form is read also reads the channel's clock and the sender's profile (`ChannelSendContext`);
-// then one statement advances the clock, stores the message and appends its event to the outbox,
-// without BEGIN and COMMIT. When that statement writes nothing — another send moved the clock
-// past the time chosen, the sender left, a retry's nonce is taken — the send takes the
-// transactional path (`postChannelChat`), which handles every case. Drafts that read under the
-// channel's lock (a reply's parent, mentions) take that path from the start.
+// A channel send in one or two statements instead of six (issue 21): the membership check before
+// the form is read also reads the channel's clock and the sender's profile (`ChannelSendContext`),
+// and keeps them for the sender's next sends (`SendContextCache`); then one statement advances the
+// clock, stores the message and appends its event to the outbox, without BEGIN and COMMIT. The
+// statement checks everything the context holds: the sender is in the channel, the clock is
+// before the time chosen, the channel's name and alias and the sender's profile are the ones the
+// event carries. When it writes nothing — one of those changed, or a retry's nonce is taken — the
+// context is dropped and the send takes the transactional path (`postChannelChat`), which handles
+// every case. Drafts that read under the channel's lock (a reply's parent, mentions) take that
+// path from the start.
 
 /// What a channel send needs before it writes, read with its membership check.
 struct ChannelSendContext: Sendable {
     var channel: ChannelRef
     /// The channel's last message time in epoch milliseconds (nil before its first message).
     var lastMessage: Int64?
-    var sender: ChatEvents.Sender
+    var user: UserID
+    /// The sender's profile row as read (all nil when chat has none yet).
+    var email: String?
+    var nickname: String?
+    var profileImage: String?
+    var alias: Int64?
+
+    /// The sender as a message shows them.
+    var sender: ChatEvents.Sender {
+        ChatEvents.Sender(userId: user, email: email ?? "", nickname: nickname ?? "", profileImage: profileImage, alias: alias)
+    }
 }
 
 /// The channel's name, alias and clock, and the sender's profile, when the user is in the channel
@@ -42,16 +55,23 @@ struct ChannelSendContextQuery: PostgresPreparedStatement {
 }
 
 /// Stores a message at time `$7` (epoch milliseconds) and appends its event, only if the channel's
-/// clock is still before that time and the sender is still in the channel; a retry's taken nonce
-/// writes nothing. Row lock and commit are the statement's own: a concurrent send of the channel
-/// waits for it, then finds the clock moved and writes nothing. Answers one row when it wrote.
+/// clock is still before that time, the sender is still in the channel, and the channel's name
+/// and alias and the sender's profile are still those of the event; a retry's taken nonce writes
+/// nothing (a concurrent retry that takes it first leaves only the clock moved). Row lock and commit are the statement's own: a concurrent send of the channel waits
+/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote.
 struct InsertChannelMessageDirectly: PostgresPreparedStatement {
     typealias Row = ()
     static let sql = """
         WITH clock AS (
             UPDATE channels c SET last_message_at = 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
             WHERE c.id = $2 AND c.last_message_at < 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
+                AND c.name = $8 AND c.alias IS NOT DISTINCT FROM $9
                 AND EXISTS (SELECT 1 FROM channel_members m WHERE m.channel_id = $2 AND m.user_id = $3)
+                AND ($6::text IS NULL OR NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = $2 AND sender_id = $3 AND nonce = $6))
+                AND EXISTS (
+                    SELECT 1 FROM (SELECT $3) u(id) LEFT JOIN user_profiles p ON p.user_id = u.id
+                    WHERE p.email IS NOT DISTINCT FROM $10 AND p.nickname IS NOT DISTINCT FROM $11
+                        AND p.profile_image IS NOT DISTINCT FROM $12 AND p.alias IS NOT DISTINCT FROM $13)
             RETURNING c.last_message_at
         ), inserted AS (
             INSERT INTO messages (id, conversation_id, sender_id, content, files, nonce, mentions, created_at)
@@ -59,20 +79,24 @@ struct InsertChannelMessageDirectly: PostgresPreparedStatement {
             ON CONFLICT (conversation_id, sender_id, nonce) WHERE nonce IS NOT NULL DO NOTHING
             RETURNING id
         ), outboxed AS (
-            \(Outbox.insertSQL(firstParameter: 8, from: "inserted"))
+            \(Outbox.insertSQL(firstParameter: 14, from: "inserted"))
         )
         \(Outbox.notifySQL(from: "outboxed"))
         """
-    static let bindingDataTypes: [PostgresDataType] = [.uuid, .uuid, .uuid, .text, .textArray, .text, .int8] + OutboxRecord.bindingDataTypes
+    static let bindingDataTypes: [PostgresDataType] =
+        [.uuid, .uuid, .uuid, .text, .textArray, .text, .int8, .text, .int8, .text, .text, .text, .int8] + OutboxRecord.bindingDataTypes
 
     var message: StoredMessage
-    var channel: UUID
     var nonce: String?
     var time: Int64
+    /// What the event says of the channel and the sender.
+    var context: ChannelSendContext
     var event: OutboxRecord
 
     func makeBindings() -> PostgresBindings {
-        var bindings = PostgresBindings(values: message.id.uuid, channel, message.sender.userId.uuid, message.content, message.files, nonce, time)
+        var bindings = PostgresBindings(
+            values: message.id.uuid, context.channel.id.uuid, context.user.uuid, message.content, message.files, nonce, time, context.channel.name,
+            context.channel.alias, context.email, context.nickname, context.profileImage, context.alias)
         event.bind(into: &bindings)
         return bindings
     }
@@ -86,36 +110,39 @@ extension MessageStore {
         let rows = try await c.execute(ChannelSendContextQuery(channel: id.uuid, workspace: workspace.uuid, user: user.uuid), logger: logger)
         for try await (name, alias, last, email, nickname, image, senderAlias) in rows {
             return ChannelSendContext(
-                channel: ChannelRef(id: id, workspaceId: workspace, name: name, alias: alias), lastMessage: last,
-                sender: ChatEvents.Sender(userId: user, email: email ?? "", nickname: nickname ?? "", profileImage: image, alias: senderAlias))
+                channel: ChannelRef(id: id, workspaceId: workspace, name: name, alias: alias), lastMessage: last, user: user,
+                email: email, nickname: nickname, profileImage: image, alias: senderAlias)
         }
         return nil
     }
 
     /// `InsertChannelMessageDirectly`: true when it stored the message and its event.
     func insertDirectly(
-        _ message: StoredMessage, nonce: String?, in channel: ChannelID, at time: Int64, event: OutboxRecord, _ c: PostgresConnection
+        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, _ c: PostgresConnection
     ) async throws -> Bool {
-        let statement = InsertChannelMessageDirectly(message: message, channel: channel.uuid, nonce: nonce, time: time, event: event)
+        let statement = InsertChannelMessageDirectly(message: message, nonce: nonce, time: time, context: context, event: event)
         for try await _ in try await c.execute(statement, logger: logger) { return true }
         return false
     }
 }
 
 extension ChatAPI {
-    /// The channel with what a send needs, when `me` is in it; a member of its workspace who is
-    /// not joins it first (`joiningChannel`).
+    /// The channel with what a send needs, when `me` is in it: as kept from `me`'s last send to
+    /// it, or read. A member of its workspace who is not in it joins it first (`joiningChannel`).
     func channelToSend(_ id: ChannelID, in workspace: WorkspaceID, _ me: UserID) async throws -> ChannelSendContext? {
+        let key = SendContextCache.Key(channel: id, workspace: workspace, user: me)
+        if let kept = sendContexts.context(for: key) { return kept }
         let read = { try await postgres.withLiveConnection { try await messages.sendContext(id, in: workspace, member: me, $0) } }
-        if let ready = try await read() { return ready }
-        guard try await joiningChannel(id, in: workspace, me) != nil else { return nil }
-        return try await read()
+        var ready = try await read()
+        if ready == nil, try await joiningChannel(id, in: workspace, me) != nil { ready = try await read() }
+        if let ready { sendContexts.keep(ready, for: key) }
+        return ready
     }
 
     /// The one-statement send of a draft that reads nothing under the channel's lock (no parent,
     /// no mention), at the channel's next time: now in milliseconds, but at least 1 ms after its
-    /// last message as read with `ready`. Nil when the draft needs the transactional path or the
-    /// statement wrote nothing.
+    /// last message as `ready` knows it. Nil when the draft needs the transactional path or the
+    /// statement wrote nothing (then `ready` is no longer kept).
     func postDirectly(
         _ draft: MessageDraft, files: [String], by me: UserID, in ready: ChannelSendContext, event: (StoredMessage) -> any EventPayload
     ) async throws -> StoredMessage? {
@@ -127,9 +154,15 @@ extension ChatAPI {
             createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
         let record = try outboxRecord(event(message))
         let stored = try await postgres.withLiveConnection { c in
-            try await messages.insertDirectly(message, nonce: draft.nonce, in: ready.channel.id, at: time, event: record, c)
+            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, c)
         }
-        return stored ? message : nil
+        let key = SendContextCache.Key(channel: ready.channel.id, workspace: ready.channel.workspaceId, user: me)
+        guard stored else {
+            sendContexts.forget(key)
+            return nil
+        }
+        sendContexts.advance(key, to: time)
+        return message
     }
 
     private func outboxRecord<P: EventPayload>(_ payload: P) throws -> OutboxRecord {

@@ -20,6 +20,8 @@ struct ChatAPI: Sendable {
     let cursors: ReadCursorStore
     let files: ChatFiles
     let logger: Logger
+    /// Recent senders' channel send contexts (ChannelDirectSend.swift).
+    let sendContexts = SendContextCache()
 
     static let source = "chat"
 
