@@ -64,7 +64,7 @@ public enum Outbox {
     }
 
     /// An `INSERT` of one outbox row, bound to the seven parameters from `$firstParameter` on (in
-    /// `OutboxRecord.bindings` order) and written once for each row `source` (a CTE name) yields,
+    /// `OutboxRecord.bind(into:)` order) and written once for each row `source` (a CTE name) yields,
     /// or once without one; it returns the row's id. Every outbox write goes through this text.
     public static func insertSQL(firstParameter first: Int, from source: String? = nil) -> String {
         let values = (first..<first + 7).map { "$\($0)" }.joined(separator: ", ")
