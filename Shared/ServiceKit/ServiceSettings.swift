@@ -273,7 +273,11 @@ public struct ServiceSettings: Sendable {
         guard let url = reader.string(forKey: "database.url", isSecret: true), !url.isEmpty else { return nil }
         var config: DatabaseConfiguration
         do { config = try DatabaseConfiguration(url: url) } catch { throw StartupError("database.url (DATABASE_URL): \(error)") }
-        config.maximumConnections = try int("database.max-connections")
+        let maximumConnections = try int("database.max-connections")
+        guard maximumConnections >= 1 else {
+            throw StartupError("database.max-connections (DATABASE_MAX_CONNECTIONS) must be at least 1, not \(maximumConnections)")
+        }
+        config.maximumConnections = maximumConnections
         // The URL's own `sslmode` / `sslrootcert` win over the settings (libpq's precedence).
         if config.sslMode == nil {
             do {

@@ -60,6 +60,20 @@ struct ServiceSettingsTests {
         #expect(db.description == "postgres://u@db:5433/app")
     }
 
+    @Test("the pool size: 20 unless set; zero or negative refused at start")
+    func databasePoolSize() throws {
+        let url = "postgres://u@db/app"
+        let unset = try #require(try ServiceSettings(serviceName: "x", environment: ["DATABASE_URL": url], arguments: ["x"]).database())
+        #expect(unset.maximumConnections == 20)
+        let set = try #require(
+            try ServiceSettings(serviceName: "x", environment: ["DATABASE_URL": url, "DATABASE_MAX_CONNECTIONS": "3"], arguments: ["x"]).database())
+        #expect(set.maximumConnections == 3)
+        for bad in ["0", "-1"] {
+            let settings = ServiceSettings(serviceName: "x", environment: ["DATABASE_URL": url, "DATABASE_MAX_CONNECTIONS": bad], arguments: ["x"])
+            #expect(throws: StartupError.self, "\(bad)") { try settings.database() }
+        }
+    }
+
     @Test func outboxAndInboxLimits() throws {
         let defaults = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"])
         #expect(try defaults.outboxMaxEventBytes == 512 * 1024)

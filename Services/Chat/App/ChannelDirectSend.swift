@@ -28,7 +28,7 @@ struct ChannelSendContext: Sendable {
 
     /// The sender as a message shows them.
     var sender: ChatEvents.Sender {
-        ChatEvents.Sender(userId: user, email: email ?? "", nickname: nickname ?? "", profileImage: profileImage, alias: alias)
+        ChatEvents.Sender(user: user, profileRow: (email, nickname, profileImage, alias))
     }
 }
 

@@ -163,7 +163,7 @@ struct MessageStore: Sendable {
             case .room: try await c.execute(InsertMessage<RoomClock>(row), logger: logger)
             }
         for try await (time, email, nickname, image, alias) in rows {
-            let profile = ChatEvents.Sender(userId: sender, email: email ?? "", nickname: nickname ?? "", profileImage: image, alias: alias)
+            let profile = ChatEvents.Sender(user: sender, profileRow: (email, nickname, image, alias))
             return (time, profile)
         }
         throw ChatStoreError("conversation \(conversation.id) vanished while locked")
@@ -322,4 +322,12 @@ struct MessageStore: Sendable {
 struct ChatStoreError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+extension ChatEvents.Sender {
+    /// The sender as chat's profile row has them; a user chat has no profile for yet shows an
+    /// empty email and nickname.
+    init(user: UserID, profileRow row: (email: String?, nickname: String?, profileImage: String?, alias: Int64?)) {
+        self.init(userId: user, email: row.email ?? "", nickname: row.nickname ?? "", profileImage: row.profileImage, alias: row.alias)
+    }
 }

@@ -14,20 +14,29 @@ protocol MessageSink: Sendable {
     func send(channel: Int, sender: Int, content: String) async -> String?
 }
 
-/// `POST /v1/workspaces/{w}/channels/{c}/chats {content}` as the sender.
+/// `POST /v1/workspaces/{w}/channels/{c}/chats {content}` as the sender, on the lean client's
+/// keep-alive connections.
 struct RESTSink: MessageSink {
     var name: String { "rest" }
     let client: GatewayClient
+    let lean: LeanHTTPClient
     let world: LoadGenWorld
+
+    init(client: GatewayClient, world: LoadGenWorld) throws {
+        self.client = client
+        self.lean = try LeanHTTPClient(base: client.base)
+        self.world = world
+    }
 
     func send(channel: Int, sender: Int, content: String) async -> String? {
         let c = world.channels[channel]
         do {
-            let (status, body) = try await client.send(
-                .POST, "/v1/workspaces/\(c.workspaceId)/channels/\(c.id)/chats", token: world.users[sender].token,
-                json: #"{"content":"\#(content)"}"#)
-            if status == .ok { return nil }
-            return "HTTP \(status.code) \(client.json(body)?["errorCode"] as? String ?? "")"
+            let response = try await lean.send(
+                "POST", "/v1/workspaces/\(c.workspaceId)/channels/\(c.id)/chats",
+                headers: [("SesacKey", client.sesacKey), ("Authorization", world.users[sender].token), ("Content-Type", "application/json")],
+                body: #"{"content":"\#(content)"}"#)
+            if response.status == 200 { return nil }
+            return "HTTP \(response.status) \(client.json(response.body)?["errorCode"] as? String ?? "")"
         } catch {
             return "\(error)"
         }

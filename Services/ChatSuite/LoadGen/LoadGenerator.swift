@@ -171,11 +171,12 @@ public struct LoadGenerator: Sendable {
                 producer = p
                 sink = KafkaSink(producer: p, world: world)
             } else {
-                sink = RESTSink(client: client, world: world)
+                sink = try RESTSink(client: client, world: world)
             }
             let report = try await measure(
                 server: "chatsuite", world: world, sink: sink, base: o.gateway, kind: o.proto.socketKind, serverPid: o.gatewayPid, watched: watched)
             try? await producer?.flush()
+            (sink as? RESTSink)?.lean.close()
             return report
         } catch {
             try? await producer?.flush()
