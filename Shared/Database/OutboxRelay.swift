@@ -28,6 +28,12 @@ public final class OutboxRelay: Service, Sendable {
         public var maxBackoff: Duration = .seconds(5)
         /// Published rows older than this are deleted.
         public var retention: Duration = .seconds(3600)
+        /// How often the leader starts deleting them, and how many rows each statement deletes.
+        /// The statements take turns with publishing passes, so a large backlog of expired rows
+        /// never holds up publishing (one statement for an hour's rows took 0.5 s of seq scan at
+        /// 1 000 msgs/s, every minute: docs/benchmarks.md, part 11).
+        public var cleanupInterval: Duration = .seconds(60)
+        public var cleanupBatchSize: Int = 1_000
         public init() {}
     }
 
@@ -146,6 +152,7 @@ public final class OutboxRelay: Service, Sendable {
         var wakes = wakes.makeAsyncIterator()
         var backoff = Duration.milliseconds(100)
         var lastCleanup = ContinuousClock.now
+        var cleaning = false
         var lastCount: ContinuousClock.Instant?
         while !Task.isCancelled {
             // Abandoned when the connection closes (a query can hang on a closing connection).
@@ -167,16 +174,36 @@ public final class OutboxRelay: Service, Sendable {
                 continue
             }
             backoff = .milliseconds(100)
-            if ContinuousClock.now - lastCleanup > .seconds(60) {
+            if !cleaning, ContinuousClock.now - lastCleanup > configuration.cleanupInterval {
                 lastCleanup = ContinuousClock.now
-                let cutoff = Date().addingTimeInterval(-Double(configuration.retention.components.seconds))
-                let logger = self.logger
-                _ = try await connection.abandoningOnClose {
-                    try await connection.query("DELETE FROM outbox WHERE published_at < \(cutoff)", logger: logger)
-                }
+                cleaning = true
+            }
+            if cleaning {
+                let deleted = try await connection.abandoningOnClose { try await self.deleteExpired(connection) }
+                cleaning = deleted >= configuration.cleanupBatchSize
+                // More to delete: publish what came meanwhile, then the next batch.
+                if cleaning { continue }
             }
             guard await wakes.next() != nil else { return }
         }
+    }
+
+    /// Deletes up to `cleanupBatchSize` published rows older than `retention`, oldest first (on
+    /// `outbox_published_at`); returns how many.
+    private func deleteExpired(_ connection: PostgresConnection) async throws -> Int {
+        let cutoff = Date().addingTimeInterval(-Double(configuration.retention.components.seconds))
+        let rows = try await connection.query(
+            """
+            WITH doomed AS (
+                SELECT id FROM outbox WHERE published_at < \(cutoff) ORDER BY published_at LIMIT \(configuration.cleanupBatchSize)
+            ), gone AS (
+                DELETE FROM outbox o USING doomed d WHERE o.id = d.id RETURNING 1
+            )
+            SELECT count(*)::int8 FROM gone
+            """, logger: logger)
+        var deleted = 0
+        for try await n in rows.decode(Int64.self) { deleted = Int(n) }
+        return deleted
     }
 
     /// `outbox_backlog` and `outbox_dead_letters` (both on partial or small indexes: cheap).

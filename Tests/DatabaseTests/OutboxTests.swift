@@ -225,6 +225,39 @@ struct OutboxTests {
         }
     }
 
+    @Test("published rows past the retention are deleted batch by batch, between publishing passes; newer ones stay")
+    func expiredRowsDeletedInBatches() async throws {
+        let f = try await OutboxFixture.make()
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
+            _ = try await client.liveQuery(
+                """
+                INSERT INTO outbox (event_id, topic, event_key, event_type, published_at)
+                SELECT gen_random_uuid(), \(topic), 'k', 'test.expired', now() - interval '2 hours' FROM generate_series(1, 2500)
+                UNION ALL
+                SELECT gen_random_uuid(), \(topic), 'k', 'test.recent', now() - interval '10 minutes' FROM generate_series(1, 3)
+                """, logger: TestDatabase.logger)
+            var configuration = OutboxRelay.Configuration()
+            configuration.cleanupInterval = .milliseconds(300)
+            configuration.cleanupBatchSize = 500
+            let relay = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: configuration)
+            let task = Task { try await relay.run() }
+            defer { task.cancel() }
+            try await writeEvents(client, topic: topic, count: 1)
+            let start = ContinuousClock.now
+            while try await count(client, "SELECT count(*)::int FROM outbox WHERE event_type = 'test.expired'") > 0 {
+                guard ContinuousClock.now - start < .seconds(60) else { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE event_type = 'test.expired'") == 0)
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE event_type = 'test.recent'") == 3, "within the retention")
+            // Five statements of 500, each after a publishing pass.
+            #expect(relay.drainPassCount >= 5, "\(relay.drainPassCount) passes")
+            _ = try await collect(cluster, topic: topic, group: "expired-\(topic)") { $0.count >= 1 }
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox WHERE published_at IS NULL") == 0)
+        }
+    }
+
     @Test("broker down for 5 s: events written meanwhile are published after it returns")
     func brokerOutage() async throws {
         let f = try await OutboxFixture.make()
