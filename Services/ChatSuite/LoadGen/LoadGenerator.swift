@@ -173,10 +173,11 @@ public struct LoadGenerator: Sendable {
             } else {
                 sink = try RESTSink(client: client, world: world)
             }
+            // The lean client's connections close whether the run completes or throws.
+            defer { (sink as? RESTSink)?.lean.close() }
             let report = try await measure(
                 server: "chatsuite", world: world, sink: sink, base: o.gateway, kind: o.proto.socketKind, serverPid: o.gatewayPid, watched: watched)
             try? await producer?.flush()
-            (sink as? RESTSink)?.lean.close()
             return report
         } catch {
             try? await producer?.flush()
