@@ -11,7 +11,7 @@ public struct Identifier<Entity>: Hashable, Sendable, Codable, CustomStringConve
     public static func generate() -> Self { Self(UUIDv7.generate()) }
 
     public init?(_ string: String) {
-        guard let uuid = UUID(uuidString: string) else { return nil }
+        guard let uuid = UUID(parsing: string) else { return nil }
         self.uuid = uuid
     }
 
@@ -20,7 +20,7 @@ public struct Identifier<Entity>: Hashable, Sendable, Codable, CustomStringConve
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let string = try container.decode(String.self)
-        guard let uuid = UUID(uuidString: string) else {
+        guard let uuid = UUID(parsing: string) else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a UUID")
         }
         self.uuid = uuid

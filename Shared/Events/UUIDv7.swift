@@ -46,11 +46,6 @@ public enum UUIDv7 {
     }
 }
 
-extension UUID {
-    /// Lower-case canonical form, the form ids take on the wire everywhere in the suite.
-    public var lowercased: String { uuidString.lowercased() }
-}
-
 extension KeyedEncodingContainer {
     /// Writes a plain `UUID` in the wire form of every id (lower-case); Foundation's own
     /// encoding is upper-case. Decoding needs nothing: UUIDs are read in any case.

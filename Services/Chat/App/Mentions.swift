@@ -15,7 +15,7 @@ enum Mentions {
         while let open = rest.range(of: "<@") {
             rest = rest[open.upperBound...]
             guard let close = rest.firstIndex(of: ">") else { break }
-            if let id = UUID(uuidString: String(rest[..<close])) { result.append(id) }
+            if let id = UUID(parsing: String(rest[..<close])) { result.append(id) }
             rest = rest[close...]
         }
         return result

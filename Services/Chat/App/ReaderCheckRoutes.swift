@@ -52,7 +52,7 @@ extension ChatAPI {
             guard let community = context.parameters.get("community"), let user = context.parameters.get("user").flatMap(UUID.init(uuidString:)) else {
                 return Response(status: .badRequest)
             }
-            var workspaceId = UUID(uuidString: community)
+            var workspaceId = UUID(parsing: community)
             if workspaceId == nil {
                 guard let alias = IntegerAlias.parse(community) else { return Response(status: .badRequest) }
                 for try await id in try await postgres.liveQuery("SELECT workspace_id FROM workspace_aliases WHERE alias = \(alias)", logger: logger)
@@ -80,7 +80,7 @@ private enum ConversationName {
     case roomAlias(Int64)
 
     init?(_ text: String) {
-        if let id = UUID(uuidString: text) {
+        if let id = UUID(parsing: text) {
             self = .id(id)
         } else if text.hasPrefix("c-"), let alias = IntegerAlias.parse(text.dropFirst(2)) {
             self = .channelAlias(alias)

@@ -140,11 +140,11 @@ extension ChatInternal {
         /// Parses one line (without its newline); nil when it is malformed.
         public init?(_ line: Substring) {
             let fields = line.split(separator: "\t", maxSplits: 4, omittingEmptySubsequences: false)
-            if fields.count == 2, fields[0] == Self.removedType, let conversation = UUID(uuidString: String(fields[1])) {
+            if fields.count == 2, fields[0] == Self.removedType, let conversation = UUID(parsing: String(fields[1])) {
                 self = .removed(conversation)
                 return
             }
-            guard fields.count == 5, let conversation = UUID(uuidString: String(fields[1])), let id = UUID(uuidString: String(fields[2])),
+            guard fields.count == 5, let conversation = UUID(parsing: String(fields[1])), let id = UUID(parsing: String(fields[2])),
                 let ms = Int64(fields[3])
             else { return nil }
             let kinds: [Substring: ChatEvents.Conversation.Kind] = ["channel.message": .channel, "dm.message": .dm]

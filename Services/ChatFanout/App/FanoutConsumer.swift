@@ -110,7 +110,7 @@ final class FanoutConsumer: Service, Sendable {
                     ? record.value.flatMap { try? [StudyEvents.liveRoute(of: EventCoding.decode(StudyEvents.ChatSent.self, from: $0).data.to)] }
                     : []
             default:
-                record.keyString.flatMap { UUID(uuidString: $0) }.map { [$0] }
+                record.keyString.flatMap { UUID(parsing: $0) }.map { [$0] }
             }
         }
         let interested = table.gateways(for: routes)

@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import Metrics
 import Synchronization
@@ -51,7 +52,7 @@ struct InterestKey: Equatable {
 
     init?(_ key: String) {
         // The conversation id is a UUID (no slash); the gateway id is everything before it.
-        guard let slash = key.lastIndex(of: "/"), let id = UUID(uuidString: String(key[key.index(after: slash)...])) else { return nil }
+        guard let slash = key.lastIndex(of: "/"), let id = UUID(parsing: String(key[key.index(after: slash)...])) else { return nil }
         let gateway = String(key[..<slash])
         guard !gateway.isEmpty else { return nil }
         gatewayId = gateway

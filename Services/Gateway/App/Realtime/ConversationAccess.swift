@@ -19,14 +19,14 @@ struct ConversationAccess: Sendable {
 
     /// The conversation's kind and workspace when `user` may read it, nil when not.
     func mayRead(user: String, conversation: UUID) async -> ChatInternal.Readable? {
-        guard let userId = UUID(uuidString: user) else { return nil }
+        guard let userId = UUID(parsing: user) else { return nil }
         return await check(chatURL + ChatInternal.ReaderCheck.path(conversation: conversation, user: userId))
     }
 
     /// The same for a conversation a legacy client names by its integer alias; the answer
     /// carries the conversation's id.
     func mayRead(user: String, alias: Int64, kind: ChatEvents.Conversation.Kind) async -> ChatInternal.Readable? {
-        guard let userId = UUID(uuidString: user) else { return nil }
+        guard let userId = UUID(parsing: user) else { return nil }
         guard let readable = await check(chatURL + ChatInternal.ReaderCheck.path(alias: alias, kind: kind, user: userId)),
             readable.conversationId != nil
         else { return nil }
@@ -41,7 +41,7 @@ struct ConversationAccess: Sendable {
     /// The workspace `community` names (its id, or its integer alias as Smooth sends it) when
     /// `user` is a member of it; nil when not.
     func community(_ community: String, member user: UserID) async -> UUID? {
-        guard UUID(uuidString: community) != nil || IntegerAlias.parse(community) != nil else { return nil }
+        guard UUID(parsing: community) != nil || IntegerAlias.parse(community) != nil else { return nil }
         return await check(chatURL + ChatInternal.CommunityCheck.path(community: community, user: user.uuid))?.workspaceId
     }
 

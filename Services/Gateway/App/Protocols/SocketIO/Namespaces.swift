@@ -1,3 +1,4 @@
+import Events
 import Foundation
 
 import Database
@@ -20,9 +21,9 @@ enum ConversationNamespace: Sendable, Hashable {
     }
 
     init?(_ namespace: String) {
-        if namespace.hasPrefix("/ws-channel-"), let id = UUID(uuidString: String(namespace.dropFirst("/ws-channel-".count))) {
+        if namespace.hasPrefix("/ws-channel-"), let id = UUID(parsing: String(namespace.dropFirst("/ws-channel-".count))) {
             self = .channel(id)
-        } else if namespace.hasPrefix("/ws-dm-"), let id = UUID(uuidString: String(namespace.dropFirst("/ws-dm-".count))) {
+        } else if namespace.hasPrefix("/ws-dm-"), let id = UUID(parsing: String(namespace.dropFirst("/ws-dm-".count))) {
             self = .dm(id)
         } else {
             return nil

@@ -378,7 +378,7 @@ enum StompTarget: Equatable, Sendable {
     case alias(Int64)
 
     init?(_ text: String) {
-        if let id = UUID(uuidString: text) {
+        if let id = UUID(parsing: text) {
             self = .id(id)
         } else if let alias = IntegerAlias.parse(text) {
             self = .alias(alias)
