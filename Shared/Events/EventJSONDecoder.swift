@@ -68,31 +68,21 @@ private struct JSONNodeDecoder: Decoder {
         // The types Foundation's JSONDecoder (as EventCoding configures it) decodes specially;
         // each `as! T` follows the check that T is that type.
         if T.self == String.self { return try decodeString() as! T }
-        if T.self == Date.self {
-            let string = try decodeString()
-            guard let date = Timestamp.parse(string) else { throw corrupted("Expected an RFC 3339 timestamp") }
-            return date as! T
-        }
-        if T.self == UUID.self {
-            let string = try decodeString()
-            guard let uuid = UUID(parsing: string) else { throw corrupted("Attempted to decode UUID from invalid UUID string.") }
-            return uuid as! T
-        }
-        if T.self == URL.self {
-            let string = try decodeString()
-            guard let url = URL(string: string) else { throw corrupted("Invalid URL string.") }
-            return url as! T
-        }
-        if T.self == Data.self {
-            let string = try decodeString()
-            guard let data = Data(base64Encoded: string) else { throw corrupted("Encountered Data is not valid Base64.") }
-            return data as! T
-        }
+        if T.self == Date.self { return try fromString(Timestamp.parse, "Expected an RFC 3339 timestamp") as! T }
+        if T.self == UUID.self { return try fromString(UUID.init(parsing:), "Attempted to decode UUID from invalid UUID string.") as! T }
+        if T.self == URL.self { return try fromString(URL.init(string:), "Invalid URL string.") as! T }
+        if T.self == Data.self { return try fromString({ Data(base64Encoded: $0) }, "Encountered Data is not valid Base64.") as! T }
         if T.self == Decimal.self {
             guard node.kind == .number, let decimal = Decimal(string: String(document.numberText(at: index))) else { throw mismatch(Decimal.self) }
             return decimal as! T
         }
         return try T(from: self)
+    }
+
+    /// A value written as a string (a date, a UUID, …); `message` when `make` refuses it.
+    func fromString<V>(_ make: (String) -> V?, _ message: String) throws -> V {
+        guard let value = make(try decodeString()) else { throw corrupted(message) }
+        return value
     }
 
     func decodeString() throws -> String {
