@@ -50,6 +50,9 @@ final class EventLoopWriteBatcher: Sendable {
     /// cost the loop one wake-up, not one per event.
     func hold() { state.withLock { $0.holds += 1 } }
 
+    /// Whether a `hold()` is open (writes queue without waking the loop).
+    var isHeld: Bool { state.withLock { $0.holds > 0 } }
+
     /// Ends a `hold()`; the last one queues one drain for what was written meanwhile.
     func release() {
         let schedule = state.withLock { state -> Bool in
