@@ -44,7 +44,7 @@ let serviceFolders: [String: [Target.Dependency]] = [
         metrics, nioCore, nioHTTP1, lifecycle,
         .product(name: "NIOPosix", package: "swift-nio"),
     ],
-    "Chat": ["ClientContract", "Uploads", "ChatInternalAPI"],
+    "Chat": ["ClientContract", "Uploads", "ChatInternalAPI", metrics],
     "ChatFanout": ["Messaging", metrics, lifecycle, tracing],
     "Gateway": [
         "Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", "FirebaseAuth", httpClient, nioCore, nioHTTP1, lifecycle,

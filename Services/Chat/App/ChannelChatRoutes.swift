@@ -2,6 +2,7 @@ import ClientContract
 import Database
 import Events
 import Foundation
+import Metrics
 import Hummingbird
 import PostgresNIO
 import ServiceKit
@@ -41,8 +42,10 @@ extension ChatAPI {
             }
             // Most sends: one statement (ChannelDirectSend.swift).
             if let message = try await postDirectly(text, files: paths, by: me, in: ready, event: { created(ready.channel, $0) }) {
+                channelSends.direct.increment()
                 return ((ready.channel, message), true)
             }
+            channelSends.transaction.increment()
             return try await postgres.withLiveTransaction(logger: logger) { c in
                 // Locking the channel row serialises its inserts: unique, commit-ordered times.
                 guard let channel = try await messages.channel(channelId, in: workspace, member: me, lock: true, c) else {

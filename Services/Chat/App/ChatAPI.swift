@@ -4,6 +4,7 @@ import Events
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import PostgresNIO
 import ServiceKit
 import Uploads
@@ -22,6 +23,12 @@ struct ChatAPI: Sendable {
     let logger: Logger
     /// Recent senders' channel send contexts (ChannelDirectSend.swift).
     let sendContexts = SendContextCache()
+    /// Channel sends by the path they took: one statement (`direct`) or a transaction
+    /// (`transaction`: a reply, a possible mention, or a context that changed).
+    let channelSends = (
+        direct: Counter(label: "chat_channel_sends_total", dimensions: [("path", "direct")]),
+        transaction: Counter(label: "chat_channel_sends_total", dimensions: [("path", "transaction")])
+    )
 
     static let source = "chat"
 
