@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A JSON text parsed once into a flat list of nodes (RFC 8259), for `EventJSONDecoder`: every
 /// value is a node, an object's members follow it as key and value nodes, and each node knows
 /// where its subtree ends, so a container skips a member without looking inside it.
@@ -154,7 +160,7 @@ final class EventJSONDocument: Sendable {
                         UInt8(ascii: "r"), UInt8(ascii: "t"):
                         j += 2
                     case UInt8(ascii: "u"):
-                        guard j + 5 < b.count, (2...5).allSatisfy({ hexValue(b[j + $0]) != nil }) else {
+                        guard j + 5 < b.count, (2...5).allSatisfy({ hexDigitValue(b[j + $0]) != nil }) else {
                             throw EventJSONDocument.error("Invalid \\u escape", at: j)
                         }
                         j += 6
@@ -259,7 +265,7 @@ final class EventJSONDocument: Sendable {
 
     private func hex4(at j: Int) -> UInt32 {
         var value: UInt32 = 0
-        for k in 0..<4 { value = value << 4 | UInt32(hexValue(bytes[j + k]) ?? 0) }
+        for k in 0..<4 { value = value << 4 | UInt32(hexDigitValue(bytes[j + k]) ?? 0) }
         return value
     }
 
@@ -313,20 +319,5 @@ final class EventJSONDocument: Sendable {
             return magnitude == UInt64(Int64.max) + 1 ? T(exactly: Int64.min) : T(exactly: -Int64(magnitude))
         }
         return T(exactly: magnitude)
-    }
-}
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-private func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-    default: nil
     }
 }

@@ -19,22 +19,13 @@ extension UUID {
         let ok = withUnsafeMutableBytes(of: &out) { raw -> Bool in
             for k in 0..<16 {
                 if i == 8 || i == 13 || i == 18 || i == 23 { i += 1 }
-                guard let high = nibble(b[i]), let low = nibble(b[i + 1]) else { return false }
+                guard let high = hexDigitValue(b[i]), let low = hexDigitValue(b[i + 1]) else { return false }
                 raw[k] = high << 4 | low
                 i += 2
             }
             return true
         }
         return ok ? UUID(uuid: out) : nil
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
-        }
     }
 
     /// Lower-case canonical form, the form ids take on the wire everywhere in the suite.
@@ -55,5 +46,15 @@ extension UUID {
                 return 36
             }
         }
+    }
+}
+
+/// The value of one hexadecimal digit (either case), nil for any other byte.
+func hexDigitValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+    default: nil
     }
 }

@@ -31,23 +31,30 @@ struct PlannerLingerTests {
             let settings = ServiceSettings(
                 serviceName: PushService.name, defaults: PushService.defaults, environment: environment, arguments: [PushService.name])
             let push = try await RunningService.start { try await PushApp.buildApplication(settings: settings, logger: TestKafka.logger) }
-            defer { Task { try? await push.stop() } }
-            let result = try await database.withClient { db -> Int in
-                // The group has joined and fetches at the end of the topic once the warm-up is planned.
-                let warmUp = try await send(producer)
-                try await eventually("the warm-up message is planned", timeout: .seconds(60)) { try await planned([warmUp], db) == 1 }
-                var ids: [UUID] = []
-                for _ in 0..<count {
-                    ids.append(try await send(producer))
-                    try await Task.sleep(for: spacing)
-                }
-                try await eventually("every message is planned", timeout: .seconds(30)) { try await planned(ids, db) == count }
-                let query: PostgresQuery = "SELECT count(DISTINCT xmin::text) FROM inbox WHERE consumer = 'push.messages' AND event_id = ANY(\(ids))"
-                for try await n in try await db.query(query).decode(Int64.self) { return Int(n) }
-                return 0
+            let counted: Result<Int, any Error>
+            do {
+                counted = .success(
+                    try await database.withClient { db -> Int in
+                        // The group has joined and fetches at the end of the topic once the warm-up is planned.
+                        let warmUp = try await send(producer)
+                        try await eventually("the warm-up message is planned", timeout: .seconds(60)) { try await planned([warmUp], db) == 1 }
+                        var ids: [UUID] = []
+                        for _ in 0..<count {
+                            ids.append(try await send(producer))
+                            try await Task.sleep(for: spacing)
+                        }
+                        try await eventually("every message is planned", timeout: .seconds(30)) { try await planned(ids, db) == count }
+                        let query: PostgresQuery = "SELECT count(DISTINCT xmin::text) FROM inbox WHERE consumer = 'push.messages' AND event_id = ANY(\(ids))"
+                        for try await n in try await db.query(query).decode(Int64.self) { return Int(n) }
+                        return 0
+                    })
+            } catch {
+                counted = .failure(error)
             }
+            // push stops before its database goes.
+            try await push.stop()
             try await database.drop()
-            return result
+            return try counted.get()
         } catch {
             try? await database.drop()
             throw error
