@@ -88,7 +88,9 @@ var targets: [Target] = [
     .target(
         name: "ChatInternalAPI", dependencies: ["Events", "ClientContract", httpTypes, nioCore], path: "Services/Chat/Internal", swiftSettings: swiftSettings),
     .testTarget(name: "ChatInternalAPITests", dependencies: ["ChatInternalAPI", "ClientContract", "Events", httpTypes, nioCore], swiftSettings: swiftSettings),
-    .target(name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing], path: "Shared/Kafka", swiftSettings: swiftSettings),
+    .target(
+        name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing, nioCore, .product(name: "NIOPosix", package: "swift-nio")],
+        path: "Shared/Kafka", swiftSettings: swiftSettings),
     // Crypto: name-based ids (a study user's live route).
     .target(name: "Events", dependencies: [crypto], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(

@@ -1,0 +1,240 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A single-node Kafka broker in this process, on 127.0.0.1: the real Kafka protocol (the
+/// subset librdkafka 2.0.2 uses: idempotent produce, fetch, offsets by time, consumer groups with
+/// the classic protocol, committed offsets), records in memory. Built to replace librdkafka's mock
+/// cluster as the dev and test broker: a fetch finds its offset by binary search (the mock walks
+/// every batch of the partition from the oldest, for every fetch) and is answered as soon as a
+/// record arrives (the mock holds an empty fetch for its whole wait), and a fetch returns every
+/// batch that fits (the mock one per partition).
+///
+/// Not served: transactions, compaction, several brokers, TLS/SASL. Retention is by size per
+/// partition, like the mock's.
+public final class EmbeddedKafkaBroker: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    private let core: NIOLoopBound<BrokerCore>
+    private let connections: NIOLoopBound<ConnectionRegistry>
+    public let bootstrapServers: String
+
+    /// - Parameters:
+    ///   - retentionBytes: record bytes kept per partition before the oldest batches go.
+    ///   - autoCreatePartitions: partitions of a topic a client's metadata request creates.
+    public init(port: Int = 0, retentionBytes: Int = 5 << 20, autoCreatePartitions: Int = 4, logger: Logger) throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let host = "127.0.0.1"
+        let core = try loop.submit {
+            NIOLoopBound(BrokerCore(host: host, retentionBytes: retentionBytes, autoCreatePartitions: autoCreatePartitions, eventLoop: loop, logger: logger), eventLoop: loop)
+        }.wait()
+        let connections = try loop.submit { NIOLoopBound(ConnectionRegistry(), eventLoop: loop) }.wait()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let registry = connections.value
+                    guard !registry.down else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    let handler = BrokerConnectionHandler(core: core.value, registry: registry, logger: logger)
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(KafkaFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        do {
+            channel = try bootstrap.bind(host: host, port: port).wait()
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        guard let boundPort = channel.localAddress?.port else {
+            try? group.syncShutdownGracefully()
+            throw KafkaError.configuration("embedded broker has no port")
+        }
+        try loop.submit { core.value.port = boundPort }.wait()
+        loop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { _ in core.value.expireSessions() }
+        self.group = group
+        self.core = core
+        self.connections = connections
+        self.bootstrapServers = "\(host):\(boundPort)"
+    }
+
+    deinit {
+        channel.close(promise: nil)
+        try? group.syncShutdownGracefully()
+    }
+
+    private var loop: any EventLoop { channel.eventLoop }
+
+    /// Creates a topic; an existing one keeps its partitions. Not to be called on the broker's loop.
+    public func createTopic(_ name: String, partitions: Int) throws {
+        guard BrokerCore.isValidTopicName(name) else { throw KafkaError.configuration("invalid topic name \(name)") }
+        let core = self.core
+        try loop.submit { core.value.createTopic(name, partitions: partitions) }.wait()
+    }
+
+    /// Makes the next `count` Produce requests fail with the broker error `code`.
+    public func failNextProduceRequests(_ count: Int, code: Int16) {
+        let core = self.core
+        try? loop.submit { core.value.produceErrors += Array(repeating: code, count: count) }.wait()
+    }
+
+    /// Closes every connection and refuses new ones (an outage), or serves again.
+    public func setDown(_ down: Bool) {
+        let connections = self.connections
+        try? loop.submit {
+            connections.value.down = down
+            if down { connections.value.closeAll() }
+        }.wait()
+    }
+}
+
+/// The open connections, so that an outage can close them.
+final class ConnectionRegistry {
+    var down = false
+    var open: [ObjectIdentifier: BrokerConnectionHandler] = [:]
+
+    func closeAll() {
+        for handler in open.values { handler.close() }
+    }
+}
+
+/// Splits the stream into Kafka requests (an int32 size, then the request).
+struct KafkaFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+    /// librdkafka sends at most `message.max.bytes` (1 MB by default) per request.
+    static let maxFrame = 100 << 20
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let size = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: Int32.self) else { return .needMoreData }
+        guard size >= 8, Int(size) <= Self.maxFrame else { throw KafkaWireError("request size \(size)") }
+        guard buffer.readableBytes >= 4 + Int(size) else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 4)
+        guard let frame = buffer.readSlice(length: Int(size)) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(frame))
+        return .continue
+    }
+}
+
+/// One client connection: requests are handled one at a time and answered in order, as Kafka
+/// brokers do; a request answered later (a waiting fetch or join) holds the ones behind it.
+final class BrokerConnectionHandler: ChannelInboundHandler, BrokerConnection {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let core: BrokerCore
+    private let registry: ConnectionRegistry
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var queue = CircularBuffer<ByteBuffer>()
+    private var waitingFor: Int32?
+    /// The request `core.handle` is working on, and its answer if it came before `handle` returned.
+    private var handling: Int32?
+    private var answeredWhileHandling: ByteBuffer?
+    private(set) var isClosed = false
+
+    init(core: BrokerCore, registry: ConnectionRegistry, logger: Logger) {
+        self.core = core
+        self.registry = registry
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        registry.open[ObjectIdentifier(self)] = self
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        markClosed()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        markClosed()
+        context.fireChannelInactive()
+    }
+
+    private func markClosed() {
+        isClosed = true
+        context = nil
+        queue.removeAll()
+        registry.open[ObjectIdentifier(self)] = nil
+    }
+
+    func close() {
+        context?.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        queue.append(unwrapInboundIn(data))
+        drain()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.warning("embedded broker closes a connection", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func drain() {
+        while waitingFor == nil, !isClosed, let frame = queue.popFirst() {
+            process(frame)
+        }
+        context?.flush()
+    }
+
+    private func process(_ frame: ByteBuffer) {
+        var reader = KafkaReader(frame)
+        do {
+            let key = try reader.int16()
+            let version = try reader.int16()
+            let correlationId = try reader.int32()
+            let clientId = try reader.nullableString()
+            guard let api = BrokerAPI(rawValue: key) else { throw KafkaWireError("API key \(key) is not served") }
+            if api == .apiVersions, version >= 3 { try reader.skipTaggedFields() }
+            let header = RequestHeader(api: api, version: version, correlationId: correlationId, clientId: clientId)
+            logger.trace("embedded broker request", metadata: ["api": "\(api)", "version": "\(version)", "client": "\(clientId ?? "")"])
+            handling = correlationId
+            answeredWhileHandling = nil
+            let reply = try core.handle(header, &reader, connection: self)
+            handling = nil
+            switch reply {
+            case .now(let body): write(correlationId: correlationId, body: body)
+            case .later:
+                // A join can complete the group (and answer itself) before `handle` returns.
+                if let body = answeredWhileHandling { write(correlationId: correlationId, body: body) } else { waitingFor = correlationId }
+            case .none: break
+            }
+            answeredWhileHandling = nil
+        } catch {
+            handling = nil
+            logger.warning("embedded broker refuses a request", metadata: ["error": "\(error)"])
+            context?.close(promise: nil)
+            markClosed()
+        }
+    }
+
+    private func write(correlationId: Int32, body: ByteBuffer) {
+        guard let context else { return }
+        var frame = context.channel.allocator.buffer(capacity: body.readableBytes + 8)
+        frame.writeKafka(Int32(body.readableBytes + 4))
+        frame.writeKafka(correlationId)
+        var body = body
+        frame.writeBuffer(&body)
+        context.write(wrapOutboundOut(frame), promise: nil)
+    }
+
+    func complete(correlationId: Int32, body: ByteBuffer) {
+        if handling == correlationId {
+            answeredWhileHandling = body
+            return
+        }
+        guard !isClosed, waitingFor == correlationId else { return }
+        waitingFor = nil
+        write(correlationId: correlationId, body: body)
+        drain()
+    }
+}
