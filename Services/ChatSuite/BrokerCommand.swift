@@ -9,16 +9,19 @@ import ServiceKit
 /// `chatsuite broker`: only the embedded Kafka cluster, for running executables standalone.
 struct BrokerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "broker", abstract: "Run the embedded Kafka cluster (librdkafka mock) with the catalog's topics until Ctrl-C."
+        commandName: "broker", abstract: "Run the embedded Kafka cluster with the catalog's topics until Ctrl-C."
     )
 
     @Option(help: "Brokers in the embedded Kafka cluster.")
     var embeddedBrokers: Int = 1
 
+    @Option(help: "swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else mock.")
+    var embeddedEngine: EmbeddedKafkaEngine = .fromEnvironment
+
     func run() async throws {
         var logger = Logger(label: "chatsuite.broker")
         logger.logLevel = .warning
-        let cluster = try EmbeddedKafkaCluster(brokers: embeddedBrokers, logger: logger)
+        let cluster = try EmbeddedKafkaCluster(brokers: embeddedBrokers, engine: embeddedEngine, logger: logger)
         try cluster.createTopics(Topic.catalog.map(\.specification))
         emit("KAFKA_BROKERS=\(cluster.bootstrapServers)")
         let stream = AsyncStream<Int32>.makeStream()

@@ -35,6 +35,9 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Brokers in the embedded Kafka cluster (without --brokers).")
     var embeddedBrokers: Int = 1
 
+    @Option(help: "The embedded Kafka cluster: swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else mock.")
+    var embeddedEngine: EmbeddedKafkaEngine = .fromEnvironment
+
     @Option(help: "\(BootstrapServers.help), of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).", transform: BootstrapServers.parse)
     var brokers: String?
 
@@ -89,7 +92,7 @@ struct DevCommand: AsyncParsableCommand {
             bootstrap = brokers
             console.write("Kafka: \(bootstrap)  postgres: \(admin.with(database: "postgres"))")
         } else {
-            let embedded = try EmbeddedKafkaCluster(brokers: embeddedBrokers, logger: logger)
+            let embedded = try EmbeddedKafkaCluster(brokers: embeddedBrokers, engine: embeddedEngine, logger: logger)
             try embedded.createTopics(Topic.catalog.map(\.specification))
             cluster = embedded
             bootstrap = embedded.bootstrapServers
@@ -234,3 +237,5 @@ final class SignalWatcher {
         sources.forEach { $0.cancel() }
     }
 }
+
+extension EmbeddedKafkaEngine: ExpressibleByArgument {}

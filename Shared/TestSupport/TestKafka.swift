@@ -14,9 +14,10 @@ public enum TestKafka {
         return l
     }()
 
-    /// A fresh 3-broker embedded cluster.
-    public static func cluster(brokers: Int = 3) throws -> EmbeddedKafkaCluster {
-        try EmbeddedKafkaCluster(brokers: brokers, logger: logger)
+    /// A fresh embedded cluster: `CHATSUITE_EMBEDDED_KAFKA`'s engine unless one is named (the
+    /// mock with 3 brokers unless told otherwise).
+    public static func cluster(brokers: Int = 3, engine: EmbeddedKafkaEngine = .fromEnvironment) throws -> EmbeddedKafkaCluster {
+        try EmbeddedKafkaCluster(brokers: brokers, engine: engine, logger: logger)
     }
 
     /// A fresh cluster holding the suite's topic catalog, as `chatsuite dev` hosts it.

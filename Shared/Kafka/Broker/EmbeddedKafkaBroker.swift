@@ -175,7 +175,12 @@ final class BrokerConnectionHandler: ChannelInboundHandler, BrokerConnection {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.warning("embedded broker closes a connection", metadata: ["error": "\(error)"])
+        // A client going away resets its connection: routine. Bytes that are not Kafka are not.
+        if error is IOError {
+            logger.debug("embedded broker connection error", metadata: ["error": "\(error)"])
+        } else {
+            logger.warning("embedded broker closes a connection", metadata: ["error": "\(error)"])
+        }
         context.close(promise: nil)
     }
 
