@@ -12,10 +12,10 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker", abstract: "Run the embedded Kafka cluster with the catalog's topics until Ctrl-C."
     )
 
-    @Option(help: "Brokers in the embedded Kafka cluster.")
+    @Option(help: "Brokers in librdkafka's mock cluster (--embedded-engine mock); the Swift broker is one.")
     var embeddedBrokers: Int = 1
 
-    @Option(help: "swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else mock.")
+    @Option(help: "swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else swift.")
     var embeddedEngine: EmbeddedKafkaEngine = .fromEnvironment
 
     func run() async throws {

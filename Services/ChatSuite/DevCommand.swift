@@ -32,10 +32,10 @@ struct DevCommand: AsyncParsableCommand {
 
     /// One by default: each broker of librdkafka's mock is one more connection, thread and fetch
     /// loop in every client, for no durability (docs/benchmarks.md, "The embedded broker").
-    @Option(help: "Brokers in the embedded Kafka cluster (without --brokers).")
+    @Option(help: "Brokers in librdkafka's mock cluster (--embedded-engine mock, without --brokers); the Swift broker is one.")
     var embeddedBrokers: Int = 1
 
-    @Option(help: "The embedded Kafka cluster: swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else mock.")
+    @Option(help: "The embedded Kafka cluster: swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else swift.")
     var embeddedEngine: EmbeddedKafkaEngine = .fromEnvironment
 
     @Option(help: "\(BootstrapServers.help), of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).", transform: BootstrapServers.parse)
@@ -110,9 +110,10 @@ struct DevCommand: AsyncParsableCommand {
             env["HTTP_HOST"] = "127.0.0.1"
             env["HTTP_PORT"] = String(devPort(service))
             env["KAFKA_BROKERS"] = bootstrap
-            // The mock broker holds every fetch for the full wait even when data is there
-            // (real Kafka answers at once), so a short wait is what bounds latency here.
-            if env["KAFKA_FETCH_WAIT_MS"] == nil { env["KAFKA_FETCH_WAIT_MS"] = "5" }
+            // librdkafka's mock holds every fetch for the full wait even when data is there
+            // (real Kafka and the Swift broker answer at once), so on it a short wait is what
+            // bounds latency. Elsewhere the wait only bounds idle polling: the default stays.
+            if env["KAFKA_FETCH_WAIT_MS"] == nil, cluster?.engine == .mock { env["KAFKA_FETCH_WAIT_MS"] = "5" }
             if env["KAFKA_COMPRESSION"] == nil { env["KAFKA_COMPRESSION"] = "none" }
             env["LOG_LEVEL"] = logLevel
             env["INSTANCE_ID"] = "\(service.name)-dev"

@@ -10,9 +10,11 @@ public enum EmbeddedKafkaEngine: String, Sendable, CaseIterable {
     /// librdkafka's mock cluster (one or more brokers).
     case mock
 
-    /// `CHATSUITE_EMBEDDED_KAFKA` (`swift` or `mock`), else the mock.
+    /// `CHATSUITE_EMBEDDED_KAFKA` (`swift` or `mock`), else the Swift broker: at 1 000 msgs/s it
+    /// takes half the mock's CPU or less and answers a fetch when data arrives (docs/benchmarks.md,
+    /// part 13).
     public static var fromEnvironment: EmbeddedKafkaEngine {
-        ProcessInfo.processInfo.environment["CHATSUITE_EMBEDDED_KAFKA"].flatMap(EmbeddedKafkaEngine.init(rawValue:)) ?? .mock
+        ProcessInfo.processInfo.environment["CHATSUITE_EMBEDDED_KAFKA"].flatMap(EmbeddedKafkaEngine.init(rawValue:)) ?? .swift
     }
 }
 

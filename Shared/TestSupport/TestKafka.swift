@@ -14,8 +14,8 @@ public enum TestKafka {
         return l
     }()
 
-    /// A fresh embedded cluster: `CHATSUITE_EMBEDDED_KAFKA`'s engine unless one is named (the
-    /// mock with 3 brokers unless told otherwise).
+    /// A fresh embedded cluster: `CHATSUITE_EMBEDDED_KAFKA`'s engine (the Swift broker unless set)
+    /// unless one is named; `brokers` is the mock's broker count.
     public static func cluster(brokers: Int = 3, engine: EmbeddedKafkaEngine = .fromEnvironment) throws -> EmbeddedKafkaCluster {
         try EmbeddedKafkaCluster(brokers: brokers, engine: engine, logger: logger)
     }

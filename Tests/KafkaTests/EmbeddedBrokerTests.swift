@@ -190,4 +190,21 @@ struct EmbeddedBrokerTests {
         #expect(delays.allSatisfy { $0 < .seconds(1) }, "\(delays)")
         await consumer.close()
     }
+
+    @Test("librdkafka's mock cluster, the other engine, still carries a record from a producer to a group consumer")
+    func mockEngine() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1, engine: .mock)
+        #expect(cluster.engine == .mock)
+        let topic = TestKafka.uniqueTopic()
+        try cluster.createTopic(topic, partitions: 2)
+        let producer = try TestKafka.producer(cluster)
+        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "k", value: Array("on the mock".utf8)))
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
+        let received = try await withTimeout(.seconds(20), "the record") {
+            for try await message in consumer.messages { return message }
+            throw TimeoutError(what: "stream ended")
+        }
+        #expect(received.value == Array("on the mock".utf8))
+        await consumer.close()
+    }
 }
