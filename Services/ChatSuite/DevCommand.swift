@@ -35,7 +35,10 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Brokers in librdkafka's mock cluster (--embedded-engine mock, without --brokers); the Swift broker is one.")
     var embeddedBrokers: Int = 1
 
-    @Option(help: "The embedded Kafka cluster: swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else swift.")
+    @Option(
+        help:
+            "The embedded Kafka cluster: swift (EmbeddedKafkaBroker, one broker) or mock (librdkafka's mock cluster); default CHATSUITE_EMBEDDED_KAFKA, else swift."
+    )
     var embeddedEngine: EmbeddedKafkaEngine = .fromEnvironment
 
     @Option(help: "\(BootstrapServers.help), of a Kafka to use instead of the embedded cluster (e.g. a `chatsuite broker`).", transform: BootstrapServers.parse)

@@ -9,6 +9,30 @@ import TestSupport
 
 @Suite("chatsuite dev: the whole suite on the embedded defaults", .serialized)
 struct DevStackTests {
+    @Test("on librdkafka's mock (--embedded-engine mock) every service gets the 5 ms fetch wait the mock needs")
+    func mockEngineKeepsShortFetchWait() async throws {
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let basePort = freePortRange(count: ServiceEntry.portSpan + 1, alsoAt: [ServiceEntry.adminPortOffset])
+        let launcher = try TestProcess(
+            executable: "chatsuite",
+            arguments: [
+                "dev", "--data-dir", dataDir.path, "--port", String(basePort), "--postgres-port", String(basePort + ServiceEntry.portSpan),
+                "--log-level", "warning", "--embedded-engine", "mock",
+            ], environment: ["DATABASE_URL": ""])
+        let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
+        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
+        let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+        #expect(pids.count == ServiceEntry.all.count)
+        for pid in pids {
+            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            let variables = Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
+            #expect(variables.contains("KAFKA_FETCH_WAIT_MS=5"), "pid \(pid)")
+        }
+        launcher.signal(SIGINT)
+        #expect(try await launcher.waitForExit(timeout: .seconds(60)) == 0)
+    }
+
     @Test("from an empty data folder every executable of the catalog reports ready, and SIGINT leaves no process behind")
     func devStackStartsAndStopsCleanly() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
@@ -52,13 +76,14 @@ struct DevStackTests {
         let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
         #expect(pids.count == ServiceEntry.all.count)
         // What the launcher gives every service for the embedded broker (docs/configuration.md):
-        // a short fetch wait (the mock holds every fetch for the whole wait) and no compression
-        // (the mock walks its uncompressed logs for less).
+        // no compression (loopback), and on the Swift broker (the default engine) the default fetch
+        // wait: it answers a fetch when data arrives, so the wait only bounds idle polling (the
+        // mock's short wait: `mockEngineKeepsShortFetchWait`).
         for pid in pids {
             let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
             let variables = Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
             #expect(variables.contains("KAFKA_COMPRESSION=none"), "pid \(pid)")
-            #expect(variables.contains("KAFKA_FETCH_WAIT_MS=5"), "pid \(pid)")
+            #expect(!variables.contains { $0.hasPrefix("KAFKA_FETCH_WAIT_MS=") }, "pid \(pid)")
         }
         let postmasterPid = try String(contentsOf: dataDir.appendingPathComponent("postgres/postmaster.pid"), encoding: .utf8)
             .split(separator: "\n").first.flatMap { Int32($0) }

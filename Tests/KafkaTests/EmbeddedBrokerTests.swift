@@ -46,10 +46,15 @@ struct EmbeddedBrokerTests {
 
     /// A fetch v4 that does not wait: the partition's error and the base offsets of the batches returned.
     private func fetch(_ client: RawKafkaClient, _ topic: String, offset: Int64) throws -> (error: Int16, baseOffsets: [Int64]) {
+        try client.send(api: 1, version: 4, body: fetchBody(topic, offset: offset, maxWait: 0, minBytes: 1))
+        return try fetchResponse(client)
+    }
+
+    private func fetchBody(_ topic: String, offset: Int64, maxWait: Int32, minBytes: Int32) -> [UInt8] {
         var w = RawWriter()
         w.int32(-1)
-        w.int32(0)
-        w.int32(1)
+        w.int32(maxWait)
+        w.int32(minBytes)
         w.int32(1 << 20)
         w.int8(0)
         w.int32(1)
@@ -58,7 +63,11 @@ struct EmbeddedBrokerTests {
         w.int32(0)
         w.int64(offset)
         w.int32(1 << 20)
-        var r = try client.request(api: 1, version: 4, body: w.bytes)
+        return w.bytes
+    }
+
+    private func fetchResponse(_ client: RawKafkaClient) throws -> (error: Int16, baseOffsets: [Int64]) {
+        var r = try client.response()
         _ = try r.int32()  // throttle
         _ = try r.int32()
         _ = try r.string()
@@ -91,6 +100,29 @@ struct EmbeddedBrokerTests {
         #expect(try fetch(client, "t", offset: 0).baseOffsets == [0, 2])
         #expect(try fetch(client, "t", offset: 1).baseOffsets == [0, 2], "a fetch inside a batch starts at that batch")
         #expect(try fetch(client, "t", offset: 3).baseOffsets == [], "at the end: nothing yet")
+    }
+
+    @Test("a fetch waits for its min_bytes: a small record leaves it waiting, enough bytes answer it before its wait ends")
+    func fetchMinBytes() throws {
+        let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)
+        try broker.createTopic("t", partitions: 1)
+        let consumer = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        let producer = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        let started = ContinuousClock.now
+        try consumer.send(api: 1, version: 4, body: fetchBody("t", offset: 0, maxWait: 8_000, minBytes: 2_000))
+        #expect(try produce(producer, "t", recordBatch(timestamps: [1], valueSize: 10)) == (0, 0))
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(try produce(producer, "t", recordBatch(timestamps: [2], valueSize: 3_000)) == (0, 1))
+        let answered = try fetchResponse(consumer)
+        #expect(answered.error == 0)
+        #expect(answered.baseOffsets == [0, 1], "answered with both batches")
+        #expect(ContinuousClock.now - started < .seconds(4), "before its 8 s wait ended")
+
+        // Less than min_bytes for the whole wait: answered at its end with what there is.
+        let waited = ContinuousClock.now
+        try consumer.send(api: 1, version: 4, body: fetchBody("t", offset: 1, maxWait: 300, minBytes: 1_000_000))
+        #expect(try fetchResponse(consumer).baseOffsets == [1])
+        #expect(ContinuousClock.now - waited >= .milliseconds(250))
     }
 
     @Test("offsets by time: the first record at or after the time, inside a batch; none after the last")

@@ -35,7 +35,7 @@ final class RawKafkaClient {
     func sendRaw(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard n > 0 else { throw RawKafkaError("send") }
             sent += n
         }
@@ -43,6 +43,12 @@ final class RawKafkaClient {
 
     /// Sends one request (header v1) and returns its response after the correlation id.
     func request(api: Int16, version: Int16, body: [UInt8]) throws -> RawReader {
+        try send(api: api, version: version, body: body)
+        return try response()
+    }
+
+    /// Sends one request without reading its response (`response()` reads it).
+    func send(api: Int16, version: Int16, body: [UInt8]) throws {
         correlation += 1
         var frame = RawWriter()
         frame.int16(api)
@@ -53,6 +59,10 @@ final class RawKafkaClient {
         var sized = RawWriter()
         sized.int32(Int32(frame.bytes.count))
         try sendRaw(sized.bytes + frame.bytes)
+    }
+
+    /// The response to the last request sent, after its correlation id.
+    func response() throws -> RawReader {
         var reader = RawReader(try receive())
         guard try reader.int32() == correlation else { throw RawKafkaError("correlation id") }
         return reader

@@ -141,7 +141,8 @@ extension BrokerCore {
                 group.members.removeLast()
                 join.connection.complete(
                     correlationId: join.header.correlationId,
-                    body: joinResponse(join.header, error: .inconsistentGroupProtocol, generation: -1, protocolName: "", leader: "", memberId: newest.id, members: []))
+                    body: joinResponse(
+                        join.header, error: .inconsistentGroupProtocol, generation: -1, protocolName: "", leader: "", memberId: newest.id, members: []))
             }
             completeJoinIfReady(group)
             return

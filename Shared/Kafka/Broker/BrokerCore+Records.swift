@@ -24,6 +24,7 @@ struct FetchRequest {
         var maxBytes: Int32
     }
     var maxWaitMilliseconds: Int32
+    var minBytes: Int32
     var maxBytes: Int32
     var topics: [(name: String, partitions: [Partition])]
 }
@@ -129,7 +130,7 @@ extension BrokerCore {
     func fetch(_ header: RequestHeader, _ reader: inout KafkaReader, connection: any BrokerConnection) throws -> BrokerReply {
         _ = try reader.int32()  // replica id
         let maxWait = try reader.int32()
-        _ = try reader.int32()  // min bytes: any data answers (librdkafka asks for 1)
+        let minBytes = try reader.int32()
         let maxBytes = try reader.int32()
         _ = try reader.int8()  // isolation level: nothing is transactional
         let topics = try reader.array { r -> (name: String, partitions: [FetchRequest.Partition]) in
@@ -142,7 +143,7 @@ extension BrokerCore {
             }
             return (name, partitions ?? [])
         }
-        let request = FetchRequest(maxWaitMilliseconds: maxWait, maxBytes: maxBytes, topics: topics ?? [])
+        let request = FetchRequest(maxWaitMilliseconds: maxWait, minBytes: minBytes, maxBytes: maxBytes, topics: topics ?? [])
         if maxWait <= 0 || hasAnswer(request) { return .now(fetchResponse(header, request)) }
         let wait = FetchWait(header: header, request: request, connection: connection)
         let key = ObjectIdentifier(wait)
@@ -159,20 +160,24 @@ extension BrokerCore {
         return .later
     }
 
-    /// Whether a fetch has something to return now: data, or an error for a partition.
+    /// Whether a fetch is answered now: `min_bytes` of data (librdkafka asks for 1), or an
+    /// error for a partition (unknown, or an offset outside its log).
     private func hasAnswer(_ request: FetchRequest) -> Bool {
+        var available = 0
         for topic in request.topics {
             for p in topic.partitions {
                 guard let partition = partition(topic.name, p.index) else { return true }
-                if p.offset != partition.log.endOffset { return true }
+                let log = partition.log
+                if p.offset < log.startOffset || p.offset > log.endOffset { return true }
+                available += min(log.availableBytes(from: p.offset), Int(max(p.maxBytes, 0)))
             }
         }
-        return false
+        return available > 0 && available >= Int(request.minBytes)
     }
 
     private func wakeFetches(of partition: BrokerPartition) {
         let waiting = partition.waiters.values
-        for wait in waiting { finish(wait) }
+        for wait in waiting where hasAnswer(wait.request) { finish(wait) }
     }
 
     private func finish(_ wait: FetchWait) {

@@ -188,7 +188,9 @@ final class BrokerCore {
         let names: [String]
         if let requested, !(v == 0 && requested.isEmpty) {
             names = requested
-            if allowAutoCreate { for name in requested where topics[name] == nil && Self.isValidTopicName(name) { createTopic(name, partitions: autoCreatePartitions) } }
+            if allowAutoCreate {
+                for name in requested where topics[name] == nil && Self.isValidTopicName(name) { createTopic(name, partitions: autoCreatePartitions) }
+            }
         } else {
             names = topics.keys.sorted()
         }
@@ -221,7 +223,9 @@ final class BrokerCore {
 
     static func isValidTopicName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 249 && name != "." && name != ".."
-            && name.utf8.allSatisfy { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) }
+            && name.utf8.allSatisfy {
+                $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122)
+            }
     }
 
     private func findCoordinator(_ header: RequestHeader, _ reader: inout KafkaReader) throws -> ByteBuffer {

@@ -27,7 +27,9 @@ public final class EmbeddedKafkaBroker: Sendable {
         let loop = group.next()
         let host = "127.0.0.1"
         let core = try loop.submit {
-            NIOLoopBound(BrokerCore(host: host, retentionBytes: retentionBytes, autoCreatePartitions: autoCreatePartitions, eventLoop: loop, logger: logger), eventLoop: loop)
+            NIOLoopBound(
+                BrokerCore(host: host, retentionBytes: retentionBytes, autoCreatePartitions: autoCreatePartitions, eventLoop: loop, logger: logger),
+                eventLoop: loop)
         }.wait()
         let connections = try loop.submit { NIOLoopBound(ConnectionRegistry(), eventLoop: loop) }.wait()
         let bootstrap = ServerBootstrap(group: group)

@@ -43,6 +43,8 @@ struct StoredBatch {
     var lastOffset: Int64
     var maxTimestamp: Int64
     var bytes: ByteBuffer
+    /// Bytes appended to the partition before this batch (for a fetch's `min_bytes`).
+    var bytesBefore: Int
 }
 
 /// A partition's log in memory: batches in offset order, found by binary search (librdkafka's
@@ -55,6 +57,8 @@ struct PartitionLog {
     private(set) var startOffset: Int64 = 0
     private(set) var endOffset: Int64 = 0
     private(set) var sizeBytes = 0
+    /// Every byte ever appended, trimmed or not.
+    private(set) var appendedBytes = 0
     let retentionBytes: Int
 
     init(retentionBytes: Int) { self.retentionBytes = retentionBytes }
@@ -65,9 +69,10 @@ struct PartitionLog {
         let base = endOffset
         bytes.setInteger(base, at: bytes.readerIndex, endianness: .big)
         let last = base + Int64(header.lastOffsetDelta)
-        batches.append(StoredBatch(baseOffset: base, lastOffset: last, maxTimestamp: header.maxTimestamp, bytes: bytes))
+        batches.append(StoredBatch(baseOffset: base, lastOffset: last, maxTimestamp: header.maxTimestamp, bytes: bytes, bytesBefore: appendedBytes))
         endOffset = last + 1
         sizeBytes += bytes.readableBytes
+        appendedBytes += bytes.readableBytes
         trim()
         return base
     }
@@ -94,6 +99,12 @@ struct PartitionLog {
             if batches[mid].baseOffset <= offset { low = mid } else { high = mid - 1 }
         }
         return low
+    }
+
+    /// The bytes a fetch from `offset` would find (0 at the end or outside the log).
+    func availableBytes(from offset: Int64) -> Int {
+        guard let i = index(of: offset) else { return 0 }
+        return appendedBytes - batches[i].bytesBefore
     }
 
     /// Batches from the one holding `offset`, at most `maxBytes` of them (always the first one
