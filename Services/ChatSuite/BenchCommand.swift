@@ -64,7 +64,7 @@ struct KafkaBench: AsyncParsableCommand {
                 [.init(name: throughputTopic, partitions: 6), .init(name: latencyTopic, partitions: 6)], client: client, logger: logger)
         }
         print(
-            "broker: \(cluster == nil ? bootstrap : "embedded (librdkafka mock, 3 brokers)")  payload: \(payload) B  linger.ms: \(lingerMs)  fetch.wait.max.ms: \(fetchWaitMs)"
+            "broker: \(cluster.map { $0.engine == .mock ? "embedded (librdkafka mock, \($0.brokerCount) brokers)" : "embedded (Swift broker)" } ?? bootstrap)  payload: \(payload) B  linger.ms: \(lingerMs)  fetch.wait.max.ms: \(fetchWaitMs)"
         )
 
         var producerConfig = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: bootstrap, clientId: "bench-producer"))

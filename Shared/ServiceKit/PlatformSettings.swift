@@ -17,6 +17,7 @@ public struct PlatformSettings: Sendable {
     public var kafkaFetchWaitMilliseconds: Int
     /// chat-fanout's message consumer and the gateway's delivery consumer.
     public var kafkaDeliveryFetchWaitMilliseconds: Int
+    public var kafkaDeliveryFetchMinBytes: Int
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -30,6 +31,7 @@ public struct PlatformSettings: Sendable {
         kafkaCompression = try settings.kafkaCompression
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
         kafkaDeliveryFetchWaitMilliseconds = try settings.kafkaDeliveryFetchWaitMilliseconds
+        kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

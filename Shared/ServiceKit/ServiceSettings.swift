@@ -25,6 +25,7 @@ public struct ServiceSettings: Sendable {
         "kafka.linger-ms": 0.5,
         "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 100,
+        "kafka.delivery-fetch-min-bytes": 1,
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
         "database.max-connections": 20,
@@ -126,6 +127,16 @@ public struct ServiceSettings: Sendable {
         get throws {
             guard reader.string(forKey: "kafka.delivery-fetch-wait-ms") != nil else { return try kafkaFetchWaitMilliseconds }
             return try int("kafka.delivery-fetch-wait-ms")
+        }
+    }
+    /// The `fetch.min.bytes` of the real-time path's two consumers: a fetch is answered once that
+    /// much is there or its wait (`kafka.delivery-fetch-wait-ms`) is over. 1 (answer at once) by
+    /// default; more trades up to that wait of latency for fewer, fuller fetches under load.
+    public var kafkaDeliveryFetchMinBytes: Int {
+        get throws {
+            let value = try int("kafka.delivery-fetch-min-bytes")
+            guard value >= 1 else { throw StartupError("kafka.delivery-fetch-min-bytes must be at least 1, not \(value)") }
+            return value
         }
     }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }

@@ -9,6 +9,18 @@ import TestSupport
 
 @Suite("chatsuite dev: the whole suite on the embedded defaults", .serialized)
 struct DevStackTests {
+    /// The pids the launcher's "started: …" line names.
+    static func startedPids(_ output: String) throws -> [Int32] {
+        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
+        return startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+    }
+
+    /// A running process's environment, `NAME=value` each.
+    static func environment(of pid: Int32) throws -> Set<String> {
+        let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+        return Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
+    }
+
     @Test("on librdkafka's mock (--embedded-engine mock) every service gets the 5 ms fetch wait the mock needs")
     func mockEngineKeepsShortFetchWait() async throws {
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-dev-\(UUID().uuidString.prefix(8))")
@@ -21,13 +33,10 @@ struct DevStackTests {
                 "--log-level", "warning", "--embedded-engine", "mock",
             ], environment: ["DATABASE_URL": ""])
         let output = try await launcher.waitForOutput("chatsuite is ready", timeout: .seconds(180))
-        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
-        let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+        let pids = try Self.startedPids(output)
         #expect(pids.count == ServiceEntry.all.count)
         for pid in pids {
-            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
-            let variables = Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
-            #expect(variables.contains("KAFKA_FETCH_WAIT_MS=5"), "pid \(pid)")
+            #expect(try Self.environment(of: pid).contains("KAFKA_FETCH_WAIT_MS=5"), "pid \(pid)")
         }
         launcher.signal(SIGINT)
         #expect(try await launcher.waitForExit(timeout: .seconds(60)) == 0)
@@ -72,16 +81,14 @@ struct DevStackTests {
         #expect(metrics.status == .ok)
 
         // The pids the launcher started.
-        let startedLine = try #require(output.split(separator: "\n").first { $0.hasPrefix("started: ") })
-        let pids = startedLine.matches(of: /pid (\d+)/).compactMap { Int32($0.output.1) }
+        let pids = try Self.startedPids(output)
         #expect(pids.count == ServiceEntry.all.count)
         // What the launcher gives every service for the embedded broker (docs/configuration.md):
         // no compression (loopback), and on the Swift broker (the default engine) the default fetch
         // wait: it answers a fetch when data arrives, so the wait only bounds idle polling (the
         // mock's short wait: `mockEngineKeepsShortFetchWait`).
         for pid in pids {
-            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
-            let variables = Set(environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) })
+            let variables = try Self.environment(of: pid)
             #expect(variables.contains("KAFKA_COMPRESSION=none"), "pid \(pid)")
             #expect(!variables.contains { $0.hasPrefix("KAFKA_FETCH_WAIT_MS=") }, "pid \(pid)")
         }

@@ -186,6 +186,12 @@ struct EmbeddedBrokerTests {
         #expect(try produce(corrupt, "t", Array(recordBatch(timestamps: [1]).prefix(30))).error == 2, "a truncated batch")
         #expect(try produce(corrupt, "missing", recordBatch(timestamps: [1])).error == 3)
 
+        // A thousand requests piled up behind a waiting fetch: the connection is closed.
+        let piling = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        try piling.send(api: 1, version: 4, body: fetchBody("t", offset: 0, maxWait: 30_000, minBytes: 1 << 30))
+        for _ in 0...1_000 { try? piling.send(api: 18, version: 0, body: []) }  // sends fail once it is closed
+        #expect(throws: RawKafkaError.self) { _ = try piling.response() }
+
         // The same connection and a librdkafka producer are still served.
         #expect(try produce(corrupt, "t", recordBatch(timestamps: [1])) == (0, 0))
         let cluster = try TestKafka.cluster(engine: .swift)

@@ -32,7 +32,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // ready and the table caught up. Shutdown runs in reverse: fan-out stops before the table.
     platform.addService(interest)
     let consumerConfiguration = FanoutConsumer.configuration(
-        client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds, batchSize: batchSize)
+        client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
+        fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     let producer = platform.producer
     platform.addGatedService {

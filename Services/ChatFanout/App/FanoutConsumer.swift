@@ -48,13 +48,16 @@ final class FanoutConsumer: Service, Sendable {
     }
 
     /// The group consumer's configuration for this replica.
-    static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, batchSize: Int) -> KafkaConsumerConfiguration {
+    static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, batchSize: Int)
+        -> KafkaConsumerConfiguration
+    {
         var config = KafkaConsumerConfiguration(
             client: client,
             mode: .group(
                 id: group, topics: [Topic.chatMessage.name, Topic.gatewayTyping.name, Topic.presence.name, Topic.chatRead.name, Topic.study.name]))
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        config.properties["fetch.min.bytes"] = String(fetchMinBytes)
         config.maxBatchSize = batchSize
         return config
     }

@@ -196,7 +196,10 @@ private func realtime(
     platform.addGatedService { checkpoints }
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     let deliveryFetchWait = platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds
-    platform.addGatedService { DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, logger: logger) }
+    let deliveryFetchMinBytes = platform.platformSettings.kafkaDeliveryFetchMinBytes
+    platform.addGatedService {
+        DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes, logger: logger)
+    }
     PollingTransport(server: server).addRoutes(to: router)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)
     let maxFrameBytes = max(socketIO.maxPayloadBytes, nativeSettings.maxFrameBytes, protocols.stomp.maxFrameBytes)

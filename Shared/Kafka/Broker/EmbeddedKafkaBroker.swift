@@ -68,7 +68,8 @@ public final class EmbeddedKafkaBroker: Sendable {
 
     deinit {
         channel.close(promise: nil)
-        try? group.syncShutdownGracefully()
+        // Not the blocking variant: the last reference may go on some event loop's thread.
+        group.shutdownGracefully { _ in }
     }
 
     private var loop: any EventLoop { channel.eventLoop }
@@ -171,7 +172,17 @@ final class BrokerConnectionHandler: ChannelInboundHandler, BrokerConnection {
         context?.close(promise: nil)
     }
 
+    /// Requests a client may have queued behind one that waits (librdkafka keeps at most
+    /// `max.in.flight` per connection, 5 in the suite's producers): more closes the connection.
+    static let maxQueuedRequests = 1_000
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard queue.count < Self.maxQueuedRequests else {
+            logger.warning("embedded broker closes a connection: too many requests queued", metadata: ["queued": "\(queue.count)"])
+            context.close(promise: nil)
+            markClosed()
+            return
+        }
         queue.append(unwrapInboundIn(data))
         drain()
     }

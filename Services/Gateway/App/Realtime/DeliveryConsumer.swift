@@ -25,7 +25,7 @@ final class DeliveryConsumer: Service, Sendable {
     private let gatewayId: String
     private let logger: Logger
 
-    init(hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, logger: Logger) {
+    init(hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, logger: Logger) {
         self.hub = hub
         self.gatewayId = hub.settings.gatewayId
         self.logger = logger
@@ -35,6 +35,7 @@ final class DeliveryConsumer: Service, Sendable {
         )
         configuration.client.clientId = "\(client.clientId)-delivery"
         configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
+        configuration.properties["fetch.min.bytes"] = String(fetchMinBytes)
         configuration.announceForReadiness()  // the consumer is created when the service runs
         self.configuration = configuration
     }
