@@ -250,9 +250,12 @@ final class BrokerConnectionHandler: ChannelInboundHandler, BrokerConnection {
             answeredWhileHandling = body
             return
         }
-        guard !isClosed, waitingFor == correlationId else { return }
+        guard !isClosed, waitingFor == correlationId, let context else { return }
         waitingFor = nil
         write(correlationId: correlationId, body: body)
-        drain()
+        context.flush()
+        // The requests queued behind it run on a later turn of the loop, not inside whatever
+        // answered this one (a join completing a group answers every member's connection).
+        context.eventLoop.assumeIsolated().execute { self.drain() }
     }
 }
