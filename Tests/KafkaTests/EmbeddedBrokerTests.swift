@@ -125,6 +125,57 @@ struct EmbeddedBrokerTests {
         #expect(ContinuousClock.now - waited >= .milliseconds(250))
     }
 
+    /// JoinGroup v2 as a raw member: the error, generation, leader and member id it was given.
+    private func join(_ client: RawKafkaClient, group: String, member: String, sessionMilliseconds: Int32) throws -> (
+        error: Int16, generation: Int32, leader: String, member: String
+    ) {
+        var w = RawWriter()
+        w.string(group)
+        w.int32(sessionMilliseconds)
+        w.int32(sessionMilliseconds)  // rebalance timeout
+        w.string(member)
+        w.string("consumer")
+        w.int32(1)
+        w.string("range")
+        w.int32(0)  // empty metadata
+        var r = try client.request(api: 11, version: 2, body: w.bytes)
+        _ = try r.int32()
+        let error = try r.int16()
+        let generation = try r.int32()
+        _ = try r.string()
+        let leader = try r.string()
+        return (error, generation, leader, try r.string())
+    }
+
+    private func heartbeat(_ client: RawKafkaClient, group: String, generation: Int32, member: String) throws -> Int16 {
+        var w = RawWriter()
+        w.string(group)
+        w.int32(generation)
+        w.string(member)
+        var r = try client.request(api: 12, version: 1, body: w.bytes)
+        _ = try r.int32()
+        return try r.int16()
+    }
+
+    @Test("a member that stops heartbeating is dropped after its session; a stranger's heartbeat is refused; the group goes on")
+    func sessionExpiry() throws {
+        let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)
+        let silent = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        let first = try join(silent, group: "g", member: "", sessionMilliseconds: 1_000)
+        #expect(first.error == 0 && first.generation == 1 && first.leader == first.member)
+        #expect(try heartbeat(silent, group: "g", generation: 1, member: "somebody-else") == 25, "UNKNOWN_MEMBER_ID")
+        #expect(try heartbeat(silent, group: "g", generation: 7, member: first.member) == 22, "ILLEGAL_GENERATION")
+
+        // A second member joins: the group waits for the first to rejoin, which it never does.
+        let live = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        let started = ContinuousClock.now
+        let second = try join(live, group: "g", member: "", sessionMilliseconds: 10_000)
+        #expect(second.error == 0)
+        #expect(second.generation == 2 && second.leader == second.member, "the silent member is gone: the live one leads alone")
+        #expect(ContinuousClock.now - started < .seconds(5), "within the silent member's 1 s session (and the sweep)")
+        #expect(try heartbeat(silent, group: "g", generation: 1, member: first.member) == 25)
+    }
+
     @Test("offsets by time: the first record at or after the time, inside a batch; none after the last")
     func offsetsByTime() throws {
         let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)

@@ -31,6 +31,17 @@ struct ServiceSettingsTests {
         #expect(throws: StartupError.self) { try settings.logLevel }
     }
 
+    @Test("the real-time consumers' fetch.min.bytes: 1 unless set, a count of bytes, 0 or a word refused at startup")
+    func deliveryFetchMinBytes() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchMinBytes == 1)
+        let set = ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_FETCH_MIN_BYTES": "8192"], arguments: ["x"])
+        #expect(try set.kafkaDeliveryFetchMinBytes == 8192)
+        for bad in ["0", "-1", "lots"] {
+            let settings = ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_FETCH_MIN_BYTES": bad], arguments: ["x"])
+            #expect(throws: StartupError.self, "\(bad)") { try settings.kafkaDeliveryFetchMinBytes }
+        }
+    }
+
     @Test("the producers' codec: lz4 unless set, any librdkafka codec by name, anything else refused at startup")
     func kafkaCompression() throws {
         #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaCompression == "lz4")

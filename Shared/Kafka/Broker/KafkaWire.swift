@@ -1,3 +1,4 @@
+import CRdKafka
 import NIOCore
 
 /// A request or record batch the broker cannot parse: the connection that sent it is closed.
@@ -120,24 +121,25 @@ extension ByteBuffer {
     }
 }
 
-/// The error codes this broker answers with (Kafka's protocol numbers).
-enum KafkaErrorCode: Int16 {
-    case none = 0
-    case offsetOutOfRange = 1
-    case corruptMessage = 2
-    case unknownTopicOrPartition = 3
-    case messageTooLarge = 10
-    case coordinatorNotAvailable = 15
-    case illegalGeneration = 22
-    case inconsistentGroupProtocol = 23
-    case invalidGroupId = 24
-    case unknownMemberId = 25
-    case invalidSessionTimeout = 26
-    case rebalanceInProgress = 27
-    case unsupportedVersion = 35
-    case invalidRequest = 42
-    case unsupportedForMessageFormat = 43
-    case outOfOrderSequenceNumber = 45
-    case invalidProducerEpoch = 47
-    case unknownProducerId = 59
+/// The error codes this broker answers with: Kafka's protocol numbers, taken from librdkafka's
+/// `rd_kafka_resp_err_t` (the client's own table) rather than written out again.
+struct KafkaErrorCode: Equatable {
+    let rawValue: Int16
+
+    init(_ code: rd_kafka_resp_err_t) { rawValue = Int16(truncatingIfNeeded: code.rawValue) }
+
+    static let none = KafkaErrorCode(RD_KAFKA_RESP_ERR_NO_ERROR)
+    static let offsetOutOfRange = KafkaErrorCode(RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
+    static let corruptMessage = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_MSG)
+    static let unknownTopicOrPartition = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    static let illegalGeneration = KafkaErrorCode(RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION)
+    static let inconsistentGroupProtocol = KafkaErrorCode(RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
+    static let invalidGroupId = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_GROUP_ID)
+    static let unknownMemberId = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
+    static let invalidSessionTimeout = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_SESSION_TIMEOUT)
+    static let rebalanceInProgress = KafkaErrorCode(RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
+    static let unsupportedVersion = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION)
+    static let invalidRequest = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_REQUEST)
+    static let outOfOrderSequenceNumber = KafkaErrorCode(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER)
+    static let invalidProducerEpoch = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
 }
