@@ -39,6 +39,20 @@ public final class KafkaProducer: Service, Sendable {
         return try result.get()
     }
 
+    /// Enqueues a record without waiting for the broker, like `send`, and calls `onDelivery`
+    /// with its delivery report (on the producer's poll thread: keep it short).
+    public func send(_ message: KafkaProducerMessage, onDelivery: @escaping @Sendable (Result<KafkaDeliveryReport, any Error>) -> Void) async throws {
+        let ctx = client.context
+        let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
+        ctx.deliveries.withLock { $0[id] = DeliveryWaiter(onDelivery) }
+        do {
+            try await produce(message, opaqueId: id)
+        } catch {
+            _ = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+            throw error
+        }
+    }
+
     /// Enqueues records in order and waits for all of their delivery reports, returning one
     /// outcome per record. Order within a partition is kept (idempotent producer).
     public func sendAllAndAwait(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {

@@ -22,13 +22,17 @@ final class KafkaCallbackContext: Sendable {
     }
 }
 
-/// The batch (and position in it) waiting for one record's delivery report.
+/// What waits for one record's delivery report: a batch (and the record's position in it), or
+/// a callback.
 struct DeliveryWaiter: Sendable {
-    let batch: DeliveryBatch
-    let index: Int
+    let complete: @Sendable (Result<KafkaDeliveryReport, any Error>) -> Void
 
-    func complete(_ result: Result<KafkaDeliveryReport, any Error>) {
-        batch.complete(index, result)
+    init(batch: DeliveryBatch, index: Int) {
+        complete = { batch.complete(index, $0) }
+    }
+
+    init(_ callback: @escaping @Sendable (Result<KafkaDeliveryReport, any Error>) -> Void) {
+        complete = callback
     }
 }
 

@@ -14,31 +14,40 @@ final class GatewayEventPublisher: Service, Sendable {
     /// This process's run of the gateway, named in its sessions and liveness announcements.
     let instanceId: String
     private let logger: Logger
-    private let stream: AsyncStream<KafkaProducerMessage>
-    private let continuation: AsyncStream<KafkaProducerMessage>.Continuation
+    private let stream: AsyncStream<Queued>
+    private let continuation: AsyncStream<Queued>.Continuation
+
+    /// A record to send, and what to call once the broker acknowledged it (or refused it).
+    private struct Queued: Sendable {
+        let message: KafkaProducerMessage
+        let delivered: (@Sendable () -> Void)?
+    }
 
     init(producer: KafkaProducer, gatewayId: String, logger: Logger) {
         self.producer = producer
         self.source = "chatsuite/gateway/\(gatewayId)"
         self.instanceId = UUIDv7.generate().lowercased
         self.logger = logger
-        (stream, continuation) = AsyncStream.makeStream(of: KafkaProducerMessage.self)
+        (stream, continuation) = AsyncStream.makeStream(of: Queued.self)
     }
 
-    func publish<P: EventPayload>(_ payload: P) {
+    /// Queues `payload`; `delivered` runs once the broker acknowledged it, or it failed, or the
+    /// gateway stopped before sending it.
+    func publish<P: EventPayload>(_ payload: P, delivered: (@Sendable () -> Void)? = nil) {
         let event = CloudEvent(source: source, data: payload)
         do {
             let value = try EventCoding.encode(event)
-            continuation.yield(
-                KafkaProducerMessage(
-                    topic: P.topic.name, key: payload.subject, value: value,
-                    headers: [
-                        KafkaHeader(key: CloudEventKafkaHeader.id, string: event.id.lowercased),
-                        KafkaHeader(key: CloudEventKafkaHeader.type, string: P.eventType),
-                        KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue),
-                    ]
-                ))
+            let message = KafkaProducerMessage(
+                topic: P.topic.name, key: payload.subject, value: value,
+                headers: [
+                    KafkaHeader(key: CloudEventKafkaHeader.id, string: event.id.lowercased),
+                    KafkaHeader(key: CloudEventKafkaHeader.type, string: P.eventType),
+                    KafkaHeader(key: CloudEventKafkaHeader.contentType, string: CloudEventKafkaHeader.contentTypeValue),
+                ]
+            )
+            if case .terminated = continuation.yield(Queued(message: message, delivered: delivered)) { delivered?() }
         } catch {
+            delivered?()
             logger.error("gateway event not encoded", metadata: ["event.type": "\(P.eventType)", "error": "\(error)"])
         }
     }
@@ -48,23 +57,32 @@ final class GatewayEventPublisher: Service, Sendable {
     /// every reader loads at start — holds only live sessions and interest, not their history.
     func publishFinal<P: EventPayload>(_ payload: P) {
         publish(payload)
-        continuation.yield(KafkaProducerMessage(topic: P.topic.name, key: payload.subject, value: nil, headers: []))
+        continuation.yield(Queued(message: KafkaProducerMessage(topic: P.topic.name, key: payload.subject, value: nil, headers: []), delivered: nil))
     }
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            for await message in self.stream {
+            for await queued in self.stream {
                 do {
-                    try await self.producer.send(message)
+                    try await self.send(queued)
                 } catch {
-                    self.logger.warning("gateway event not sent", metadata: ["kafka.topic": "\(message.topic)", "kafka.error": "\(error)"])
+                    queued.delivered?()
+                    self.logger.warning("gateway event not sent", metadata: ["kafka.topic": "\(queued.message.topic)", "kafka.error": "\(error)"])
                 }
             }
         }
         continuation.finish()
         // What was queued before shutdown still goes out (the producer flushes after us).
-        for await message in stream {
-            try? await producer.send(message)
+        for await queued in stream {
+            do { try await send(queued) } catch { queued.delivered?() }
+        }
+    }
+
+    private func send(_ queued: Queued) async throws {
+        if let delivered = queued.delivered {
+            try await producer.send(queued.message) { _ in delivered() }
+        } else {
+            try await producer.send(queued.message)
         }
     }
 }

@@ -129,6 +129,15 @@ final class RealtimeHub: Sendable {
         }
     }
 
+    /// Returns once the gateway's interest in what `follow` names reached the broker (at most
+    /// 2 s): a subscription is confirmed to its client only then, so chat-fanout routes what is
+    /// sent after the confirmation here, bar its own lag in reading `gateway.interest.v1`.
+    func interestConfirmed(for follow: LiveFollow) async {
+        for id in [follow.id, follow.workspace].compactMap({ $0 }) {
+            await interest.announced(id, within: .seconds(2))
+        }
+    }
+
     /// Drops a follow; the dropped follow, nil when there was none.
     @discardableResult
     func unfollow(_ subscriber: any LiveSubscriber, _ id: UUID) -> LiveFollow? {

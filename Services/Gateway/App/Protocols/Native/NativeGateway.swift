@@ -204,9 +204,11 @@ final class NativeGateway: Sendable {
             connection.send(NativeFrames.error(code: NativeClose.notMember, message: "not a member of the conversation"))
             return
         }
+        let follow = LiveFollow(id: conversation, kind: .init(readable.kind), workspaceId: readable.workspaceId, userId: session.userId)
         if session.follow(conversation, kind: readable.kind, workspace: readable.workspaceId, from: Timestamp.milliseconds(Date())) {
-            hub.follow(session, LiveFollow(id: conversation, kind: .init(readable.kind), workspaceId: readable.workspaceId, userId: session.userId))
+            hub.follow(session, follow)
         }
+        await hub.interestConfirmed(for: follow)
         connection.send(NativeFrames.subscribed(conversation))
     }
 

@@ -192,6 +192,7 @@ final class SocketIOServer: Sendable {
         if session.connect(namespace) {
             hub.follow(session, follow)
         }
+        await hub.interestConfirmed(for: follow)
         return session.send(SocketIOEncoder.connected(namespace.name, socketId: randomSessionId(), version: version)) || fail(session, "send queue full")
     }
 

@@ -218,6 +218,7 @@ final class StompServer: Sendable {
         }
         let subscription = StompSession.Subscription(id: id, destination: destination, topic: topic, ack: ack, follow: follow)
         if session.subscribe(subscription) { hub.follow(session, follow) }
+        await hub.interestConfirmed(for: follow)  // before the RECEIPT
     }
 
     private func unsubscribe(_ frame: StompFrame, _ session: StompSession) throws(StompOperations.Refusal) {
