@@ -14,7 +14,9 @@ import TestSupport
 /// confirmation is then routed here as soon as chat-fanout reads `gateway.interest.v1`.
 @Suite("Interest confirmation")
 struct InterestConfirmationTests {
-    @Test("an announcement is in flight until its acknowledgement; only the first holder announces, and a broker that never answers delays the wait by its limit")
+    @Test(
+        "an announcement is in flight until its acknowledgement; only the first holder announces, and a broker that never answers delays the wait by its limit"
+    )
     func inFlightUntilAcknowledged() async throws {
         let acknowledgements = Mutex<[@Sendable () -> Void]>([])
         let announced = Mutex<[(UUID, Bool)]>([])
