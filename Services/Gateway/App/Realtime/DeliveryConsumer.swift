@@ -43,7 +43,9 @@ final class DeliveryConsumer: Service, Sendable {
     func run() async throws {
         let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
         try await cancelWhenGracefulShutdown {
-            for try await batch in consumer.batches {
+            // Decoding and routing never wait, so they run on the consumer's poll thread: a poll's
+            // records reach the event loops without a hop through the cooperative pool.
+            try await consumer.consumeOnPollThread { batch in
                 // A poll's deliveries reach each event loop in one wake-up.
                 self.hub.writeBatchers.holding {
                     for case .message(let message) in batch where message.keyString == self.gatewayId {
