@@ -55,16 +55,22 @@ struct ProducerConsumerTests {
         await consumer.close()
     }
 
-    @Test("batches hands out each poll's records together, never an empty batch, in partition order")
-    func batches() async throws {
+    /// A one-partition topic on a fresh one-broker cluster holding `records` values under one key.
+    static func oneKeyTopic(records: Int) async throws -> (EmbeddedKafkaCluster, String, KafkaProducer, [[UInt8]]) {
         let cluster = try TestKafka.cluster(brokers: 1)
         let topic = TestKafka.uniqueTopic()
         try cluster.createTopic(topic, partitions: 1)
         let producer = try TestKafka.producer(cluster)
-        let values = (0..<200).map { Array("m\($0)".utf8) }
+        let values = (0..<records).map { Array("m\($0)".utf8) }
         for result in await producer.sendAllAndAwait(values.map { KafkaProducerMessage(topic: topic, key: "k", value: $0) }) {
             _ = try result.get()
         }
+        return (cluster, topic, producer, values)
+    }
+
+    @Test("batches hands out each poll's records together, never an empty batch, in partition order")
+    func batches() async throws {
+        let (cluster, topic, producer, values) = try await Self.oneKeyTopic(records: 200)
         let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic]) { $0.maxBatchSize = 64 }
         let batches = try await withTimeout(.seconds(20), "200 messages in batches") {
             var out: [[KafkaConsumerEvent]] = []
@@ -81,6 +87,53 @@ struct ProducerConsumerTests {
         }
         #expect(received == values)
         await consumer.close()
+    }
+
+    @Test(
+        "consumeOnPollThread hands every poll's records to the handler in order, outside any task; offsets it stores there are committed on close; it ends promptly when its task is cancelled"
+    )
+    func consumeOnPollThread() async throws {
+        let (cluster, topic, producer, values) = try await Self.oneKeyTopic(records: 300)
+        let group = "g-\(topic)"
+        let consumer = try TestKafka.groupConsumer(cluster, group: group, topics: [topic]) { $0.maxBatchSize = 64 }
+        let received = Mutex<[[UInt8]]>([])
+        let batchSizes = Mutex<[Int]>([])
+        let inTask = Mutex(false)
+        let running = Task {
+            try await consumer.consumeOnPollThread { batch in
+                // The handler runs on the consumer's thread, outside any task.
+                if withUnsafeCurrentTask(body: { $0 != nil }) { inTask.withLock { $0 = true } }
+                batchSizes.withLock { $0.append(batch.count) }
+                for case .message(let message) in batch {
+                    received.withLock { $0.append(message.value ?? []) }
+                    try? consumer.storeOffset(message)
+                }
+            }
+        }
+        try await withTimeout(.seconds(30), "300 records handled") {
+            while received.withLock({ $0.count }) < values.count { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(received.withLock { $0 } == values)
+        #expect(batchSizes.withLock { $0.allSatisfy { $0 > 0 && $0 <= 64 } })
+        #expect(!inTask.withLock { $0 }, "the handler ran inside a task")
+        #expect(consumer.isCaughtUp)
+
+        let clock = ContinuousClock()
+        let cancelled = clock.now
+        running.cancel()
+        try await running.value
+        #expect(cancelled.duration(to: clock.now) < .seconds(5))
+        await consumer.close()
+
+        // The offsets the handler stored were committed on close: the group resumes past them.
+        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: topic, key: "k", value: Array("after".utf8)))
+        let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic])
+        let first = try await withTimeout(.seconds(20), "the first record after the commit") {
+            for try await message in next.messages { return message.value }
+            throw TimeoutError(what: "stream ended")
+        }
+        #expect(first == Array("after".utf8))
+        await next.close()
     }
 
     @Test("with a batch linger, records arriving within it after the poll's first join its batch; a lone record still comes out after the linger")
