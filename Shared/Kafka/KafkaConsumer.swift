@@ -224,14 +224,17 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Polls on this consumer's own thread and hands each poll's events to `handler` there,
-    /// synchronously, until the calling task is cancelled, the consumer closes or a fatal error
-    /// (thrown). The events are `batches`' (end-of-partition markers only with
-    /// `reportEndOfPartition`), finished once `handler` returns.
+    /// synchronously, until the calling task is cancelled, the consumer closes, a fatal error or
+    /// `handler` throws (rethrown). The events are `batches`' (end-of-partition markers only with
+    /// `reportEndOfPartition`), finished once `handler` returns. `handler`'s second argument
+    /// tells whether the calling task was cancelled meanwhile (for a handler that retries).
     ///
-    /// For a consumer whose processing is short and never waits: a poll's records reach the
-    /// application without a hop to the cooperative pool and back, two thread wake-ups per poll
+    /// For a consumer whose processing never waits on the cooperative pool: a poll's records
+    /// reach the application without a hop to the pool and back, two thread wake-ups per poll
     /// fewer than `batches`. Not together with `events` or `batches`.
-    public func consumeOnPollThread(_ handler: @escaping @Sendable ([KafkaConsumerEvent]) -> Void) async throws {
+    public func consumeOnPollThread(
+        _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
+    ) async throws {
         let stop = Atomic<Bool>(false)
         let reportEnds = configuration.reportEndOfPartition
         try await withTaskCancellationHandler {
@@ -242,7 +245,7 @@ public final class KafkaConsumer: Service, Sendable {
                             while !stop.load(ordering: .relaxed), !self.closed.load(ordering: .relaxed) {
                                 let polled = try self.pollBatchBlocking()
                                 let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
-                                if !batch.isEmpty { handler(batch) }
+                                if !batch.isEmpty { try handler(batch) { stop.load(ordering: .relaxed) } }
                                 polled.forEach(self.finished)
                             }
                         })

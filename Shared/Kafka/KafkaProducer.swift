@@ -71,6 +71,35 @@ public final class KafkaProducer: Service, Sendable {
         return await batch.wait()
     }
 
+    /// `sendAllAndAwait` for a thread that may block (a consumer's poll thread, see
+    /// `KafkaConsumer.consumeOnPollThread`): enqueues in order, waiting while the client's buffer
+    /// is full, then blocks until every record has its delivery report (each comes within
+    /// `message.timeout.ms`). Never call it from the cooperative pool.
+    public func sendAllBlocking(_ messages: [KafkaProducerMessage]) -> [Result<KafkaDeliveryReport, any Error>] {
+        guard !messages.isEmpty else { return [] }
+        let ctx = client.context
+        let results = Mutex<[Result<KafkaDeliveryReport, any Error>?]>(Array(repeating: nil, count: messages.count))
+        let done = DispatchSemaphore(value: 0)
+        for (index, message) in messages.enumerated() {
+            let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
+            ctx.deliveries.withLock {
+                $0[id] = DeliveryWaiter { result in
+                    results.withLock { $0[index] = result }
+                    done.signal()
+                }
+            }
+            do {
+                try produceBlocking(message, opaqueId: id)
+            } catch {
+                _ = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+                results.withLock { $0[index] = .failure(error) }
+                done.signal()
+            }
+        }
+        for _ in messages { done.wait() }
+        return results.withLock { $0.map { $0 ?? .failure(KafkaError.closed) } }
+    }
+
     /// Waits until every buffered record has a delivery report or `timeout` passes.
     public func flush(timeout: Duration = .seconds(10)) async throws {
         let deadline = ContinuousClock.now + timeout
@@ -112,18 +141,35 @@ public final class KafkaProducer: Service, Sendable {
         await poller.join()
     }
 
+    /// Enqueues `message`, waiting 1 ms at a time while the client's buffer is full (at most
+    /// `message.timeout.ms`).
     private func produce(_ message: KafkaProducerMessage, opaqueId: UInt64) async throws {
-        if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
-        let deadline = ContinuousClock.now + .milliseconds(configuration.messageTimeoutMilliseconds)
-        while true {
-            let err = enqueue(message, opaqueId: opaqueId)
-            if err == RD_KAFKA_RESP_ERR_NO_ERROR { return }
-            if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(1))
-                continue
-            }
-            throw KafkaError(err, "produce to \(message.topic) failed")
+        let deadline = try produceDeadline()
+        while try !enqueued(message, opaqueId: opaqueId, deadline: deadline) {
+            try await Task.sleep(for: .milliseconds(1))
         }
+    }
+
+    /// `produce` for a thread that may block.
+    private func produceBlocking(_ message: KafkaProducerMessage, opaqueId: UInt64) throws {
+        let deadline = try produceDeadline()
+        while try !enqueued(message, opaqueId: opaqueId, deadline: deadline) {
+            usleep(1_000)
+        }
+    }
+
+    /// How long a record may wait for room in the buffer; throws once the producer failed fatally.
+    private func produceDeadline() throws -> ContinuousClock.Instant {
+        if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
+        return ContinuousClock.now + .milliseconds(configuration.messageTimeoutMilliseconds)
+    }
+
+    /// One attempt: true when enqueued, false when the buffer is full before `deadline` (try again).
+    private func enqueued(_ message: KafkaProducerMessage, opaqueId: UInt64, deadline: ContinuousClock.Instant) throws -> Bool {
+        let err = enqueue(message, opaqueId: opaqueId)
+        if err == RD_KAFKA_RESP_ERR_NO_ERROR { return true }
+        if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, ContinuousClock.now < deadline { return false }
+        throw KafkaError(err, "produce to \(message.topic) failed")
     }
 
     private func enqueue(_ message: KafkaProducerMessage, opaqueId: UInt64) -> rd_kafka_resp_err_t {

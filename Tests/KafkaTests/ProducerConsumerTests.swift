@@ -70,7 +70,7 @@ struct ProducerConsumerTests {
 
     @Test("batches hands out each poll's records together, never an empty batch, in partition order")
     func batches() async throws {
-        let (cluster, topic, producer, values) = try await Self.oneKeyTopic(records: 200)
+        let (cluster, topic, _, values) = try await Self.oneKeyTopic(records: 200)
         let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic]) { $0.maxBatchSize = 64 }
         let batches = try await withTimeout(.seconds(20), "200 messages in batches") {
             var out: [[KafkaConsumerEvent]] = []
@@ -100,7 +100,7 @@ struct ProducerConsumerTests {
         let batchSizes = Mutex<[Int]>([])
         let inTask = Mutex(false)
         let running = Task {
-            try await consumer.consumeOnPollThread { batch in
+            try await consumer.consumeOnPollThread { batch, _ in
                 // The handler runs on the consumer's thread, outside any task.
                 if withUnsafeCurrentTask(body: { $0 != nil }) { inTask.withLock { $0 = true } }
                 batchSizes.withLock { $0.append(batch.count) }

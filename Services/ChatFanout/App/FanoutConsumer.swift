@@ -74,8 +74,11 @@ final class FanoutConsumer: Service, Sendable {
         let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
         do {
             try await cancelWhenGracefulShutdown {
-                for try await batch in consumer.batches {
-                    try await self.process(batch, consumer: consumer)
+                // Routing and producing never wait on the cooperative pool, so a poll is processed
+                // on the consumer's poll thread, which blocks for the deliveries' acknowledgements:
+                // no hop to a task and back per poll.
+                try await consumer.consumeOnPollThread { batch, stopping in
+                    try self.process(batch, consumer: consumer, stopping: stopping)
                 }
             }
         } catch is CancellationError {
@@ -88,7 +91,9 @@ final class FanoutConsumer: Service, Sendable {
         await consumer.close()
     }
 
-    func process(_ batch: [KafkaConsumerEvent], consumer: KafkaConsumer) async throws {
+    /// On the consumer's poll thread: routes `batch`, produces its deliveries and waits for their
+    /// acknowledgements, then stores its offsets. `stopping` ends the retries (shutdown).
+    func process(_ batch: [KafkaConsumerEvent], consumer: KafkaConsumer, stopping: () -> Bool) throws {
         var records: [KafkaConsumerMessage] = []
         records.reserveCapacity(batch.count)
         for case .message(let message) in batch { records.append(message) }
@@ -154,7 +159,7 @@ final class FanoutConsumer: Service, Sendable {
             }
         }
         if uninterested > 0 { skippedUninterested.increment(by: uninterested) }
-        try await deliver(outgoing)
+        try deliver(outgoing, stopping: stopping)
 
         // Offsets only after every delivery was acknowledged: the last record of each partition
         // of each topic (the topics share partition numbers).
@@ -165,11 +170,11 @@ final class FanoutConsumer: Service, Sendable {
 
     /// Produces `outgoing` and waits for every delivery report; failed records are produced again
     /// (in their order) with backoff until acknowledged. Throws only on shutdown or a fatal error.
-    private func deliver(_ outgoing: [KafkaProducerMessage]) async throws {
+    private func deliver(_ outgoing: [KafkaProducerMessage], stopping: () -> Bool) throws {
         var pending = outgoing
         var backoff = Duration.milliseconds(50)
         while !pending.isEmpty {
-            let results = await producer.sendAllAndAwait(pending)
+            let results = producer.sendAllBlocking(pending)
             var failed: [KafkaProducerMessage] = []
             var firstError: (any Error)?
             for (message, result) in zip(pending, results) {
@@ -187,7 +192,12 @@ final class FanoutConsumer: Service, Sendable {
                 metadata: [
                     LogKey.kafkaTopic: "\(Topic.gatewayDelivery.name)", LogKey.count: "\(failed.count)", LogKey.error: "\(firstError)",
                 ])
-            try await Task.sleep(for: backoff)
+            // The backoff, in slices that notice a shutdown.
+            let resume = ContinuousClock.now + backoff
+            while ContinuousClock.now < resume {
+                if stopping() { throw CancellationError() }
+                usleep(10_000)
+            }
             backoff = min(backoff * 2, .seconds(5))
             pending = failed
         }

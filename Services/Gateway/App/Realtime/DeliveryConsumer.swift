@@ -45,7 +45,7 @@ final class DeliveryConsumer: Service, Sendable {
         try await cancelWhenGracefulShutdown {
             // Decoding and routing never wait, so they run on the consumer's poll thread: a poll's
             // records reach the event loops without a hop through the cooperative pool.
-            try await consumer.consumeOnPollThread { batch in
+            try await consumer.consumeOnPollThread { batch, _ in
                 // A poll's deliveries reach each event loop in one wake-up.
                 self.hub.writeBatchers.holding {
                     for case .message(let message) in batch where message.keyString == self.gatewayId {
