@@ -136,6 +136,39 @@ struct ProducerConsumerTests {
         await next.close()
     }
 
+    @Test(
+        "sendAllBlocking, off the cooperative pool, returns once every record is acknowledged, in order per key; with no broker it returns each record's failure within message.timeout.ms"
+    )
+    func sendAllBlocking() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1)
+        let topic = TestKafka.uniqueTopic()
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try TestKafka.producer(cluster) { $0.messageTimeoutMilliseconds = 2_000 }
+        let messages = (0..<90).map { KafkaProducerMessage(topic: topic, key: "k\($0 % 3)", value: Array("v\($0)".utf8)) }
+        /// `sendAllBlocking` on a Dispatch thread, as a consumer's poll thread calls it.
+        func blocking(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: producer.sendAllBlocking(messages)) }
+            }
+        }
+        let reports = try await blocking(messages).map { try $0.get() }
+        #expect(reports.count == messages.count)
+        // Per key (one partition each), offsets rise in the order the records were given.
+        for key in 0..<3 {
+            let offsets = reports.enumerated().filter { $0.offset % 3 == key }.map(\.element.offset)
+            #expect(offsets == offsets.sorted() && Set(offsets).count == offsets.count)
+            #expect(Set(reports.enumerated().filter { $0.offset % 3 == key }.map(\.element.partition)).count == 1)
+        }
+
+        cluster.setAllBrokersDown()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let failed = await blocking(Array(messages.prefix(5)))
+        #expect(failed.count == 5 && failed.allSatisfy { if case .failure = $0 { true } else { false } })
+        #expect(start.duration(to: clock.now) < .seconds(15))
+        cluster.setAllBrokersUp()
+    }
+
     @Test("with a batch linger, records arriving within it after the poll's first join its batch; a lone record still comes out after the linger")
     func batchLinger() async throws {
         let cluster = try TestKafka.cluster(brokers: 1)
