@@ -22,6 +22,9 @@ public final class KafkaConsumer: Service, Sendable {
     private let queue: DispatchQueue
     private let logger: Logger
     private let closed = Atomic<Bool>(false)
+    /// `close()` was called: a `consumeOnPollThread` loop holding `queue` ends at its next poll,
+    /// so the close queued behind it can run.
+    private let closeRequested = Atomic<Bool>(false)
     public let configuration: KafkaConsumerConfiguration
     private let lag: ConsumerLag
 
@@ -149,6 +152,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// shutdown with it. A consumer given up is left unclosed (logged); its group times it out.
     public func close() async {
         guard !closed.load(ordering: .relaxed) else { return }
+        closeRequested.store(true, ordering: .relaxed)
         let client = self.client
         let logger = self.logger
         let bound = configuration.closeTimeout
@@ -224,7 +228,7 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Polls on this consumer's own thread and hands each poll's events to `handler` there,
-    /// synchronously, until the calling task is cancelled, the consumer closes, a fatal error or
+    /// synchronously, until the calling task is cancelled, `close()` is called, a fatal error or
     /// `handler` throws (rethrown). The events are `batches`' (end-of-partition markers only with
     /// `reportEndOfPartition`), finished once `handler` returns. `handler`'s second argument
     /// tells whether the calling task was cancelled meanwhile (for a handler that retries).
@@ -242,7 +246,7 @@ public final class KafkaConsumer: Service, Sendable {
                 queue.async {
                     continuation.resume(
                         with: Result {
-                            while !stop.load(ordering: .relaxed), !self.closed.load(ordering: .relaxed) {
+                            while !stop.load(ordering: .relaxed), !self.closeRequested.load(ordering: .relaxed) {
                                 let polled = try self.pollBatchBlocking()
                                 let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
                                 if !batch.isEmpty { try handler(batch) { stop.load(ordering: .relaxed) } }

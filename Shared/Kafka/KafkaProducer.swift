@@ -42,13 +42,11 @@ public final class KafkaProducer: Service, Sendable {
     /// Enqueues a record without waiting for the broker, like `send`, and calls `onDelivery`
     /// with its delivery report (on the producer's poll thread: keep it short).
     public func send(_ message: KafkaProducerMessage, onDelivery: @escaping @Sendable (Result<KafkaDeliveryReport, any Error>) -> Void) async throws {
-        let ctx = client.context
-        let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-        ctx.deliveries.withLock { $0[id] = DeliveryWaiter(onDelivery) }
+        let id = track(DeliveryWaiter(onDelivery))
         do {
             try await produce(message, opaqueId: id)
         } catch {
-            _ = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
+            untrack(id)
             throw error
         }
     }
@@ -57,15 +55,13 @@ public final class KafkaProducer: Service, Sendable {
     /// outcome per record. Order within a partition is kept (idempotent producer).
     public func sendAllAndAwait(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {
         guard !messages.isEmpty else { return [] }
-        let ctx = client.context
         let batch = DeliveryBatch(count: messages.count)
         for (index, message) in messages.enumerated() {
-            let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-            ctx.deliveries.withLock { $0[id] = DeliveryWaiter(batch: batch, index: index) }
+            let id = track(DeliveryWaiter(batch: batch, index: index))
             do {
                 try await produce(message, opaqueId: id)
             } catch {
-                ctx.deliveries.withLock { $0.removeValue(forKey: id) }?.complete(.failure(error))
+                untrack(id)?.complete(.failure(error))
             }
         }
         return await batch.wait()
@@ -77,23 +73,18 @@ public final class KafkaProducer: Service, Sendable {
     /// `message.timeout.ms`). Never call it from the cooperative pool.
     public func sendAllBlocking(_ messages: [KafkaProducerMessage]) -> [Result<KafkaDeliveryReport, any Error>] {
         guard !messages.isEmpty else { return [] }
-        let ctx = client.context
         let results = Mutex<[Result<KafkaDeliveryReport, any Error>?]>(Array(repeating: nil, count: messages.count))
         let done = DispatchSemaphore(value: 0)
         for (index, message) in messages.enumerated() {
-            let id = ctx.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
-            ctx.deliveries.withLock {
-                $0[id] = DeliveryWaiter { result in
-                    results.withLock { $0[index] = result }
-                    done.signal()
-                }
+            let waiter = DeliveryWaiter { result in
+                results.withLock { $0[index] = result }
+                done.signal()
             }
+            let id = track(waiter)
             do {
                 try produceBlocking(message, opaqueId: id)
             } catch {
-                _ = ctx.deliveries.withLock { $0.removeValue(forKey: id) }
-                results.withLock { $0[index] = .failure(error) }
-                done.signal()
+                untrack(id)?.complete(.failure(error))
             }
         }
         for _ in messages { done.wait() }
@@ -139,6 +130,19 @@ public final class KafkaProducer: Service, Sendable {
         }
         poller.requestStop()
         await poller.join()
+    }
+
+    /// Registers `waiter` for a record's delivery report; the id to produce the record with.
+    private func track(_ waiter: DeliveryWaiter) -> UInt64 {
+        let id = client.context.nextDeliveryId.wrappingAdd(1, ordering: .relaxed).oldValue
+        client.context.deliveries.withLock { $0[id] = waiter }
+        return id
+    }
+
+    /// The waiter of a record that was never enqueued (it gets no report).
+    @discardableResult
+    private func untrack(_ id: UInt64) -> DeliveryWaiter? {
+        client.context.deliveries.withLock { $0.removeValue(forKey: id) }
     }
 
     /// Enqueues `message`, waiting 1 ms at a time while the client's buffer is full (at most

@@ -136,6 +136,25 @@ struct ProducerConsumerTests {
         await next.close()
     }
 
+    @Test("close() while consumeOnPollThread runs, its task not cancelled: both return promptly (the loop gives up the consumer's thread)")
+    func closeEndsConsumeOnPollThread() async throws {
+        let (cluster, topic, _, values) = try await Self.oneKeyTopic(records: 5)
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
+        let handled = Mutex(0)
+        let running = Task { try await consumer.consumeOnPollThread { batch, _ in handled.withLock { $0 += batch.count } } }
+        try await withTimeout(.seconds(30), "the records handled") {
+            while handled.withLock({ $0 }) < values.count { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withTimeout(.seconds(20), "close and the loop's end") {
+            await consumer.close()
+            try await running.value
+        }
+        #expect(start.duration(to: clock.now) < .seconds(15))
+        #expect(consumer.isClosed)
+    }
+
     @Test(
         "sendAllBlocking, off the cooperative pool, returns once every record is acknowledged, in order per key; with no broker it returns each record's failure within message.timeout.ms"
     )
