@@ -100,7 +100,7 @@ struct PresenceFlowTests {
     }
 
     @Test(
-        "members only; offline before any session; a user with three sessions is online until the last one closes, with one event each way; native sessions sharing a workspace get presence.update, others nothing"
+        "members only; offline before any session; a user with three sessions is online until the last one closes, with one event each way; native sessions sharing a workspace get presence.batch, others nothing"
     )
     func statusFollowsSessions() async throws {
         let run = UUID().uuidString.prefix(8).lowercased()
@@ -157,7 +157,7 @@ struct PresenceFlowTests {
                 let sessions = try await Self.sessionRecords(s, mentioning: a.id)
                 let answer = try await s.get(path, b)
                 Issue.record(
-                    "presence answered \(answer.status.code) \(String(buffer: answer.body)); a's records on gateway.session.v1: \(sessions); a's events on presence.v1: \(collector.of(a).map(\.status)); b's presence.update: \(watcher.dispatches("presence.update").map(\.data))"
+                    "presence answered \(answer.status.code) \(String(buffer: answer.body)); a's records on gateway.session.v1: \(sessions); a's events on presence.v1: \(collector.of(a).map(\.status)); b's presence.batch: \(watcher.dispatches("presence.batch").map(\.data))"
                 )
                 throw error
             }
@@ -168,15 +168,23 @@ struct PresenceFlowTests {
             #expect(events.allSatisfy { $0.workspaces == [wid] })
             // b's session was online all along: its own change reaches nobody but the topic.
             #expect(collector.of(b).map(\.status) == [.online])
-            try await watcher.waitFor("two presence updates") { frames in
-                frames.filter { $0["t"] as? String == "presence.update" }.count >= 2
+            // b's session hears of a in `presence.batch` dispatches of the workspace (a's two
+            // changes are seconds apart: two windows).
+            @Sendable func updates(_ client: NativeTestClient) -> [[String: Any]] {
+                client.dispatches("presence.batch").flatMap { ($0.data["updates"] as? [[String: Any]]) ?? [] }
             }
-            let updates = watcher.dispatches("presence.update").map(\.data)
-            #expect(updates.map { $0["user_id"] as? String } == [a.id, a.id])
-            #expect(updates.map { $0["status"] as? String } == ["online", "offline"])
-            #expect(updates.allSatisfy { Set($0.keys) == ["user_id", "status", "lastSeen"] && ($0["lastSeen"] as? String).flatMap(Timestamp.parse) != nil })
+            try await eventually("two presence updates", timeout: .seconds(20)) { updates(watcher).count >= 2 }
+            let batches = watcher.dispatches("presence.batch").map(\.data)
+            #expect(batches.allSatisfy { Set($0.keys) == ["workspace_id", "updates"] && $0["workspace_id"] as? String == wid }, "\(batches)")
+            #expect(updates(watcher).map { $0["user_id"] as? String } == [a.id, a.id])
+            #expect(updates(watcher).map { $0["status"] as? String } == ["online", "offline"])
+            #expect(
+                updates(watcher).allSatisfy {
+                    Set($0.keys) == ["user_id", "status", "lastSeen"] && ($0["lastSeen"] as? String).flatMap(Timestamp.parse) != nil
+                })
+            #expect(watcher.dispatches("presence.update").isEmpty, "native sessions take presence in batches")
             // The outsider shares no workspace with a or b: no presence of theirs, ever.
-            #expect(stranger.dispatches("presence.update").isEmpty, "\(stranger.dispatches("presence.update"))")
+            #expect(stranger.dispatches("presence.batch").isEmpty, "\(stranger.dispatches("presence.batch"))")
             await watcher.kill()
             await stranger.kill()
             await collector.stop()

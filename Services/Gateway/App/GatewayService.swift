@@ -60,6 +60,7 @@ public enum GatewayService {
         "gateway.realtime.write-timeout-ms": 10_000,
         // Recent event ids remembered to drop Kafka redeliveries (every protocol).
         "gateway.realtime.dedupe-window": 100_000,
+        "gateway.realtime.presence-batch-ms": 250,
         // `gateway.alive` on gateway.session.v1: presence declares a gateway dead after
         // missing three of these (docs/presence.md).
         "gateway.liveness-interval-ms": 5_000,
@@ -192,6 +193,7 @@ private func realtime(
     platform.addService(GatewayLiveness(gatewayId: gatewayId, intervalMilliseconds: livenessIntervalMilliseconds, events: publisher))
     platform.addService(SocketIOHeartbeat(server: server))
     platform.addService(SweepService(sweep: native.sweep, shutdown: native.shutdown))
+    platform.addService(PresenceFlush(hub: hub, window: realtime.presenceBatchWindow))
     platform.addService(SweepService(sweep: stomp.sweep, shutdown: stomp.shutdown))
     platform.addGatedService { checkpoints }
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }

@@ -19,7 +19,7 @@ public enum PresenceEvents {
         /// gateway was declared dead).
         public var lastSeen: Date
         /// The user's workspaces when the status changed: who shares one with the user sees the
-        /// change (the gateway's `presence.update` dispatch goes to those workspaces' sessions).
+        /// change (the gateway's `presence.batch` dispatch goes to those workspaces' native sessions).
         public var workspaceIds: [WorkspaceID]
         public var subject: String { userId.description }
 

@@ -34,6 +34,8 @@ struct DeliveryHoldTests {
         }
 
         func revoked(_ follow: LiveFollow) {}
+
+        var presenceUpdates: PresenceUpdates { .none }
     }
 
     @Test("every event of the delivery stream reaches its subscribers while the batchers are held, and none is held after")

@@ -14,8 +14,12 @@ enum LiveEvent: Sendable {
     case typing(GatewayEvents.TypingStarted)
     /// Goes to the user's own sessions only (their other devices follow the cursor).
     case readCursor(ChatEvents.ReadCursorMoved)
-    /// Goes to the sessions sharing one of the member's workspaces (never the member's own).
+    /// Goes to the sessions sharing one of the member's workspaces (never the member's own) that
+    /// take presence one change at a time (STOMP).
     case presence(PresenceEvents.StatusChanged)
+    /// A workspace's presence changes of one batching window (`PresenceBatcher`), to the sessions
+    /// that take presence in batches (native), never about their own user.
+    case presenceBatch(PresenceBatch)
     /// A STOMP client's `/kafka/community-signaling`, to the community's subscribers.
     case signal(GatewayEvents.CommunitySignal)
     /// A study chat, to the Socket.IO sessions that announced its recipient (`changesocketid`).
@@ -39,17 +43,20 @@ enum LiveEvent: Sendable {
         case .typing(let event): .followers(event.conversationId)
         case .readCursor(let event): .followers(event.conversation.id)
         case .presence(let event): .workspaces(event.workspaceIds.map(\.uuid))
+        case .presenceBatch(let batch): .workspaces([batch.workspaceId])
         case .signal(let event): .followers(event.communityId)
         case .studyChat(let event): .followers(StudyEvents.liveRoute(of: event.to))
         }
     }
 
     /// Whether a follow by `user` receives the event: typing and presence skip their author
-    /// (an anonymous follow, `user` nil, gets them), a read cursor goes to its owner only.
+    /// (an anonymous follow, `user` nil, gets them; a batch only about `user` is skipped, one that
+    /// also names others is filtered by the session), a read cursor goes to its owner only.
     func reaches(_ user: UserID?) -> Bool {
         switch self {
         case .typing(let event): user != event.userId
         case .presence(let event): user != event.userId
+        case .presenceBatch(let batch): user.map { !batch.isOnly($0) } ?? true
         case .readCursor(let event): user == event.userId
         default: true
         }
@@ -67,6 +74,7 @@ enum LiveEvent: Sendable {
         case .typing: "typing"
         case .readCursor: "read.cursor"
         case .presence: "presence.update"
+        case .presenceBatch: "presence.batch"
         case .signal: "community.signal"
         case .studyChat: "chat"
         }

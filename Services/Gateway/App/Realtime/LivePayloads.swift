@@ -38,9 +38,9 @@ enum LivePayloads {
             conversation(cursor.conversation.id, cursor.conversation.kind, to: &json)
             json.member("readAt", Timestamp.format(cursor.readAt))
         case .presence(let change):
-            json.member("user_id", change.userId)
-            json.member("status", change.status.rawValue)
-            json.member("lastSeen", Timestamp.format(change.lastSeen))
+            presence(change, to: &json)
+        case .presenceBatch(let batch):
+            presenceBatch(batch, excluding: nil, to: &json)
         case .signal(let signal):
             json.member("community_id", signal.communityId.lowercased)
             json.member("user_id", signal.userId)
@@ -57,6 +57,34 @@ enum LivePayloads {
         }
         json.endObject()
         return json.buffer
+    }
+
+    /// A `presence.batch` payload without `user`'s own change (for that user's sessions).
+    static func presenceBatch(_ batch: PresenceBatch, excluding user: UserID) -> ByteBuffer {
+        var json = JSONWriter(capacity: 64 + 96 * batch.changes.count)
+        json.beginObject()
+        presenceBatch(batch, excluding: user, to: &json)
+        json.endObject()
+        return json.buffer
+    }
+
+    /// `"workspace_id":…,"updates":[{"user_id","status","lastSeen"}…]`.
+    private static func presenceBatch(_ batch: PresenceBatch, excluding user: UserID?, to json: inout JSONWriter) {
+        json.member("workspace_id", batch.workspaceId.lowercased)
+        json.key("updates")
+        json.beginArray()
+        for change in batch.changes where change.userId != user {
+            json.beginObject()
+            presence(change, to: &json)
+            json.endObject()
+        }
+        json.endArray()
+    }
+
+    private static func presence(_ change: PresenceEvents.StatusChanged, to json: inout JSONWriter) {
+        json.member("user_id", change.userId)
+        json.member("status", change.status.rawValue)
+        json.member("lastSeen", Timestamp.format(change.lastSeen))
     }
 
     private static func conversation(_ id: UUID, _ kind: ChatEvents.Conversation.Kind, to json: inout JSONWriter) {

@@ -43,6 +43,23 @@ protocol LiveSubscriber: AnyObject, Sendable {
     func deliver(_ delivery: LiveDelivery, for follow: LiveFollow)
     /// Its user may no longer read `follow`'s conversation or workspace; the hub has dropped the follow.
     func revoked(_ follow: LiveFollow)
+    /// How the subscriber takes its workspaces' presence changes (a constant).
+    var presenceUpdates: PresenceUpdates { get }
+}
+
+/// How a protocol takes presence: not at all (Socket.IO), each change as it comes (STOMP), or a
+/// workspace's changes of one window together (native, `PresenceBatcher`).
+enum PresenceUpdates: Sendable {
+    case none, each, batched
+
+    /// Whether a subscriber taking presence this way is routed `event`.
+    func takes(_ event: LiveEvent) -> Bool {
+        switch event {
+        case .presence: self == .each
+        case .presenceBatch: self == .batched
+        default: true
+        }
+    }
 }
 
 /// The real-time core every protocol plugs into (docs/adding-a-protocol.md): who follows which
@@ -61,6 +78,8 @@ final class RealtimeHub: Sendable {
     private let interest: GatewayInterest
     private let state = Mutex(State())
     private let recent: Mutex<RecentIds>
+    /// Presence changes waiting for the next flush (`PresenceFlush`) to the batched subscribers.
+    let presenceBatcher = PresenceBatcher()
     private let delivered = Counter(label: "realtime_deliveries_total")
     private let duplicates = Counter(label: "realtime_duplicate_deliveries_total")
 
@@ -183,12 +202,29 @@ final class RealtimeHub: Sendable {
     // MARK: delivery
 
     /// An event from the delivery stream (`id`: its CloudEvents id, which a redelivery repeats),
-    /// to the followers it reaches — once.
+    /// to the followers it reaches — once. A presence change goes at once to the subscribers that
+    /// take each change, and into the next batch for those that take batches.
     func deliver(_ event: LiveEvent, id: UUID) {
         guard recent.withLock({ $0.insert(id) }) else {
             duplicates.increment()
             return
         }
+        if case .presence(let change) = event { presenceBatcher.add(change) }
+        route(event)
+    }
+
+    /// The presence batches gathered since the last flush, each to its workspace's batched
+    /// subscribers (`PresenceFlush` calls this one window after the first change).
+    /// The write batchers are held meanwhile, so each event loop wakes once per flush.
+    func flushPresence() {
+        let batches = presenceBatcher.take()
+        guard !batches.isEmpty else { return }
+        writeBatchers.holding {
+            for batch in batches { route(.presenceBatch(batch)) }
+        }
+    }
+
+    private func route(_ event: LiveEvent) {
         let recipients = state.withLock { state -> [Follower] in
             switch event.route {
             case .followers(let target):
@@ -199,7 +235,7 @@ final class RealtimeHub: Sendable {
                 var out: [Follower] = []
                 for workspace in workspaces {
                     for key in state.workspaces[workspace]?.keys ?? [:].keys where seen.insert(key).inserted {
-                        guard let entry = state.subscribers[key] else { continue }
+                        guard let entry = state.subscribers[key], entry.subscriber.presenceUpdates.takes(event) else { continue }
                         let follow = entry.follows.values.first { $0.workspace == workspace }
                         if let follow { out.append(Follower(subscriber: entry.subscriber, follow: follow)) }
                     }

@@ -13,6 +13,8 @@ struct RealtimeSettings: Sendable {
     var dedupeWindow: Int
     /// Minimum time between two forwarded typing events of one client in one conversation.
     var typingInterval: Duration
+    /// How long presence changes gather before a workspace's batch goes to its native sessions.
+    var presenceBatchWindow: Duration
 
     init(_ settings: ServiceSettings) throws {
         gatewayId = GatewayIdentity.id(
@@ -21,16 +23,25 @@ struct RealtimeSettings: Sendable {
         writeTimeout = .milliseconds(try settings.int("gateway.realtime.write-timeout-ms"))
         dedupeWindow = try settings.int("gateway.realtime.dedupe-window")
         typingInterval = .seconds(3)
+        let presenceBatchMilliseconds = try settings.int("gateway.realtime.presence-batch-ms")
+        presenceBatchWindow = .milliseconds(presenceBatchMilliseconds)
         guard writeTimeout >= .milliseconds(100), dedupeWindow >= 1 else {
             throw StartupError("gateway.realtime.write-timeout-ms must be at least 100 and gateway.realtime.dedupe-window positive")
         }
+        guard (1...10_000).contains(presenceBatchMilliseconds) else {
+            throw StartupError("gateway.realtime.presence-batch-ms must be within 1…10000")
+        }
     }
 
-    init(gatewayId: String, writeTimeout: Duration = .seconds(10), dedupeWindow: Int = 1_000, typingInterval: Duration = .seconds(3)) {
+    init(
+        gatewayId: String, writeTimeout: Duration = .seconds(10), dedupeWindow: Int = 1_000, typingInterval: Duration = .seconds(3),
+        presenceBatchWindow: Duration = .milliseconds(250)
+    ) {
         self.gatewayId = gatewayId
         self.writeTimeout = writeTimeout
         self.dedupeWindow = dedupeWindow
         self.typingInterval = typingInterval
+        self.presenceBatchWindow = presenceBatchWindow
     }
 }
 

@@ -335,14 +335,22 @@ extension Date {
 }
 
 extension NativeSession: LiveSubscriber {
+    /// `presence.batch`: a workspace's changes of one window in one dispatch.
+    var presenceUpdates: PresenceUpdates { .batched }
+
     /// A dispatch of the event's type around its shared payload; a new message also moves the
     /// conversation's resume marks. A connection whose queue is full closes with 4011 (resume).
+    /// A presence batch naming the session's own user is written without that user's change.
     func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
         let event = delivery.event
         let created = event.createdMessage
+        var json: ByteBuffer {
+            if case .presenceBatch(let batch) = event, batch.names(userId) { return LivePayloads.presenceBatch(batch, excluding: userId) }
+            return delivery.payload
+        }
         let pending = Pending(
             type: event.dispatchType, conversationId: follow.id, messageId: created?.id,
-            createdAtMilliseconds: created.map { Timestamp.milliseconds($0.createdAt) } ?? 0, json: delivery.payload)
+            createdAtMilliseconds: created.map { Timestamp.milliseconds($0.createdAt) } ?? 0, json: json)
         if !dispatch(pending) {
             connection?.closeNow(code: NativeClose.tooSlow, reason: "too far behind: resume")
         }

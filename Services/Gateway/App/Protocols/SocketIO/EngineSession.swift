@@ -290,6 +290,9 @@ final class EngineSession: Sendable {
 }
 
 extension EngineSession: LiveSubscriber {
+    /// The SeSAC contract has no presence event.
+    var presenceUpdates: PresenceUpdates { .none }
+
     /// A namespace's events: `channel` / `dm` for new messages (the contract's events, exactly),
     /// the event's dispatch type for the rest (docs/realtime.md); one packet per namespace,
     /// shared by its sessions. Presence and community signals name no namespace: not sent.
@@ -317,7 +320,7 @@ extension EngineSession: LiveSubscriber {
         let name: String
         switch delivery.event {
         case .channelMessage, .directMessage: name = namespace.eventName
-        case .presence, .signal: return
+        case .presence, .presenceBatch, .signal: return
         default: name = delivery.event.dispatchType
         }
         let packet = delivery.rendering(.init(format: .socketIO, target: follow.id)) {

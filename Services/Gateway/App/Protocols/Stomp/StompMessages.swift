@@ -47,7 +47,7 @@ enum StompMessages {
         case .typing(let typing):
             json.member("type", "typing")
             json.member("name", typing.name ?? "")
-        case .reactions, .readCursor, .presence, .signal, .studyChat:
+        case .reactions, .readCursor, .presence, .presenceBatch, .signal, .studyChat:
             return nil
         }
         json.endObject()

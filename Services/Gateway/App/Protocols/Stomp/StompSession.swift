@@ -159,6 +159,9 @@ final class StompSession: Sendable {
 }
 
 extension StompSession: LiveSubscriber {
+    /// A room subscription's presence MESSAGE is one user's change.
+    var presenceUpdates: PresenceUpdates { .each }
+
     func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
         switch delivery.event {
         case .presence(let change):
