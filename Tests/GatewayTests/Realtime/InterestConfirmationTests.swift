@@ -1,6 +1,7 @@
 import Common
 import Events
 import Foundation
+import HummingbirdTesting
 import Kafka
 import SuiteTesting
 import Synchronization
@@ -97,5 +98,61 @@ struct InterestConfirmationTests {
         cluster.setAllBrokersUp()
         await interest.announced(other, within: .seconds(30))
         #expect(!interest.isAnnouncing(other))
+    }
+
+    @Test(
+        "through a running gateway: with the broker down, a native subscribe, a STOMP SUBSCRIBE's RECEIPT and a Socket.IO namespace CONNECT each wait the full 2 s for the interest's acknowledgement"
+    )
+    func protocolsWaitForTheBroker() async throws {
+        let gatewayId = "gw-confirm-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: ["GATEWAY_ID": gatewayId]) { s in
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let port = try #require(s.client.port)
+            // Native: identified before its channel exists, so `subscribe` is its first follow of it.
+            let (native, _) = try await NativeTestClient.connect(port, a)
+            let stomp = StompTestClient(port: port)
+            stomp.connect(token: a.token, userId: a.id)
+            _ = try await stomp.waitFor(.connected)
+            // One workspace and channel per protocol: each subscription is the gateway's first
+            // interest in its conversation and workspace, so each announces.
+            var channels: [String] = []
+            for _ in 0..<3 {
+                let (_, channel) = try await s.sharedChannel(a, b)
+                try await s.waitForChatMember(a.id, channel: channel)
+                channels.append(channel)
+            }
+
+            s.cluster.setAllBrokersDown()
+            let clock = ContinuousClock()
+            let start = clock.now
+            native.send(#"{"op":"subscribe","d":{"conversation_id":"\#(channels[0])"}}"#)
+            stomp.send("SUBSCRIBE\nid:s1\ndestination:/topic/group/\(channels[1])\nreceipt:r-1\n\n\0")
+            let socketIO = try PythonSocketClient.start(.eio4, port: port, namespaces: [("/ws-channel-\(channels[2])", "channel")], token: a.token)
+            // Each wait notes when its confirmation came (the clients are polled every few ms).
+            async let nativeAt = Self.confirmed(clock) { try await native.waitForOp("subscribed")["conversation_id"] as? String }
+            async let stompAt = Self.confirmed(clock) { try await stomp.waitFor(.receipt).headers["receipt-id"] }
+            async let socketIOAt = Self.confirmed(clock) { try await socketIO.waitFor("connected")["namespace"] as? String }
+            let confirmations = try await [("native", nativeAt), ("STOMP", stompAt), ("Socket.IO", socketIOAt)]
+            s.cluster.setAllBrokersUp()
+            #expect(confirmations.map(\.1.what) == [channels[0], "r-1", "/ws-channel-\(channels[2])"])
+            // Each confirmation waited for the acknowledgement that could not come, up to its
+            // limit (2 s): none came back sooner.
+            for (name, confirmation) in confirmations {
+                let waited = start.duration(to: confirmation.at)
+                #expect(waited >= .milliseconds(1_950), "\(name) confirmed after \(waited) with the broker down")
+            }
+            try await socketIO.stop()
+            await stomp.stop()
+            await native.kill()
+        }
+    }
+
+    /// Runs `wait` and notes when it returned.
+    static func confirmed(
+        _ clock: ContinuousClock, _ wait: @Sendable () async throws -> String?
+    ) async throws -> (what: String?, at: ContinuousClock.Instant) {
+        let what = try await wait()
+        return (what, clock.now)
     }
 }
