@@ -23,6 +23,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaSecurity: KafkaSecurity
     /// `events.schema-base-url`: the base of every event's `dataschema`.
     public var eventsSchemaBaseURL: String
+    /// `memory.trim-interval-seconds` (nil: 0, never).
+    public var memoryTrimInterval: Duration?
 
     /// Throws `StartupError` naming the first malformed key.
     public init(_ settings: ServiceSettings) throws {
@@ -38,6 +40,7 @@ public struct PlatformSettings: Sendable {
         httpPort = try settings.httpPort
         instanceId = settings.instanceId
         eventsSchemaBaseURL = try settings.eventsSchemaBaseURL
+        memoryTrimInterval = try settings.memoryTrimInterval
     }
 }
 

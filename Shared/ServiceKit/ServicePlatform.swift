@@ -180,7 +180,8 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     /// Everything to run beside the HTTP server, in start order.
     /// Each reports by name when it is slow to stop (`StopWatch`).
     public var services: [any Service] {
-        (exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices + [ParentWatchdog()] + consumers)
+        (exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices
+            + [ParentWatchdog(), MemoryTrim(interval: platformSettings.memoryTrimInterval, logger: logger)] + consumers)
             .map { StopWatch($0, logger: logger) }
     }
 

@@ -34,6 +34,7 @@ public struct ServiceSettings: Sendable {
         "events.schema-base-url": ConfigValue(.string(EventSchemaLocation.defaultBaseURL), isSecret: false),
         "inbox.retention-hours": 192,
         "inbox.prune-interval-seconds": 3600,
+        "memory.trim-interval-seconds": 30,
         "jwt.audience": "chatsuite",
         "jwt.issuer": "chatsuite-auth",
     ]
@@ -140,6 +141,15 @@ public struct ServiceSettings: Sendable {
         }
     }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }
+    /// How often the process hands its allocator's free pages back to the kernel (`MemoryTrim`);
+    /// nil (0) never.
+    public var memoryTrimInterval: Duration? {
+        get throws {
+            let seconds = try int("memory.trim-interval-seconds")
+            guard (0...86_400).contains(seconds) else { throw StartupError("memory.trim-interval-seconds must be within 0…86400, not \(seconds)") }
+            return seconds == 0 ? nil : .seconds(seconds)
+        }
+    }
     /// TLS / SASL towards the brokers (`kafka.security-protocol`, `kafka.sasl-mechanism`,
     /// `kafka.sasl-username`, `kafka.sasl-password` or `kafka.sasl-password-file`,
     /// `kafka.ssl-ca-location`); plaintext when none is set.
