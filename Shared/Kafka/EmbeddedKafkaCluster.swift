@@ -101,6 +101,19 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// Makes the next `count` Produce requests' records for `topic` fail with the broker error
+    /// `code`, other topics served (the Swift broker only: librdkafka's mock cannot target a topic).
+    public func failNextProduceRequests(to topic: String, count: Int, code: Int16) throws {
+        guard case .swift(let broker) = backend else { throw KafkaError.configuration("the mock cluster cannot fail one topic's produce requests") }
+        broker.failNextProduceRequests(count, code: code, topic: topic)
+    }
+
+    /// Injected Produce faults not yet used (the Swift broker; nil on the mock).
+    public var pendingProduceFaults: Int? {
+        guard case .swift(let broker) = backend else { return nil }
+        return broker.pendingProduceFaults
+    }
+
     public func setAllBrokersUp() {
         switch backend {
         case .swift(let broker): broker.setDown(false)

@@ -77,6 +77,43 @@ struct FanoutServiceTests {
         await b.stop()
     }
 
+    @Test(
+        "deliveries the broker refuses are produced again, with backoff, until acknowledged: none lost, each conversation's order kept",
+        .enabled(if: EmbeddedKafkaEngine.fromEnvironment == .swift, "librdkafka's mock cannot fail one topic's produce requests")
+    )
+    func refusedDeliveriesAreRetried() async throws {
+        let harness = try FanoutHarness()
+        let gateway = try SimulatedGateway.start("gateway-retry", on: harness)
+        let conversations = [UUID(), UUID()]
+        for conversation in conversations { try await harness.setInterest(gateway.id, conversation, true) }
+        let replica = try await harness.startReplica("fanout-retry")
+        // Routing works before the faults.
+        let warmUp = try await harness.sendMessages([conversations[0]], partition: streamPartition)
+        try await gateway.waitFor(warmUp.map(\.id))
+
+        // The next three produce requests to gateway.delivery.v1 fail with MSG_SIZE_TOO_LARGE, an
+        // error librdkafka does not retry by itself: each delivery report is a failure, which
+        // chat-fanout must produce again. chat.message.v1 (the test's own sends) is served.
+        try harness.cluster.failNextProduceRequests(to: Topic.gatewayDelivery.name, count: 3, code: 10)
+        var sent: [SentMessage] = []
+        for round in 0..<10 {
+            sent += try await harness.sendMessages([conversations[round % 2]], partition: streamPartition)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await gateway.waitFor(sent.map(\.id), timeout: .seconds(60))
+        #expect(harness.cluster.pendingProduceFaults == 0, "every injected fault was met by a delivery")
+        // First arrivals per conversation in the order chat published them.
+        var seen = Set<UUID>()
+        let firstArrivals = gateway.eventIds.filter { seen.insert($0).inserted && $0 != warmUp[0].id }
+        for conversation in conversations {
+            let expected = sent.filter { $0.conversation == conversation }.map(\.id)
+            let arrived = firstArrivals.filter { id in expected.contains(id) }
+            #expect(arrived == expected, "\(conversation): per-conversation order kept through the retries")
+        }
+        try await replica.stop()
+        await gateway.stop()
+    }
+
     @Test("a replica started after the interest was published knows all of it before it reads its first message")
     func catchUpBeforeConsuming() async throws {
         let harness = try FanoutHarness()

@@ -36,7 +36,12 @@ extension BrokerCore {
         _ = try reader.nullableString()  // transactional id
         let acks = try reader.int16()
         _ = try reader.int32()  // timeout
-        let injected = produceErrors.isEmpty ? nil : produceErrors.removeFirst()
+        // A fault for every topic is taken by this request; one for a topic, by a request with
+        // records for it.
+        var injected: Int16?
+        if let fault = produceErrors.first, fault.topic == nil {
+            injected = produceErrors.removeFirst().code
+        }
         var out = newBody()
         let topicCount = try reader.int32()
         guard topicCount >= 0, Int(topicCount) <= reader.buffer.readableBytes else { throw KafkaWireError("bad topic count") }
@@ -44,6 +49,10 @@ extension BrokerCore {
         for _ in 0..<topicCount {
             let name = try reader.string()
             out.writeKafkaString(name)
+            var topicInjected = injected
+            if topicInjected == nil, let fault = produceErrors.first, fault.topic == name {
+                topicInjected = produceErrors.removeFirst().code
+            }
             let partitionCount = try reader.int32()
             guard partitionCount >= 0, Int(partitionCount) <= reader.buffer.readableBytes else { throw KafkaWireError("bad partition count") }
             out.writeKafka(partitionCount)
@@ -52,8 +61,8 @@ extension BrokerCore {
                 let records = try reader.nullableBytes()
                 var error = KafkaErrorCode.none.rawValue
                 var baseOffset: Int64 = -1
-                if let injected {
-                    error = injected
+                if let topicInjected {
+                    error = topicInjected
                 } else if let partition = partition(name, index) {
                     (error, baseOffset) = append(records, to: partition)
                 } else {

@@ -109,8 +109,9 @@ final class BrokerCore {
     var topics: [String: [BrokerPartition]] = [:]
     var groups: [String: ConsumerGroup] = [:]
     var nextProducerId: Int64 = 1000
-    /// Errors to answer the next Produce requests with (fault injection).
-    var produceErrors: [Int16] = []
+    /// Errors to answer the next Produce requests with (fault injection): every topic of the
+    /// request, or only a request's records for `topic`.
+    var produceErrors: [(code: Int16, topic: String?)] = []
     /// Partitions of a topic created because a producer asked for it.
     let autoCreatePartitions: Int
     var allocator = ByteBufferAllocator()

@@ -81,10 +81,17 @@ public final class EmbeddedKafkaBroker: Sendable {
         try loop.submit { core.value.createTopic(name, partitions: partitions) }.wait()
     }
 
-    /// Makes the next `count` Produce requests fail with the broker error `code`.
-    public func failNextProduceRequests(_ count: Int, code: Int16) {
+    /// Makes the next `count` Produce requests fail with the broker error `code` — with `topic`,
+    /// only the next `count` requests' records for that topic (other topics are served).
+    public func failNextProduceRequests(_ count: Int, code: Int16, topic: String? = nil) {
         let core = self.core
-        try? loop.submit { core.value.produceErrors += Array(repeating: code, count: count) }.wait()
+        try? loop.submit { core.value.produceErrors += Array(repeating: (code, topic), count: count) }.wait()
+    }
+
+    /// Injected Produce faults not yet used.
+    public var pendingProduceFaults: Int {
+        let core = self.core
+        return (try? loop.submit { core.value.produceErrors.count }.wait()) ?? 0
     }
 
     /// Closes every connection and refuses new ones (an outage), or serves again.
