@@ -7,18 +7,27 @@ import ServiceLifecycle
 /// leaves the heap's high-water mark behind: freed, but holed, so glibc keeps it, and the
 /// process's RSS stays at the burst's size until something asks for the pages back
 /// (docs/benchmarks.md, part 15). A no-op where the C library has no `malloc_trim` (musl).
-struct MemoryTrim: Service {
+public struct MemoryTrim: Service {
     let interval: Duration?
     let logger: Logger
+    /// What each tick calls (tests count the ticks).
+    let trim: @Sendable () -> Bool
 
-    func run() async throws {
+    /// - Parameter interval: nil: never (the service returns at once).
+    public init(interval: Duration?, logger: Logger, trim: @escaping @Sendable () -> Bool = { MallocTrim.run() }) {
+        self.interval = interval
+        self.logger = logger
+        self.trim = trim
+    }
+
+    public func run() async throws {
         guard let interval else { return }
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 let clock = ContinuousClock()
                 let start = clock.now
-                let released = MallocTrim.run()
+                let released = trim()
                 logger.debug("malloc_trim", metadata: ["released": "\(released)", "duration": "\(start.duration(to: clock.now))"])
             }
         }

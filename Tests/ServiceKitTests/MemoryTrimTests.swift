@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import Synchronization
 import ServiceKit
 import Testing
 
@@ -42,5 +44,27 @@ struct MemoryTrimTests {
         let after = try Self.residentBytes()
         for (index, block) in blocks.enumerated() where index % 100 == 0 { free(block) }
         #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
+    }
+
+    @Test("the service trims once per interval until cancelled; without an interval it ends at once and never trims")
+    func ticks() async throws {
+        let count = Atomic<Int>(0)
+        let trim: @Sendable () -> Bool = {
+            count.add(1, ordering: .relaxed)
+            return false
+        }
+        let running = Task { try await MemoryTrim(interval: .milliseconds(50), logger: Logger(label: "test"), trim: trim).run() }
+        try await Task.sleep(for: .milliseconds(600))
+        running.cancel()
+        try await running.value
+        let ticks = count.load(ordering: .relaxed)
+        #expect((3...12).contains(ticks), "\(ticks) trims in 600 ms at a 50 ms interval")
+
+        let never = Atomic<Int>(0)
+        try await MemoryTrim(interval: nil, logger: Logger(label: "test")) {
+            never.add(1, ordering: .relaxed)
+            return false
+        }.run()
+        #expect(never.load(ordering: .relaxed) == 0)
     }
 }
