@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import ServiceLifecycle
 
 /// Hands the allocator's free pages back to the kernel every `memory.trim-interval-seconds`
@@ -12,8 +13,11 @@ public struct MemoryTrim: Service {
     let logger: Logger
     /// What each tick calls (tests count the ticks).
     let trim: @Sendable () -> Bool
+    /// Trims done (`memory_trims_total`): shows on every executable's `/metrics` that it trims.
+    private let trims = Counter(label: "memory_trims_total")
 
-    /// - Parameter interval: nil: never (the service returns at once).
+    /// - Parameter interval: nil: never (the service then only waits for the shutdown: one that
+    ///   returned would stop its service group).
     public init(interval: Duration?, logger: Logger, trim: @escaping @Sendable () -> Bool = { MallocTrim.run() }) {
         self.interval = interval
         self.logger = logger
@@ -21,13 +25,17 @@ public struct MemoryTrim: Service {
     }
 
     public func run() async throws {
-        guard let interval else { return }
+        guard let interval else {
+            try? await gracefulShutdown()
+            return
+        }
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 let clock = ContinuousClock()
                 let start = clock.now
                 let released = trim()
+                trims.increment()
                 logger.debug("malloc_trim", metadata: ["released": "\(released)", "duration": "\(start.duration(to: clock.now))"])
             }
         }

@@ -50,6 +50,7 @@ struct DevStackTests {
         let pgPort = basePort + ServiceEntry.portSpan  // after every service
         var env: [String: String] = [:]
         env["DATABASE_URL"] = ""  // use a local cluster, not an inherited server
+        env["MEMORY_TRIM_INTERVAL_SECONDS"] = "1"  // every executable trims its heap (checked below)
         let launcher = try TestProcess(
             executable: "chatsuite",
             arguments: [
@@ -67,6 +68,20 @@ struct DevStackTests {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/health/ready"), timeout: .seconds(5))
             _ = try await response.body.collect(upTo: 1 << 20)
             #expect(response.status == .ok, "\(service) is ready (port \(port))")
+        }
+        // Every executable hands its free heap back (`MemoryTrim`, part of every service's platform).
+        for service in ServiceEntry.all {
+            let port = service.healthPort(httpPort: basePort + service.port - ServiceEntry.gatewayPort)
+            var trims = 0.0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while trims < 1, ContinuousClock.now < deadline {
+                let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(5))
+                let body = String(buffer: try await response.body.collect(upTo: 16 << 20))
+                let line = body.split(separator: "\n").first { $0.hasPrefix("memory_trims_total ") }
+                trims = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
+                if trims < 1 { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(trims >= 1, "\(service) trimmed its heap (memory_trims_total on port \(port))")
         }
         // The gateway's public port serves neither health nor metrics; its admin listener does.
         for path in ["/health/ready", "/health/live", "/metrics"] {

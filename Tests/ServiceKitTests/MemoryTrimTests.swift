@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import ServiceKit
+import ServiceLifecycle
 import Testing
 
 /// `MemoryTrim`: every service hands its allocator's free pages back to the kernel on a timer
@@ -46,7 +47,7 @@ struct MemoryTrimTests {
         #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
     }
 
-    @Test("the service trims once per interval until cancelled; without an interval it ends at once and never trims")
+    @Test("the service trims once per interval until cancelled; without an interval it never trims and runs, in its service group, until the shutdown")
     func ticks() async throws {
         let count = Atomic<Int>(0)
         let trim: @Sendable () -> Bool = {
@@ -60,11 +61,24 @@ struct MemoryTrimTests {
         let ticks = count.load(ordering: .relaxed)
         #expect((3...12).contains(ticks), "\(ticks) trims in 600 ms at a 50 ms interval")
 
+        // `memory.trim-interval-seconds` 0: a service that returned would end its group (and the
+        // executable) as failed.
         let never = Atomic<Int>(0)
-        try await MemoryTrim(interval: nil, logger: Logger(label: "test")) {
+        let idle = MemoryTrim(interval: nil, logger: Logger(label: "test")) {
             never.add(1, ordering: .relaxed)
             return false
-        }.run()
+        }
+        let group = ServiceGroup(services: [idle], logger: Logger(label: "test"))
+        let ended = Atomic<Bool>(false)
+        let groupRun = Task {
+            defer { ended.store(true, ordering: .relaxed) }
+            try await group.run()
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let stillRunning = !ended.load(ordering: .relaxed)
+        #expect(stillRunning, "without an interval the service keeps running")
+        await group.triggerGracefulShutdown()
+        try await groupRun.value
         #expect(never.load(ordering: .relaxed) == 0)
     }
 }
