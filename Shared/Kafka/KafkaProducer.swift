@@ -12,19 +12,27 @@ import Synchronization
 /// `run()` keeps the producer alive until graceful shutdown, then flushes what is buffered.
 public final class KafkaProducer: Service, Sendable {
     let client: RdKafkaClient
-    private let poller: PollThread
+    /// Serves the delivery reports; nil when the caller of `sendAllBlocking` serves them
+    /// (`KafkaBlockingProducer`).
+    private let poller: PollThread?
     private let logger: Logger
     public let configuration: KafkaProducerConfiguration
 
-    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+    public convenience init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+        try self.init(configuration: configuration, logger: logger, pollThread: true)
+    }
+
+    /// - Parameter pollThread: whether a thread of its own serves the delivery reports; without
+    ///   one, only `sendAllBlocking` (which then serves them itself) and `run` may be used.
+    init(configuration: KafkaProducerConfiguration, logger: Logger, pollThread: Bool) throws {
         self.configuration = configuration
         self.logger = logger
         self.client = try RdKafkaClient(kind: .producer, properties: configuration.librdkafkaProperties, logger: logger)
-        self.poller = PollThread(client: client, name: "kafka-producer-poll")
+        self.poller = pollThread ? PollThread(client: client, name: "kafka-producer-poll") : nil
     }
 
     deinit {
-        poller.requestStop()
+        poller?.requestStop()
     }
 
     /// Enqueues a record without waiting for the broker; failures are logged and counted.
@@ -74,11 +82,15 @@ public final class KafkaProducer: Service, Sendable {
     public func sendAllBlocking(_ messages: [KafkaProducerMessage]) -> [Result<KafkaDeliveryReport, any Error>] {
         guard !messages.isEmpty else { return [] }
         let results = Mutex<[Result<KafkaDeliveryReport, any Error>?]>(Array(repeating: nil, count: messages.count))
-        let done = DispatchSemaphore(value: 0)
+        let remaining = Atomic<Int>(messages.count)
+        // With a poll thread, its callback wakes this one; without, this thread serves the
+        // reports itself (`rd_kafka_poll` runs the callbacks here): one thread hop fewer per batch.
+        let done = poller == nil ? nil : DispatchSemaphore(value: 0)
         for (index, message) in messages.enumerated() {
             let waiter = DeliveryWaiter { result in
                 results.withLock { $0[index] = result }
-                done.signal()
+                remaining.subtract(1, ordering: .releasing)
+                done?.signal()
             }
             let id = track(waiter)
             do {
@@ -87,7 +99,12 @@ public final class KafkaProducer: Service, Sendable {
                 untrack(id)?.complete(.failure(error))
             }
         }
-        for _ in messages { done.wait() }
+        if let done {
+            for _ in messages { done.wait() }
+        } else {
+            // Each report comes within `message.timeout.ms`; the wait ends at the first one.
+            while remaining.load(ordering: .acquiring) > 0 { rd_kafka_poll(client.pointer, 100) }
+        }
         return results.withLock { $0.map { $0 ?? .failure(KafkaError.closed) } }
     }
 
@@ -127,9 +144,11 @@ public final class KafkaProducer: Service, Sendable {
         if undelivered > 0 {
             logger.error("Kafka producer shut down with undelivered records", metadata: ["kafka.undelivered": "\(undelivered)"])
             _ = rd_kafka_purge(client.pointer, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+            // The purged records' reports (errors), for callers waiting on them.
+            if poller == nil { rd_kafka_poll(client.pointer, 0) }
         }
-        poller.requestStop()
-        await poller.join()
+        poller?.requestStop()
+        await poller?.join()
     }
 
     /// Registers `waiter` for a record's delivery report; the id to produce the record with.
@@ -158,7 +177,8 @@ public final class KafkaProducer: Service, Sendable {
     private func produceBlocking(_ message: KafkaProducerMessage, opaqueId: UInt64) throws {
         let deadline = try produceDeadline()
         while try !enqueued(message, opaqueId: opaqueId, deadline: deadline) {
-            usleep(1_000)
+            // A full buffer empties as reports are served: by the poll thread, or here.
+            if poller == nil { rd_kafka_poll(client.pointer, 1) } else { usleep(1_000) }
         }
     }
 

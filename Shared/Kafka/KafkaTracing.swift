@@ -23,6 +23,12 @@ public enum KafkaTracing {
         values(of: context).sorted { $0.key < $1.key }.map { KafkaHeader(key: $0.key, string: $0.value) }
     }
 
+    /// Whether a record's headers carry a trace (a `traceparent`): only such records get the
+    /// spans of consumers that continue traces rather than start them.
+    public static func carriesTrace(_ headers: [KafkaHeader]) -> Bool {
+        headers.contains { $0.key == traceparent }
+    }
+
     /// The context a record's headers carry (top-level when they carry none).
     public static func context(of headers: [KafkaHeader]) -> ServiceContext {
         var values: [String: String] = [:]

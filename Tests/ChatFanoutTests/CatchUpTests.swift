@@ -43,7 +43,7 @@ extension FanoutServiceTests {
         let loaded = Locked(false)
         let client = KafkaClientConfiguration(bootstrapServers: harness.cluster.bootstrapServers, clientId: "test-fanout")
         let consumer = FanoutConsumer(
-            configuration: FanoutConsumer.configuration(client: client, fetchWaitMilliseconds: 5, batchSize: 100), producer: harness.producer,
+            configuration: FanoutConsumer.configuration(client: client, fetchWaitMilliseconds: 5, batchSize: 100), producer: try KafkaBlockingProducer(configuration: harness.producer.configuration, logger: TestKafka.logger),
             table: table, logger: TestKafka.logger
         ) { loaded.value }
         let running = Task { try await consumer.run() }

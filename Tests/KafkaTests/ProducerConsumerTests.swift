@@ -156,18 +156,23 @@ struct ProducerConsumerTests {
     }
 
     @Test(
-        "sendAllBlocking, off the cooperative pool, returns once every record is acknowledged, in order per key; with no broker it returns each record's failure within message.timeout.ms"
+        "sendAllBlocking, off the cooperative pool, returns once every record is acknowledged, in order per key; with no broker it returns each record's failure within message.timeout.ms (reports served by the producer's poll thread, or by the caller: KafkaBlockingProducer)",
+        arguments: [false, true]
     )
-    func sendAllBlocking() async throws {
+    func sendAllBlocking(callerServesReports: Bool) async throws {
         let cluster = try TestKafka.cluster(brokers: 1)
         let topic = TestKafka.uniqueTopic()
         try cluster.createTopic(topic, partitions: 3)
         let producer = try TestKafka.producer(cluster) { $0.messageTimeoutMilliseconds = 2_000 }
+        let blockingProducer = try KafkaBlockingProducer(configuration: producer.configuration, logger: TestKafka.logger)
+        @Sendable func send(_ messages: [KafkaProducerMessage]) -> [Result<KafkaDeliveryReport, any Error>] {
+            callerServesReports ? blockingProducer.sendAll(messages) : producer.sendAllBlocking(messages)
+        }
         let messages = (0..<90).map { KafkaProducerMessage(topic: topic, key: "k\($0 % 3)", value: Array("v\($0)".utf8)) }
-        /// `sendAllBlocking` on a Dispatch thread, as a consumer's poll thread calls it.
+        /// The blocking send on a Dispatch thread, as a consumer's poll thread calls it.
         func blocking(_ messages: [KafkaProducerMessage]) async -> [Result<KafkaDeliveryReport, any Error>] {
             await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: producer.sendAllBlocking(messages)) }
+                DispatchQueue.global().async { continuation.resume(returning: send(messages)) }
             }
         }
         let reports = try await blocking(messages).map { try $0.get() }

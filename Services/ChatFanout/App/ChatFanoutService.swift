@@ -35,7 +35,10 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
         fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
-    let producer = platform.producer
+    // Deliveries on a producer of their own, whose acknowledgements the consumer's poll thread
+    // serves itself while it waits for them; it flushes after the consumer stopped.
+    let producer = try KafkaBlockingProducer(configuration: platform.producer.configuration, logger: logger)
+    platform.addService(producer)
     platform.addGatedService {
         FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }
     }

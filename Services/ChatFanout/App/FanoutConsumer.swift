@@ -24,7 +24,7 @@ final class FanoutConsumer: Service, Sendable {
     static let group = "chat-fanout"
 
     private let configuration: KafkaConsumerConfiguration
-    private let producer: KafkaProducer
+    private let producer: KafkaBlockingProducer
     private let table: InterestTable
     private let interestLoaded: @Sendable () -> Bool
     private let logger: Logger
@@ -37,7 +37,7 @@ final class FanoutConsumer: Service, Sendable {
     /// - Parameter interestLoaded: whether the interest table is complete (`InterestReader.isCaughtUp`);
     ///   the group is joined only once it is.
     init(
-        configuration: KafkaConsumerConfiguration, producer: KafkaProducer, table: InterestTable, logger: Logger,
+        configuration: KafkaConsumerConfiguration, producer: KafkaBlockingProducer, table: InterestTable, logger: Logger,
         interestLoaded: @escaping @Sendable () -> Bool
     ) {
         self.configuration = configuration
@@ -143,7 +143,7 @@ final class FanoutConsumer: Service, Sendable {
                 continue
             }
             var headers = record.headers
-            if headers.contains(where: { $0.key == KafkaTracing.traceparent }) {
+            if KafkaTracing.carriesTrace(headers) {
                 let span = startSpan("chat-fanout route", context: KafkaTracing.context(of: headers), ofKind: .consumer)
                 KafkaTracing.describe(record, on: span)
                 span.attributes["chatsuite.gateways"] = gateways.count
@@ -174,7 +174,7 @@ final class FanoutConsumer: Service, Sendable {
         var pending = outgoing
         var backoff = Duration.milliseconds(50)
         while !pending.isEmpty {
-            let results = producer.sendAllBlocking(pending)
+            let results = producer.sendAll(pending)
             var failed: [KafkaProducerMessage] = []
             var firstError: (any Error)?
             for (message, result) in zip(pending, results) {

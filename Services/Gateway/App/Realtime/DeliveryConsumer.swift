@@ -49,8 +49,14 @@ final class DeliveryConsumer: Service, Sendable {
                 // A poll's deliveries reach each event loop in one wake-up.
                 self.hub.writeBatchers.holding {
                     for case .message(let message) in batch where message.keyString == self.gatewayId {
-                        // The last span of a message's trace: its delivery to this gateway's sockets.
-                        KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
+                        // The last span of a message's trace, its delivery to this gateway's
+                        // sockets, for a record that carries one (as chat-fanout's route span): a
+                        // record without a trace starts none, and skips the span machinery.
+                        if KafkaTracing.carriesTrace(message.headers) {
+                            KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
+                        } else {
+                            self.process(message)
+                        }
                     }
                 }
             }
