@@ -42,8 +42,9 @@ extension FanoutServiceTests {
         let sent = try await harness.sendMessages([conversation])
         let loaded = Locked(false)
         let client = KafkaClientConfiguration(bootstrapServers: harness.cluster.bootstrapServers, clientId: "test-fanout")
+        let producer = try KafkaBlockingProducer(configuration: harness.producer.configuration, logger: TestKafka.logger)
         let consumer = FanoutConsumer(
-            configuration: FanoutConsumer.configuration(client: client, fetchWaitMilliseconds: 5, batchSize: 100), producer: try KafkaBlockingProducer(configuration: harness.producer.configuration, logger: TestKafka.logger),
+            configuration: FanoutConsumer.configuration(client: client, fetchWaitMilliseconds: 5, batchSize: 100), producer: producer,
             table: table, logger: TestKafka.logger
         ) { loaded.value }
         let running = Task { try await consumer.run() }
