@@ -36,6 +36,16 @@ struct NativeProtocolTests {
                 client.dispatches("channel.message").contains { probes.contains($0.data["chat_id"] as? String ?? "") }
             }
         }
+        // The probes posted after the first that arrived are still on their way (under load one
+        // takes longer than the 200 ms between probes); they arrive too, in the conversation's
+        // order. Waiting for them keeps them out of what a caller counts afterwards (`lastSeq`).
+        try await eventually("every probe after the first delivered one arrived", timeout: .seconds(30)) {
+            clients.allSatisfy { client in
+                let received = Set(client.dispatches("channel.message").compactMap { $0.data["chat_id"] as? String })
+                guard let first = probes.firstIndex(where: received.contains) else { return false }
+                return probes[first...].allSatisfy(received.contains)
+            }
+        }
     }
 
     @Test(
