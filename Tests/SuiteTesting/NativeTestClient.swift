@@ -115,7 +115,9 @@ public final class NativeTestClient: Sendable {
             if predicate(frames) { return frames }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("timed out waiting for \(what); received: \(received.value.suffix(10))")
+        // The server's close frame, if it refused (a resume it could not take: 4xxx and a reason).
+        let close = closeFrame.value.map { "closed by the server: \(String(describing: $0.code)) \($0.reason)" } ?? "not closed"
+        Issue.record("timed out waiting for \(what); \(close); received: \(received.value.suffix(10))")
         throw TimedOut()
     }
 
