@@ -170,7 +170,9 @@ var targets: [Target] = [
             "LoadGen", "Common", "Events", crypto, nioCore, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ], swiftSettings: swiftSettings),
-    .testTarget(name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+        name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport", nioCore, .product(name: "NIOPosix", package: "swift-nio")],
+        swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events", yams], swiftSettings: swiftSettings),
     // Reads docker-compose.yml, deploy/Dockerfile and the sources the deployment files name.
     .testTarget(name: "ServiceCatalogTests", dependencies: ["ServiceCatalog", yams], swiftSettings: swiftSettings),

@@ -58,6 +58,16 @@ public struct KafkaConsumerMessage: Sendable, Hashable {
         headers.first { $0.key == name }?.value
     }
 
+    init(topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader], timestampMilliseconds: Int64?) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestampMilliseconds = timestampMilliseconds
+    }
+
     init(_ m: UnsafeMutablePointer<rd_kafka_message_t>) {
         let msg = m.pointee
         topic = msg.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""

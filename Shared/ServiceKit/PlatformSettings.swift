@@ -18,6 +18,8 @@ public struct PlatformSettings: Sendable {
     /// chat-fanout's message consumer and the gateway's delivery consumer.
     public var kafkaDeliveryFetchWaitMilliseconds: Int
     public var kafkaDeliveryFetchMinBytes: Int
+    /// The gateway's delivery consumer: `KafkaPartitionReader` (true) or librdkafka.
+    public var kafkaDeliveryReaderIsNative: Bool
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -34,6 +36,7 @@ public struct PlatformSettings: Sendable {
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
         kafkaDeliveryFetchWaitMilliseconds = try settings.kafkaDeliveryFetchWaitMilliseconds
         kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
+        kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

@@ -26,6 +26,7 @@ public struct ServiceSettings: Sendable {
         "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 100,
         "kafka.delivery-fetch-min-bytes": 1,
+        "kafka.delivery-reader": "native",
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
         "database.max-connections": 20,
@@ -138,6 +139,19 @@ public struct ServiceSettings: Sendable {
             let value = try int("kafka.delivery-fetch-min-bytes")
             guard value >= 1 else { throw StartupError("kafka.delivery-fetch-min-bytes must be at least 1, not \(value)") }
             return value
+        }
+    }
+    /// How the gateway reads its deliveries: `native` (default; `KafkaPartitionReader` on an event
+    /// loop, for a plaintext cluster) or `librdkafka` (a librdkafka consumer, as TLS and SASL
+    /// always are).
+    public var kafkaDeliveryReaderIsNative: Bool {
+        get throws {
+            let value = try string("kafka.delivery-reader")
+            switch value {
+            case "native": return true
+            case "librdkafka": return false
+            default: throw StartupError("kafka.delivery-reader must be native or librdkafka, not \(value)")
+            }
         }
     }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }

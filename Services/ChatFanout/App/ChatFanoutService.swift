@@ -36,8 +36,12 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     // Deliveries on a producer of their own, whose acknowledgements the consumer's poll thread
-    // serves itself while it waits for them; it flushes after the consumer stopped.
-    let producer = try KafkaBlockingProducer(configuration: platform.producer.configuration, logger: logger)
+    // serves itself while it waits for them; it flushes after the consumer stopped. Uncompressed
+    // (whatever `kafka.compression` says): a gateway reads them within milliseconds, with a
+    // reader of its own that reads uncompressed batches only (DeliveryConsumer).
+    var deliveryProducer = platform.producer.configuration
+    deliveryProducer.compression = "none"
+    let producer = try KafkaBlockingProducer(configuration: deliveryProducer, logger: logger)
     platform.addService(producer)
     platform.addGatedService {
         FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }

@@ -199,8 +199,11 @@ private func realtime(
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     let deliveryFetchWait = platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds
     let deliveryFetchMinBytes = platform.platformSettings.kafkaDeliveryFetchMinBytes
+    let nativeDeliveryReader = platform.platformSettings.kafkaDeliveryReaderIsNative
     platform.addGatedService {
-        DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes, logger: logger)
+        DeliveryConsumer(
+            hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes, nativeReader: nativeDeliveryReader,
+            logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)

@@ -114,15 +114,18 @@ final class ConnectionRegistry {
     }
 }
 
-/// Splits the stream into Kafka requests (an int32 size, then the request).
+/// Splits the stream into Kafka frames (an int32 size, then a request or an answer).
 struct KafkaFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = ByteBuffer
-    /// librdkafka sends at most `message.max.bytes` (1 MB by default) per request.
+    /// librdkafka sends at most `message.max.bytes` (1 MB by default) per request; a fetch
+    /// answer holds at most its request's `max_bytes`.
     static let maxFrame = 100 << 20
+    /// A request's header alone is 8 bytes; an answer's correlation id is 4.
+    var minimumSize: Int32 = 8
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let size = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: Int32.self) else { return .needMoreData }
-        guard size >= 8, Int(size) <= Self.maxFrame else { throw KafkaWireError("request size \(size)") }
+        guard size >= minimumSize, Int(size) <= Self.maxFrame else { throw KafkaWireError("frame size \(size)") }
         guard buffer.readableBytes >= 4 + Int(size) else { return .needMoreData }
         buffer.moveReaderIndex(forwardBy: 4)
         guard let frame = buffer.readSlice(length: Int(size)) else { return .needMoreData }

@@ -7,6 +7,9 @@ struct RecordBatchHeader {
     var lastOffsetDelta: Int32
     var maxTimestamp: Int64
     var compressed: Bool
+    /// A transaction marker's batch: no application records.
+    var isControl: Bool
+    var baseTimestamp: Int64
     var producerId: Int64
     var producerEpoch: Int16
     var baseSequence: Int32
@@ -20,6 +23,7 @@ struct RecordBatchHeader {
             let magic = bytes.getInteger(at: start + 16, as: Int8.self),
             let attributes = bytes.getInteger(at: start + 21, endianness: .big, as: Int16.self),
             let lastOffsetDelta = bytes.getInteger(at: start + 23, endianness: .big, as: Int32.self),
+            let baseTimestamp = bytes.getInteger(at: start + 27, endianness: .big, as: Int64.self),
             let maxTimestamp = bytes.getInteger(at: start + 35, endianness: .big, as: Int64.self),
             let producerId = bytes.getInteger(at: start + 43, endianness: .big, as: Int64.self),
             let producerEpoch = bytes.getInteger(at: start + 51, endianness: .big, as: Int16.self),
@@ -31,7 +35,8 @@ struct RecordBatchHeader {
         guard batchLength >= size - 12, total <= bytes.readableBytes else { throw KafkaWireError("record batch length \(batchLength) beyond the request") }
         guard lastOffsetDelta >= 0, recordCount >= 0, recordCount <= lastOffsetDelta + 1 else { throw KafkaWireError("record batch offsets inconsistent") }
         let header = RecordBatchHeader(
-            lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, compressed: attributes & 0x07 != 0, producerId: producerId,
+            lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, compressed: attributes & 0x07 != 0, isControl: attributes & 0x20 != 0,
+            baseTimestamp: baseTimestamp, producerId: producerId,
             producerEpoch: producerEpoch, baseSequence: baseSequence, recordCount: recordCount)
         return (header, total)
     }
@@ -156,7 +161,7 @@ struct PartitionLog {
 }
 
 /// Walks the records of an uncompressed batch (zig-zag varints).
-private struct RecordReader {
+struct RecordReader {
     let bytes: ByteBuffer
     var position: Int
 
@@ -176,5 +181,16 @@ private struct RecordReader {
             shift += 7
         }
         return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    /// A varint-length-prefixed field: nil for a negative length (null), an error past the end.
+    mutating func lengthPrefixed() throws -> [UInt8]? {
+        guard let length = varint() else { throw KafkaWireError("truncated record") }
+        if length < 0 { return nil }
+        guard length <= bytes.writerIndex - position, let field = bytes.getBytes(at: position, length: Int(length)) else {
+            throw KafkaWireError("record field beyond its batch")
+        }
+        position += Int(length)
+        return field
     }
 }

@@ -38,12 +38,21 @@ struct DeliveryHoldTests {
         var presenceUpdates: PresenceUpdates { .none }
     }
 
-    @Test("every event of the delivery stream reaches its subscribers while the batchers are held, and none is held after")
-    func eventsArriveHeld() async throws {
+    /// How the deliveries are read: the suite's own reader, librdkafka, or the own reader
+    /// meeting compressed batches and handing the partition to librdkafka.
+    enum Reader: String, CaseIterable, CustomTestStringConvertible {
+        case native, librdkafka, nativeThenLibrdkafka
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "every event of the delivery stream reaches its subscribers while the batchers are held, and none is held after",
+        arguments: Reader.allCases)
+    func eventsArriveHeld(reader: Reader) async throws {
         let cluster = try TestKafka.catalogCluster(brokers: 1)
         let gatewayId = "gw-hold-\(UUID().uuidString.prefix(8))"
         let client = KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-gateway")
-        let producer = try TestKafka.producer(cluster)
+        let producer = try TestKafka.producer(cluster) { $0.compression = reader == .nativeThenLibrdkafka ? "lz4" : "none" }
         let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(try JWTKeyPEM.newEd25519().publicKey), audience: "test", issuer: "test")
         let publisher = GatewayEventPublisher(producer: producer, gatewayId: gatewayId, logger: TestKafka.logger)
         let hub = RealtimeHub(
@@ -56,7 +65,7 @@ struct DeliveryHoldTests {
         let channel = ChannelID.generate()
         hub.follow(probe, LiveFollow(id: channel.uuid, kind: .channel, workspaceId: nil, userId: nil))
 
-        let consumer = DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: 5, logger: TestKafka.logger)
+        let consumer = DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: 5, nativeReader: reader != .librdkafka, logger: TestKafka.logger)
         let running = Task { try await consumer.run() }
         defer { running.cancel() }
 
@@ -97,5 +106,7 @@ struct DeliveryHoldTests {
         let unheld = seen.filter { !$0.held }.count
         #expect(unheld == 0, "\(unheld) of \(seen.count) events were delivered without a hold")
         #expect(!probe.batcher.isHeld)
+        let byLibrdkafka = consumer.readsWithLibrdkafka.load(ordering: .relaxed)
+        #expect(byLibrdkafka == (reader != .native), "read by librdkafka: \(byLibrdkafka)")
     }
 }

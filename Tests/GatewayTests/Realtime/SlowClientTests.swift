@@ -25,7 +25,7 @@ struct SlowClientTests {
             let port = try #require(s.client.port)
             let readers = try SlowReaders(port: port, namespace: namespace, stalled: 0, readers: 2)
             try await eventually("the readers joined", timeout: .seconds(30)) { !readers.lines("joined").isEmpty }
-            let producer = try TestKafka.producer(s.cluster)
+            let producer = try TestKafka.producer(s.cluster) { $0.compression = "none" }  // as chat-fanout produces deliveries
             let content = String(repeating: "가", count: 300_000)  // 900 000 bytes of UTF-8
             let sentAt = Locked<[String: Double]>([:])
             func send(_ count: Int) async throws {

@@ -21,7 +21,8 @@ final class TestFanoutStandIn: Sendable {
     static func run<T: Sendable>(
         cluster: EmbeddedKafkaCluster, gatewayId: String, _ body: @escaping @Sendable (TestFanoutStandIn) async throws -> T
     ) async throws -> T {
-        let producer = try TestKafka.producer(cluster)
+        // Uncompressed, as chat-fanout produces deliveries.
+        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
         let partitions = (0..<Topic.chatMessage.partitions).map {
             TopicPartitionOffset(topic: Topic.chatMessage.name, partition: Int32($0), offset: .beginning)
         }

@@ -6,6 +6,7 @@ import Logging
 import Messaging
 import Metrics
 import NIOCore
+import NIOPosix
 import ServiceKit
 import ServiceLifecycle
 import Synchronization
@@ -19,14 +20,27 @@ import Synchronization
 /// only receives what is sent while it is connected; clients fetch history over REST first, and
 /// native sessions resume from history). Deliveries are at-least-once; the hub passes each event
 /// id on at most once.
+///
+/// A plaintext cluster's deliveries are read by `KafkaPartitionReader` on one of the server's
+/// event loops (`kafka.delivery-reader` native, the default): a fetch's records reach the hub
+/// there, without librdkafka's broker and poll threads. A batch it cannot read (compressed:
+/// chat-fanout produces deliveries uncompressed) hands the partition to librdkafka from that
+/// offset, for the rest of the process's life, as does TLS or SASL from the start.
 final class DeliveryConsumer: Service, Sendable {
     private let hub: RealtimeHub
     private let configuration: KafkaConsumerConfiguration
     private let gatewayId: String
+    private let nativeReader: Bool
     private let logger: Logger
+    /// The deliveries are read by librdkafka (by configuration, or since a batch only it reads).
+    let readsWithLibrdkafka = Atomic<Bool>(false)
 
-    init(hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, logger: Logger) {
+    init(
+        hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, nativeReader: Bool = true,
+        logger: Logger
+    ) {
         self.hub = hub
+        self.nativeReader = nativeReader
         self.gatewayId = hub.settings.gatewayId
         self.logger = logger
         let partition = GatewayEvents.deliveryPartition(for: gatewayId)
@@ -41,27 +55,51 @@ final class DeliveryConsumer: Service, Sendable {
     }
 
     func run() async throws {
+        guard nativeReader, KafkaPartitionReader.canRead(configuration) else { return try await runWithLibrdkafka(configuration) }
+        let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
+        do {
+            // Decoding and routing never wait, so they run on the reader's event loop.
+            try await cancelWhenGracefulShutdown { try await reader.run { self.deliver($0) } }
+        } catch let unreadable as KafkaPartitionReader.UnreadableBatch {
+            logger.warning(
+                "a delivery batch only librdkafka reads (is chat-fanout's delivery producer compressing?); reading on with librdkafka",
+                metadata: ["error": "\(unreadable)"])
+            var rest = configuration
+            rest.mode = .assignment([
+                TopicPartitionOffset(
+                    topic: Topic.gatewayDelivery.name, partition: GatewayEvents.deliveryPartition(for: gatewayId), offset: .exact(unreadable.offset))
+            ])
+            try await runWithLibrdkafka(rest)
+        }
+    }
+
+    private func runWithLibrdkafka(_ configuration: KafkaConsumerConfiguration) async throws {
+        readsWithLibrdkafka.store(true, ordering: .relaxed)
         let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
         try await cancelWhenGracefulShutdown {
             // Decoding and routing never wait, so they run on the consumer's poll thread: a poll's
             // records reach the event loops without a hop through the cooperative pool.
             try await consumer.consumeOnPollThread { batch, _ in
-                // A poll's deliveries reach each event loop in one wake-up.
-                self.hub.writeBatchers.holding {
-                    for case .message(let message) in batch where message.keyString == self.gatewayId {
-                        // The last span of a message's trace, its delivery to this gateway's
-                        // sockets, for a record that carries one (as chat-fanout's route span): a
-                        // record without a trace starts none, and skips the span machinery.
-                        if KafkaTracing.carriesTrace(message.headers) {
-                            KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in self.process(message) }
-                        } else {
-                            self.process(message)
-                        }
-                    }
-                }
+                self.deliver(batch.compactMap { if case .message(let message) = $0 { message } else { nil } })
             }
         }
         await consumer.close()
+    }
+
+    /// One fetch's or poll's deliveries: each event loop gets them in one wake-up.
+    private func deliver(_ messages: [KafkaConsumerMessage]) {
+        hub.writeBatchers.holding {
+            for message in messages where message.keyString == gatewayId {
+                // The last span of a message's trace, its delivery to this gateway's sockets, for
+                // a record that carries one (as chat-fanout's route span): a record without a
+                // trace starts none, and skips the span machinery.
+                if KafkaTracing.carriesTrace(message.headers) {
+                    KafkaTracing.withConsumerSpan("gateway deliver", message: message) { _ in process(message) }
+                } else {
+                    process(message)
+                }
+            }
+        }
     }
 
     func process(_ message: KafkaConsumerMessage) {

@@ -1,0 +1,89 @@
+import NIOCore
+
+/// The records of the batches one fetch returned (v2 record batches, magic 2), from the offset
+/// asked for on: a batch may start before it (a broker answers from the batch that holds it).
+struct FetchedRecords {
+    var messages: [KafkaConsumerMessage] = []
+    /// The offset to fetch next: after the last whole batch read.
+    var nextOffset: Int64
+    /// A batch this reader cannot read (compressed, or an older message format) starts at this
+    /// offset; everything before it is in `messages`.
+    var unreadableAt: Int64?
+    /// The answer held only part of its first batch: the fetch must ask for more bytes.
+    var firstBatchCutShort = false
+
+    /// Decodes `records`, the partition's part of a fetch answer for `offset`. A batch cut
+    /// short at the end (the answer's byte limit) is left for the next fetch; a batch whose
+    /// lengths contradict each other throws.
+    init(_ records: ByteBuffer, topic: String, partition: Int32, from offset: Int64) throws {
+        nextOffset = offset
+        var bytes = records
+        var first = true
+        while bytes.readableBytes >= 17 {
+            let start = bytes.readerIndex
+            guard let baseOffset = bytes.getInteger(at: start, endianness: .big, as: Int64.self),
+                let batchLength = bytes.getInteger(at: start + 8, endianness: .big, as: Int32.self),
+                let magic = bytes.getInteger(at: start + 16, as: Int8.self)
+            else { break }
+            guard Int(batchLength) + 12 <= bytes.readableBytes else {
+                firstBatchCutShort = first
+                break
+            }
+            guard magic == 2 else {
+                unreadableAt = max(offset, baseOffset)
+                return
+            }
+            let (header, total) = try RecordBatchHeader.parse(bytes)
+            let batchEnd = baseOffset + Int64(header.lastOffsetDelta) + 1
+            defer {
+                bytes.moveReaderIndex(forwardBy: total)
+                first = false
+            }
+            guard batchEnd > nextOffset else { continue }  // wholly before the offset asked for
+            if header.isControl {
+                nextOffset = batchEnd
+                continue
+            }
+            guard !header.compressed else {
+                unreadableAt = max(nextOffset, baseOffset)
+                return
+            }
+            let batch = bytes.getSlice(at: start, length: total) ?? ByteBuffer()
+            var reader = RecordReader(bytes: batch, position: RecordBatchHeader.size)
+            for _ in 0..<header.recordCount {
+                let message = try Self.record(
+                    &reader, batchEnd: total, baseOffset: baseOffset, baseTimestamp: header.baseTimestamp, topic: topic, partition: partition)
+                if message.offset >= nextOffset { messages.append(message) }
+            }
+            nextOffset = batchEnd
+        }
+    }
+
+    private static func record(
+        _ reader: inout RecordReader, batchEnd: Int, baseOffset: Int64, baseTimestamp: Int64, topic: String, partition: Int32
+    ) throws -> KafkaConsumerMessage {
+        guard let length = reader.varint(), length >= 0, reader.position + Int(length) <= batchEnd else {
+            throw KafkaWireError("record length beyond its batch")
+        }
+        let end = reader.position + Int(length)
+        guard reader.byte() != nil, let timestampDelta = reader.varint(), let offsetDelta = reader.varint() else {
+            throw KafkaWireError("truncated record")
+        }
+        let key = try reader.lengthPrefixed()
+        let value = try reader.lengthPrefixed()
+        guard let headerCount = reader.varint(), headerCount >= 0, headerCount <= Int64(end - reader.position) else {
+            throw KafkaWireError("record header count beyond its record")
+        }
+        var headers: [KafkaHeader] = []
+        headers.reserveCapacity(Int(headerCount))
+        for _ in 0..<headerCount {
+            guard let name = try reader.lengthPrefixed() else { throw KafkaWireError("a record header without a name") }
+            headers.append(KafkaHeader(key: String(decoding: name, as: UTF8.self), value: try reader.lengthPrefixed()))
+        }
+        guard reader.position <= end else { throw KafkaWireError("record fields beyond its length") }
+        reader.position = end
+        return KafkaConsumerMessage(
+            topic: topic, partition: partition, offset: baseOffset + offsetDelta, key: key, value: value, headers: headers,
+            timestampMilliseconds: baseTimestamp + timestampDelta)
+    }
+}
