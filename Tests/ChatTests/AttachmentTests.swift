@@ -21,7 +21,8 @@ struct AttachmentTests {
         _ files: [(filename: String, contentType: String, bytes: [UInt8])]
     ) async throws -> TestResponse {
         let body = multipart(fields: fields, files: files)
-        return try await s.client.execute(uri: uri, method: .post, headers: s.headers(token: user.token, contentType: body.contentType), body: body.body)
+        return try await s.client.executeUnhurried(
+            uri: uri, method: .post, headers: s.headers(token: user.token, contentType: body.contentType), body: body.body)
     }
 
     func storedFiles(_ s: Stack) throws -> [String] {

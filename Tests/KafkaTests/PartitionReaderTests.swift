@@ -39,6 +39,20 @@ struct PartitionReaderTests {
         return configuration
     }
 
+    /// A reader of `configuration` running in a task, and what it handed on.
+    struct Running {
+        let reader: KafkaPartitionReader
+        let received = Received()
+        let task: Task<Void, any Error>
+
+        init(_ configuration: KafkaConsumerConfiguration) throws {
+            let loop = MultiThreadedEventLoopGroup.singleton.next()
+            let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: loop, logger: TestKafka.logger)
+            self.reader = reader
+            task = Task { [received] in try await reader.run(received.handler(loop)) }
+        }
+    }
+
     private func records(_ topic: String, partition: Int32, _ range: Range<Int>, tag: String) -> [KafkaProducerMessage] {
         range.map { i in
             KafkaProducerMessage(
@@ -59,10 +73,10 @@ struct PartitionReaderTests {
         let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
         try await send(producer, records(topic, partition: 1, 0..<5, tag: "before"))
 
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
         let readiness = KafkaReadiness()
         var configuration = readerConfiguration(cluster, topic: topic, partition: 1, offset: .end)
         configuration.client.readiness = readiness
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
         let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: loop, logger: TestKafka.logger)
         #expect(!readiness.pending.isEmpty, "readiness waits for the reader")
         let received = Received()
@@ -101,21 +115,15 @@ struct PartitionReaderTests {
         try cluster.createTopic(topic, partitions: 1)
         let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
         try await send(producer, records(topic, partition: 0, 0..<5, tag: "old"))
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-
-        let fromStart = Received()
-        let beginning = try KafkaPartitionReader(
-            configuration: readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning), eventLoop: loop, logger: TestKafka.logger)
-        let first = Task { try await beginning.run(fromStart.handler(loop)) }
-        defer { first.cancel() }
+        let first = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning))
+        let fromStart = first.received
+        defer { first.task.cancel() }
         try await eventually("the five old records", timeout: .seconds(20)) { fromStart.count >= 5 }
         #expect(fromStart.messages.withLock { $0.map(\.offset) } == [0, 1, 2, 3, 4])
 
-        let pastEnd = Received()
-        let beyond = try KafkaPartitionReader(
-            configuration: readerConfiguration(cluster, topic: topic, partition: 0, offset: .exact(1_000)), eventLoop: loop, logger: TestKafka.logger)
-        let second = Task { try await beyond.run(pastEnd.handler(loop)) }
-        defer { second.cancel() }
+        let second = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .exact(1_000)))
+        let (beyond, pastEnd) = (second.reader, second.received)
+        defer { second.task.cancel() }
         try await eventually("the reader past the end resets to it", timeout: .seconds(20)) { beyond.isCaughtUp }
         try await send(producer, records(topic, partition: 0, 0..<3, tag: "new"))
         try await eventually("the three new records", timeout: .seconds(20)) { pastEnd.count >= 3 }
@@ -129,11 +137,8 @@ struct PartitionReaderTests {
         try cluster.createTopic(topic, partitions: 1)
         let plain = try TestKafka.producer(cluster) { $0.compression = "none" }
         let compressed = try TestKafka.producer(cluster) { $0.compression = "lz4" }
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let received = Received()
-        let reader = try KafkaPartitionReader(
-            configuration: readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning), eventLoop: loop, logger: TestKafka.logger)
-        let running = Task { try await reader.run(received.handler(loop)) }
+        let started = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning))
+        let (reader, received, running) = (started.reader, started.received, started.task)
         defer { running.cancel() }
         try await send(plain, records(topic, partition: 0, 0..<3, tag: "plain"))
         try await eventually("the plain records", timeout: .seconds(20)) { received.count >= 3 }
@@ -154,11 +159,8 @@ struct PartitionReaderTests {
         let topic = TestKafka.uniqueTopic("reader")
         try cluster.createTopic(topic, partitions: 1)
         let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let received = Received()
-        let reader = try KafkaPartitionReader(
-            configuration: readerConfiguration(cluster, topic: topic, partition: 0, offset: .end), eventLoop: loop, logger: TestKafka.logger)
-        let running = Task { try await reader.run(received.handler(loop)) }
+        let started = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .end))
+        let (reader, received, running) = (started.reader, started.received, started.task)
         defer { running.cancel() }
         try await eventually("the reader reaches the end", timeout: .seconds(20)) { reader.isCaughtUp }
         try await send(producer, records(topic, partition: 0, 0..<3, tag: "a"))
