@@ -121,17 +121,22 @@ extension ByteBuffer {
     }
 }
 
-/// The error codes this broker answers with: Kafka's protocol numbers, taken from librdkafka's
-/// `rd_kafka_resp_err_t` (the client's own table) rather than written out again.
-struct KafkaErrorCode: Equatable {
+/// The error codes this broker answers with, and the partition reader meets in an answer:
+/// Kafka's protocol numbers, taken from librdkafka's `rd_kafka_resp_err_t` (the client's own
+/// table) rather than written out again.
+struct KafkaErrorCode: Error, Equatable, CustomStringConvertible {
     let rawValue: Int16
 
     init(_ code: rd_kafka_resp_err_t) { rawValue = Int16(truncatingIfNeeded: code.rawValue) }
+    init(rawValue: Int16) { self.rawValue = rawValue }
+
+    var description: String { "\(String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: Int32(rawValue))))) (\(rawValue))" }
 
     static let none = KafkaErrorCode(RD_KAFKA_RESP_ERR_NO_ERROR)
     static let offsetOutOfRange = KafkaErrorCode(RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
     static let corruptMessage = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_MSG)
     static let unknownTopicOrPartition = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    static let leaderNotAvailable = KafkaErrorCode(RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
     static let illegalGeneration = KafkaErrorCode(RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION)
     static let inconsistentGroupProtocol = KafkaErrorCode(RD_KAFKA_RESP_ERR_INCONSISTENT_GROUP_PROTOCOL)
     static let invalidGroupId = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_GROUP_ID)

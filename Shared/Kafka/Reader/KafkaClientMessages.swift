@@ -19,7 +19,7 @@ enum KafkaClientMessages {
 
     /// Where a partition's leader is, from a Metadata v1 answer: its address, or the error that
     /// keeps it from being known (the topic or partition unknown, no leader elected yet).
-    static func leader(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<KafkaBrokerAddress, KafkaPartitionError> {
+    static func leader(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<KafkaBrokerAddress, KafkaErrorCode> {
         var reader = KafkaReader(answer)
         let brokers =
             try reader.array { r -> (Int32, KafkaBrokerAddress) in
@@ -47,15 +47,15 @@ enum KafkaClientMessages {
                 return (name, error, partitions)
             } ?? []
         guard let (_, topicError, partitions) = topics.first(where: { $0.0 == topic }) else {
-            return .failure(KafkaPartitionError(code: Int16(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART.rawValue)))
+            return .failure(KafkaErrorCode.unknownTopicOrPartition)
         }
-        guard topicError == 0 else { return .failure(KafkaPartitionError(code: topicError)) }
+        guard topicError == 0 else { return .failure(KafkaErrorCode(rawValue: topicError)) }
         guard let (error, _, leader) = partitions.first(where: { $0.1 == partition }) else {
-            return .failure(KafkaPartitionError(code: Int16(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART.rawValue)))
+            return .failure(KafkaErrorCode.unknownTopicOrPartition)
         }
         // A partition whose leader is not available yet answers -1 (with or without an error).
         guard leader >= 0, let address = brokers.first(where: { $0.0 == leader })?.1 else {
-            return .failure(KafkaPartitionError(code: error != 0 ? error : Int16(RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE.rawValue)))
+            return .failure(error != 0 ? KafkaErrorCode(rawValue: error) : KafkaErrorCode.leaderNotAvailable)
         }
         return .success(address)
     }
@@ -77,7 +77,7 @@ enum KafkaClientMessages {
         return out
     }
 
-    static func listedOffset(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<Int64, KafkaPartitionError> {
+    static func listedOffset(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<Int64, KafkaErrorCode> {
         var reader = KafkaReader(answer)
         let topics =
             try reader.array { r -> (String, [(Int32, Int16, Int64)]) in
@@ -94,7 +94,7 @@ enum KafkaClientMessages {
         guard let (_, error, offset) = topics.first(where: { $0.0 == topic })?.1.first(where: { $0.0 == partition }) else {
             throw KafkaWireError("ListOffsets answered without the partition asked for")
         }
-        return error == 0 ? .success(offset) : .failure(KafkaPartitionError(code: error))
+        return error == 0 ? .success(offset) : .failure(KafkaErrorCode(rawValue: error))
     }
 
     // MARK: Fetch v4
@@ -147,15 +147,4 @@ enum KafkaClientMessages {
         guard let found else { throw KafkaWireError("Fetch answered without the partition asked for") }
         return found
     }
-}
-
-/// A partition-level error code from a broker's answer.
-struct KafkaPartitionError: Error, Equatable, CustomStringConvertible {
-    var code: Int16
-
-    var errorCode: rd_kafka_resp_err_t { rd_kafka_resp_err_t(rawValue: Int32(code)) }
-
-    static let offsetOutOfRange = KafkaPartitionError(code: Int16(RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE.rawValue))
-
-    var description: String { "\(String(cString: rd_kafka_err2name(errorCode))) (\(code))" }
 }

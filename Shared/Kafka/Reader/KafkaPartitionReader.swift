@@ -126,7 +126,7 @@ public final class KafkaPartitionReader: Sendable {
     struct SessionEnd {
         enum Reason {
             case unreadable(Int64)
-            case partition(KafkaPartitionError)
+            case partition(KafkaErrorCode)
             case failed(any Error)
         }
         var reason: Reason
@@ -246,7 +246,7 @@ private final class FetchLoop: Sendable {
     private func answered(_ result: Result<ByteBuffer, any Error>) {
         do {
             let fetched = try KafkaClientMessages.fetchedPartition(topic, partition, in: result.get())
-            guard fetched.error == 0 else { return finish(.partition(KafkaPartitionError(code: fetched.error))) }
+            guard fetched.error == 0 else { return finish(.partition(KafkaErrorCode(rawValue: fetched.error))) }
             state.value.progressed = true
             let records = try FetchedRecords(fetched.records ?? ByteBuffer(), topic: topic, partition: partition, from: state.value.offset)
             if !records.messages.isEmpty { handler(records.messages) }

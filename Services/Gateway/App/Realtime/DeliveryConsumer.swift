@@ -64,11 +64,11 @@ final class DeliveryConsumer: Service, Sendable {
             logger.warning(
                 "a delivery batch only librdkafka reads (is chat-fanout's delivery producer compressing?); reading on with librdkafka",
                 metadata: ["error": "\(unreadable)"])
+            // The same partition, from the batch the reader could not read.
             var rest = configuration
-            rest.mode = .assignment([
-                TopicPartitionOffset(
-                    topic: Topic.gatewayDelivery.name, partition: GatewayEvents.deliveryPartition(for: gatewayId), offset: .exact(unreadable.offset))
-            ])
+            if case .assignment(let partitions) = configuration.mode {
+                rest.mode = .assignment(partitions.map { TopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: .exact(unreadable.offset)) })
+            }
             try await runWithLibrdkafka(rest)
         }
     }
