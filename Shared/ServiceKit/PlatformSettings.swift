@@ -20,6 +20,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaDeliveryFetchMinBytes: Int
     /// The gateway's delivery consumer: `KafkaPartitionReader` (true) or librdkafka.
     public var kafkaDeliveryReaderIsNative: Bool
+    /// chat-fanout's delivery producer: `KafkaRecordWriter` (true) or librdkafka.
+    public var kafkaDeliveryWriterIsNative: Bool
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -37,6 +39,7 @@ public struct PlatformSettings: Sendable {
         kafkaDeliveryFetchWaitMilliseconds = try settings.kafkaDeliveryFetchWaitMilliseconds
         kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
         kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
+        kafkaDeliveryWriterIsNative = try settings.kafkaDeliveryWriterIsNative
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

@@ -27,6 +27,7 @@ public struct ServiceSettings: Sendable {
         "kafka.fetch-wait-ms": 100,
         "kafka.delivery-fetch-min-bytes": 1,
         "kafka.delivery-reader": "native",
+        "kafka.delivery-writer": "native",
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
         "database.max-connections": 20,
@@ -144,14 +145,18 @@ public struct ServiceSettings: Sendable {
     /// How the gateway reads its deliveries: `native` (default; `KafkaPartitionReader` on an event
     /// loop, for a plaintext cluster) or `librdkafka` (a librdkafka consumer, as TLS and SASL
     /// always are).
-    public var kafkaDeliveryReaderIsNative: Bool {
-        get throws {
-            let value = try string("kafka.delivery-reader")
-            switch value {
-            case "native": return true
-            case "librdkafka": return false
-            default: throw StartupError("kafka.delivery-reader must be native or librdkafka, not \(value)")
-            }
+    public var kafkaDeliveryReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-reader") } }
+    /// How chat-fanout writes deliveries: `native` (default; `KafkaRecordWriter` on an event loop,
+    /// for a plaintext cluster) or `librdkafka` (an idempotent librdkafka producer, as TLS and
+    /// SASL always are).
+    public var kafkaDeliveryWriterIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-writer") } }
+
+    private func nativeOrLibrdkafka(_ key: String) throws -> Bool {
+        let value = try string(key)
+        switch value {
+        case "native": return true
+        case "librdkafka": return false
+        default: throw StartupError("\(key) must be native or librdkafka, not \(value)")
         }
     }
     public var kafkaStartupTimeout: Duration { get throws { .seconds(try int("kafka.startup-timeout-seconds")) } }

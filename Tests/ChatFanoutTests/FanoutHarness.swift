@@ -23,11 +23,12 @@ struct FanoutHarness: Sendable {
         producer = try TestKafka.producer(cluster)
     }
 
-    /// Starts a replica and waits until it reports ready (interest table caught up).
-    func startReplica(_ name: String) async throws -> RunningService {
+    /// Starts a replica and waits until it reports ready (interest table caught up); `writer` is
+    /// its `kafka.delivery-writer`.
+    func startReplica(_ name: String, writer: String = "native") async throws -> RunningService {
         let environment = [
             "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-            "INSTANCE_ID": name,
+            "INSTANCE_ID": name, "KAFKA_DELIVERY_WRITER": writer,
         ]
         let settings = ServiceSettings(
             serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]

@@ -15,9 +15,10 @@ private let streamPartition: Int32 = 0
 @Suite("chat-fanout against the embedded broker", .serialized)
 struct FanoutServiceTests {
     @Test(
-        "interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none"
+        "interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none (deliveries written by the suite's own writer, or by librdkafka)",
+        arguments: ["native", "librdkafka"]
     )
-    func routing() async throws {
+    func routing(writer: String) async throws {
         let harness = try FanoutHarness()
         let a = try SimulatedGateway.start("gateway-a", on: harness)
         let b = try SimulatedGateway.start("gateway-b", on: harness)
@@ -25,7 +26,7 @@ struct FanoutServiceTests {
         try await harness.setInterest(a.id, c1, true)
         try await harness.setInterest(b.id, c1, true)
         try await harness.setInterest(a.id, c2, true)
-        let replica = try await harness.startReplica("fanout-routing")
+        let replica = try await harness.startReplica("fanout-routing", writer: writer)
 
         let first = try await harness.sendMessages([c1, c2, unknown, c1], partition: streamPartition)
         try await a.waitFor([first[3].id])

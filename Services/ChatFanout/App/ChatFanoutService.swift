@@ -35,16 +35,28 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
         fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
-    // Deliveries on a producer of their own, whose acknowledgements the consumer's poll thread
-    // serves itself while it waits for them; it flushes after the consumer stopped. Uncompressed
-    // (whatever `kafka.compression` says): a gateway reads them within milliseconds, with a
-    // reader of its own that reads uncompressed batches only (DeliveryConsumer).
+    // Deliveries on a producer of their own, which the consumer's poll thread blocks on until
+    // every record of a poll is acknowledged. On a plaintext cluster the suite's own writer
+    // (`KafkaRecordWriter`: the poll thread itself sends and awaits the Produce requests, no
+    // librdkafka broker thread, docs/benchmarks.md, part 18) unless `kafka.delivery-writer` is
+    // `librdkafka`; else an idempotent librdkafka
+    // producer that the poll thread serves itself. Uncompressed either way (whatever
+    // `kafka.compression` says): a gateway reads them within milliseconds, with a reader of its
+    // own that reads uncompressed batches only (DeliveryConsumer). Either stops after the consumer.
     var deliveryProducer = platform.producer.configuration
     deliveryProducer.compression = "none"
-    let producer = try KafkaBlockingProducer(configuration: deliveryProducer, logger: logger)
-    platform.addService(producer)
+    let sender: any KafkaBlockingSender
+    if platform.platformSettings.kafkaDeliveryWriterIsNative, KafkaRecordWriter.canWrite(deliveryProducer) {
+        let writer = try KafkaRecordWriter(configuration: deliveryProducer, logger: logger)
+        platform.addService(writer)
+        sender = writer
+    } else {
+        let producer = try KafkaBlockingProducer(configuration: deliveryProducer, logger: logger)
+        platform.addService(producer)
+        sender = producer
+    }
     platform.addGatedService {
-        FanoutConsumer(configuration: consumerConfiguration, producer: producer, table: table, logger: logger) { interest.isCaughtUp }
+        FanoutConsumer(configuration: consumerConfiguration, producer: sender, table: table, logger: logger) { interest.isCaughtUp }
     }
     platform.addReadinessCheck("gateway-interest") {
         guard interest.isCaughtUp else { throw InterestNotLoaded() }

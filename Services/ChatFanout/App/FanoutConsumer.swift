@@ -24,7 +24,7 @@ final class FanoutConsumer: Service, Sendable {
     static let group = "chat-fanout"
 
     private let configuration: KafkaConsumerConfiguration
-    private let producer: KafkaBlockingProducer
+    private let producer: any KafkaBlockingSender
     private let table: InterestTable
     private let interestLoaded: @Sendable () -> Bool
     private let logger: Logger
@@ -37,7 +37,7 @@ final class FanoutConsumer: Service, Sendable {
     /// - Parameter interestLoaded: whether the interest table is complete (`InterestReader.isCaughtUp`);
     ///   the group is joined only once it is.
     init(
-        configuration: KafkaConsumerConfiguration, producer: KafkaBlockingProducer, table: InterestTable, logger: Logger,
+        configuration: KafkaConsumerConfiguration, producer: any KafkaBlockingSender, table: InterestTable, logger: Logger,
         interestLoaded: @escaping @Sendable () -> Bool
     ) {
         self.configuration = configuration

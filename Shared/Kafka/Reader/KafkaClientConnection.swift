@@ -58,6 +58,7 @@ final class KafkaClientConnection: Sendable {
 
 /// The requests this client makes, by Kafka API key.
 enum KafkaClientAPI: Int16 {
+    case produce = 0
     case fetch = 1
     case listOffsets = 2
     case metadata = 3

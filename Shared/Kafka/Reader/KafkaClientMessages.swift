@@ -1,63 +1,83 @@
 import CRdKafka
 import NIOCore
 
-/// The three requests a partition reader makes, at versions every broker it meets serves: the
-/// suite's embedded broker (Fetch 4–5, ListOffsets 1–2, Metadata 0–4), librdkafka's mock
-/// cluster, and Apache Kafka 3.x and 4.x (whose oldest are Fetch 4, ListOffsets 1, Metadata 0).
+/// The requests the suite's own Kafka clients make (the partition reader's Metadata, ListOffsets
+/// and Fetch, the record writer's Produce), at versions every broker they meet serves: the
+/// suite's embedded broker (Produce 3–5, Fetch 4–5, ListOffsets 1–2, Metadata 0–4), librdkafka's
+/// mock cluster, and Apache Kafka 3.x and 4.x (whose oldest are Produce 3, Fetch 4, ListOffsets 1,
+/// Metadata 0).
 enum KafkaClientMessages {
     static let metadataVersion: Int16 = 1
+    static let produceVersion: Int16 = 3
     static let listOffsetsVersion: Int16 = 1
     static let fetchVersion: Int16 = 4
 
     // MARK: Metadata v1
 
     static func metadataRequest(topic: String) -> ByteBuffer {
+        metadataRequest(topics: [topic])
+    }
+
+    static func metadataRequest(topics: some Collection<String>) -> ByteBuffer {
         var out = ByteBuffer()
-        out.writeKafkaArray([topic]) { $0.writeKafkaString($1) }
+        out.writeKafkaArray(topics) { $0.writeKafkaString($1) }
         return out
     }
 
-    /// Where a partition's leader is, from a Metadata v1 answer: its address, or the error that
-    /// keeps it from being known (the topic or partition unknown, no leader elected yet).
-    static func leader(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<KafkaBrokerAddress, KafkaErrorCode> {
-        var reader = KafkaReader(answer)
-        let brokers =
-            try reader.array { r -> (Int32, KafkaBrokerAddress) in
+    /// A Metadata v1 answer: the brokers' addresses and each topic's partitions with their leaders.
+    struct ClusterMetadata {
+        var brokers: [Int32: KafkaBrokerAddress]
+        /// Per topic: its error, and per partition its error and leader (-1: none yet).
+        var topics: [String: (error: Int16, partitions: [Int32: (error: Int16, leader: Int32)])]
+
+        init(_ answer: ByteBuffer) throws {
+            var reader = KafkaReader(answer)
+            var brokers: [Int32: KafkaBrokerAddress] = [:]
+            _ = try reader.array { r -> Void in
                 let node = try r.int32()
                 let host = try r.string()
                 let port = try r.int32()
                 _ = try r.nullableString()  // rack
-                return (node, KafkaBrokerAddress(host: host, port: Int(port)))
-            } ?? []
-        _ = try reader.int32()  // controller
-        let topics =
-            try reader.array { r -> (String, Int16, [(Int16, Int32, Int32)]) in
+                brokers[node] = KafkaBrokerAddress(host: host, port: Int(port))
+            }
+            _ = try reader.int32()  // controller
+            var topics: [String: (error: Int16, partitions: [Int32: (error: Int16, leader: Int32)])] = [:]
+            _ = try reader.array { r -> Void in
                 let error = try r.int16()
                 let name = try r.string()
                 _ = try r.int8()  // is_internal
-                let partitions =
-                    try r.array { p -> (Int16, Int32, Int32) in
-                        let error = try p.int16()
-                        let index = try p.int32()
-                        let leader = try p.int32()
-                        _ = try p.array { try $0.int32() }  // replicas
-                        _ = try p.array { try $0.int32() }  // in-sync replicas
-                        return (error, index, leader)
-                    } ?? []
-                return (name, error, partitions)
-            } ?? []
-        guard let (_, topicError, partitions) = topics.first(where: { $0.0 == topic }) else {
-            return .failure(KafkaErrorCode.unknownTopicOrPartition)
+                var partitions: [Int32: (error: Int16, leader: Int32)] = [:]
+                _ = try r.array { p -> Void in
+                    let error = try p.int16()
+                    let index = try p.int32()
+                    let leader = try p.int32()
+                    _ = try p.array { try $0.int32() }  // replicas
+                    _ = try p.array { try $0.int32() }  // in-sync replicas
+                    partitions[index] = (error, leader)
+                }
+                topics[name] = (error, partitions)
+            }
+            self.brokers = brokers
+            self.topics = topics
         }
-        guard topicError == 0 else { return .failure(KafkaErrorCode(rawValue: topicError)) }
-        guard let (error, _, leader) = partitions.first(where: { $0.1 == partition }) else {
-            return .failure(KafkaErrorCode.unknownTopicOrPartition)
+
+        /// Where a partition's leader is: its address, or the error that keeps it from being
+        /// known (the topic or partition unknown, no leader elected yet).
+        func leader(of topic: String, partition: Int32) -> Result<KafkaBrokerAddress, KafkaErrorCode> {
+            guard let (topicError, partitions) = topics[topic] else { return .failure(.unknownTopicOrPartition) }
+            guard topicError == 0 else { return .failure(KafkaErrorCode(rawValue: topicError)) }
+            guard let (error, leader) = partitions[partition] else { return .failure(.unknownTopicOrPartition) }
+            // A partition whose leader is not available yet answers -1 (with or without an error).
+            guard leader >= 0, let address = brokers[leader] else {
+                return .failure(error != 0 ? KafkaErrorCode(rawValue: error) : .leaderNotAvailable)
+            }
+            return .success(address)
         }
-        // A partition whose leader is not available yet answers -1 (with or without an error).
-        guard leader >= 0, let address = brokers.first(where: { $0.0 == leader })?.1 else {
-            return .failure(error != 0 ? KafkaErrorCode(rawValue: error) : KafkaErrorCode.leaderNotAvailable)
-        }
-        return .success(address)
+    }
+
+    /// Where a partition's leader is, from a Metadata v1 answer (`ClusterMetadata.leader`).
+    static func leader(of topic: String, partition: Int32, in answer: ByteBuffer) throws -> Result<KafkaBrokerAddress, KafkaErrorCode> {
+        try ClusterMetadata(answer).leader(of: topic, partition: partition)
     }
 
     // MARK: ListOffsets v1
@@ -146,5 +166,61 @@ enum KafkaClientMessages {
         }
         guard let found else { throw KafkaWireError("Fetch answered without the partition asked for") }
         return found
+    }
+}
+
+extension KafkaClientMessages {
+    // MARK: Produce v3
+
+    /// One request for every partition's records on one broker, acknowledged by all in-sync
+    /// replicas (acks=-1) within `timeoutMilliseconds`: per partition an uncompressed batch.
+    static func produceRequest(
+        _ partitions: [(topic: String, partition: Int32, messages: ArraySlice<KafkaProducerMessage>)], timeoutMilliseconds: Int32,
+        timestampMilliseconds: Int64
+    ) -> ByteBuffer {
+        var byTopic: [(String, [(Int32, ArraySlice<KafkaProducerMessage>)])] = []
+        for entry in partitions {
+            if let index = byTopic.firstIndex(where: { $0.0 == entry.topic }) {
+                byTopic[index].1.append((entry.partition, entry.messages))
+            } else {
+                byTopic.append((entry.topic, [(entry.partition, entry.messages)]))
+            }
+        }
+        var out = ByteBuffer()
+        out.reserveCapacity(partitions.reduce(64) { $0 + $1.messages.reduce(80) { $0 + ($1.value?.count ?? 0) + 64 } })
+        out.writeKafkaString(nil)  // transactional id
+        out.writeKafka(Int16(-1))  // acks: all in-sync replicas
+        out.writeKafka(timeoutMilliseconds)
+        out.writeKafka(Int32(byTopic.count))
+        for (topic, topicPartitions) in byTopic {
+            out.writeKafkaString(topic)
+            out.writeKafka(Int32(topicPartitions.count))
+            for (partition, messages) in topicPartitions {
+                out.writeKafka(partition)
+                let sizeAt = out.writerIndex
+                out.writeKafka(Int32(0))  // the batch's size, set below
+                RecordBatchEncoder.write(messages, timestampMilliseconds: timestampMilliseconds, to: &out)
+                out.setInteger(Int32(out.writerIndex - sizeAt - 4), at: sizeAt, endianness: .big)
+            }
+        }
+        return out
+    }
+
+    /// A Produce v3 answer: per topic and partition, its error code and the first record's offset.
+    static func produced(in answer: ByteBuffer) throws -> [TopicPartition: (error: Int16, baseOffset: Int64)] {
+        var reader = KafkaReader(answer)
+        var result: [TopicPartition: (error: Int16, baseOffset: Int64)] = [:]
+        _ = try reader.array { r -> Void in
+            let name = try r.string()
+            _ = try r.array { p -> Void in
+                let index = try p.int32()
+                let error = try p.int16()
+                let baseOffset = try p.int64()
+                _ = try p.int64()  // log append time
+                result[TopicPartition(topic: name, partition: index)] = (error, baseOffset)
+            }
+        }
+        _ = try reader.int32()  // throttle time
+        return result
     }
 }
