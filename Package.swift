@@ -171,7 +171,11 @@ var targets: [Target] = [
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ], swiftSettings: swiftSettings),
     .testTarget(
-        name: "KafkaTests", dependencies: ["Common", "Kafka", "Events", "TestSupport", nioCore, .product(name: "NIOPosix", package: "swift-nio")],
+        name: "KafkaTests",
+        dependencies: [
+            "Common", "Kafka", "Events", "TestSupport", nioCore, .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
+        ],
         swiftSettings: swiftSettings),
     .testTarget(name: "EventsTests", dependencies: ["Events", yams], swiftSettings: swiftSettings),
     // Reads docker-compose.yml, deploy/Dockerfile and the sources the deployment files name.

@@ -1,5 +1,6 @@
 import Common
 import Foundation
+import MetricsTestKit
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -128,6 +129,30 @@ struct PartitionReaderTests {
         try await send(producer, records(topic, partition: 0, 0..<3, tag: "new"))
         try await eventually("the three new records", timeout: .seconds(20)) { pastEnd.count >= 3 }
         #expect(pastEnd.messages.withLock { $0.map(\.offset) } == [5, 6, 7])
+    }
+
+    @Test("its lag: the records between its position and the partition's end after each fetch, down to 0 once caught up")
+    func lag() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
+        let topic = TestKafka.uniqueTopic("reader")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        // 3 000 records of 1 KiB: more than the first fetch's 1 MiB, so that fetch leaves a lag.
+        let big = (0..<3_000).map { i in KafkaProducerMessage(topic: topic, key: "k", value: Array(repeating: UInt8(i % 256), count: 1_024), partition: 0) }
+        try await send(producer, big)
+        let metrics = TestMetrics()
+        let configuration = readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: loop, logger: TestKafka.logger, metrics: metrics)
+        let received = Received()
+        let running = Task { try await reader.run(received.handler(loop)) }
+        defer { running.cancel() }
+        try await eventually("all 3 000 records", timeout: .seconds(30)) { received.count >= 3_000 }
+        let gauge = try metrics.expectGauge("kafka_consumer_lag", [("consumer", configuration.lagLabel), ("topic", topic)])
+        let values = gauge.values
+        #expect(values.first.map { $0 > 0 && $0 < 3_000 } == true, "the first fetch left records behind: \(values.prefix(3))")
+        #expect(values.last == 0, "caught up")
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0 >= $1 }, "the lag only falls while nothing is produced")
     }
 
     @Test("a compressed batch ends the run with its offset, after every record before it was handed on", arguments: EmbeddedKafkaEngine.allCases)

@@ -46,8 +46,12 @@ public final class KafkaPartitionReader: Sendable {
     }
 
     /// Registers with the configuration's readiness registry (caught up once a fetch reached the
-    /// partition's end), as `KafkaConsumer` does. Throws for a configuration `canRead` refuses.
-    public init(configuration: KafkaConsumerConfiguration, eventLoop: any EventLoop, logger: Logger) throws {
+    /// partition's end), as `KafkaConsumer` does, and records its lag (`kafka_consumer_lag`, the
+    /// records between its position and the partition's end after each fetch) with `metrics`.
+    /// Throws for a configuration `canRead` refuses.
+    public init(
+        configuration: KafkaConsumerConfiguration, eventLoop: any EventLoop, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory
+    ) throws {
         guard Self.canRead(configuration), case .assignment(let partitions) = configuration.mode, let first = partitions.first,
             let bootstrap = KafkaBrokerAddress.parseList(configuration.client.bootstrapServers)
         else {
@@ -60,7 +64,7 @@ public final class KafkaPartitionReader: Sendable {
         self.bootstrap = bootstrap
         self.eventLoop = eventLoop
         self.logger = logger
-        self.lag = Gauge(label: "kafka_consumer_lag", dimensions: [("consumer", configuration.lagLabel), ("topic", first.topic)])
+        self.lag = Gauge(label: "kafka_consumer_lag", dimensions: [("consumer", configuration.lagLabel), ("topic", first.topic)], factory: metrics)
         catchUp.assigned([TopicPartition(topic: first.topic, partition: first.partition)])
         configuration.client.readiness?.register(configuration, catchUp)
     }
