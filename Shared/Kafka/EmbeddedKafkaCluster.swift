@@ -108,6 +108,13 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         broker.failNextProduceRequests(count, code: code, topic: topic)
     }
 
+    /// The largest record batch the broker takes (the Swift broker only; librdkafka's mock has no
+    /// such limit).
+    public func setMaxBatchBytes(_ bytes: Int) throws {
+        guard case .swift(let broker) = backend else { throw KafkaError.configuration("the mock cluster has no batch size limit") }
+        broker.setMaxBatchBytes(bytes)
+    }
+
     /// Injected Produce faults not yet used (the Swift broker; nil on the mock).
     public var pendingProduceFaults: Int? {
         guard case .swift(let broker) = backend else { return nil }

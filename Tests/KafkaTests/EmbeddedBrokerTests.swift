@@ -102,6 +102,20 @@ struct EmbeddedBrokerTests {
         #expect(try fetch(client, "t", offset: 3).baseOffsets == [], "at the end: nothing yet")
     }
 
+    @Test("as Kafka: a batch over message.max.bytes is refused (MESSAGE_TOO_LARGE), and so are two batches for one partition in Produce v3 (INVALID_RECORD)")
+    func produceLimits() throws {
+        let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)
+        try broker.createTopic("t", partitions: 1)
+        let client = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        let batch = recordBatch(timestamps: [1, 2, 3], valueSize: 300)
+        broker.setMaxBatchBytes(batch.count - 1)
+        #expect(try produce(client, "t", batch).error == 10)
+        broker.setMaxBatchBytes(batch.count)
+        #expect(try produce(client, "t", batch) == (0, 0))
+        #expect(try produce(client, "t", batch + batch).error == 87, "one batch per partition from Produce v3 on")
+        #expect(try listOffset(client, "t", time: -1).offset == 3, "nothing refused was stored")
+    }
+
     @Test("a fetch waits for its min_bytes: a small record leaves it waiting, enough bytes answer it before its wait ends")
     func fetchMinBytes() throws {
         let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)

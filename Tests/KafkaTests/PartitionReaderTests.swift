@@ -54,6 +54,14 @@ struct PartitionReaderTests {
         }
     }
 
+    /// A cluster with a new topic of `partitions` partitions, and an uncompressed producer.
+    private func freshTopic(brokers: Int, engine: EmbeddedKafkaEngine, partitions: Int) throws -> (EmbeddedKafkaCluster, String, KafkaProducer) {
+        let cluster = try TestKafka.cluster(brokers: brokers, engine: engine)
+        let topic = TestKafka.uniqueTopic("reader")
+        try cluster.createTopic(topic, partitions: partitions)
+        return (cluster, topic, try TestKafka.producer(cluster) { $0.compression = "none" })
+    }
+
     private func records(_ topic: String, partition: Int32, _ range: Range<Int>, tag: String) -> [KafkaProducerMessage] {
         range.map { i in
             KafkaProducerMessage(
@@ -68,10 +76,7 @@ struct PartitionReaderTests {
 
     @Test("from the end: only what is produced after it started, in order, with keys, values, headers and timestamps", arguments: EmbeddedKafkaEngine.allCases)
     func readsFromTheEnd(engine: EmbeddedKafkaEngine) async throws {
-        let cluster = try TestKafka.cluster(brokers: 3, engine: engine)
-        let topic = TestKafka.uniqueTopic("reader")
-        try cluster.createTopic(topic, partitions: 3)
-        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        let (cluster, topic, producer) = try freshTopic(brokers: 3, engine: engine, partitions: 3)
         try await send(producer, records(topic, partition: 1, 0..<5, tag: "before"))
 
         let readiness = KafkaReadiness()
@@ -111,10 +116,7 @@ struct PartitionReaderTests {
 
     @Test("from the beginning, and from an offset past the end (reset to the end, as auto.offset.reset would)")
     func startOffsets() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("reader")
-        try cluster.createTopic(topic, partitions: 1)
-        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        let (cluster, topic, producer) = try freshTopic(brokers: 1, engine: .swift, partitions: 1)
         try await send(producer, records(topic, partition: 0, 0..<5, tag: "old"))
         let first = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning))
         let fromStart = first.received
@@ -133,10 +135,7 @@ struct PartitionReaderTests {
 
     @Test("its lag: the records between its position and the partition's end after each fetch, down to 0 once caught up")
     func lag() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("reader")
-        try cluster.createTopic(topic, partitions: 1)
-        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        let (cluster, topic, producer) = try freshTopic(brokers: 1, engine: .swift, partitions: 1)
         // 3 000 records of 1 KiB: more than the first fetch's 1 MiB, so that fetch leaves a lag.
         let big = (0..<3_000).map { i in KafkaProducerMessage(topic: topic, key: "k", value: Array(repeating: UInt8(i % 256), count: 1_024), partition: 0) }
         try await send(producer, big)
@@ -180,10 +179,7 @@ struct PartitionReaderTests {
 
     @Test("the broker going down and up again: the reader reconnects and misses nothing produced meanwhile")
     func reconnects() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("reader")
-        try cluster.createTopic(topic, partitions: 1)
-        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        let (cluster, topic, producer) = try freshTopic(brokers: 1, engine: .swift, partitions: 1)
         let started = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .end))
         let (reader, received, running) = (started.reader, started.received, started.task)
         defer { running.cancel() }
@@ -205,16 +201,9 @@ struct PartitionReaderTests {
     func hostileBroker() async throws {
         // Answers every connection with a frame claiming 2 GiB, then a frame with a correlation id
         // nobody asked for.
-        let group = MultiThreadedEventLoopGroup.singleton
-        let server = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(GarbageAnswerer())
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let (server, port) = try await startPeer { try $0.addHandler(GarbageAnswerer()) }
         defer { server.close(promise: nil) }
-        let port = try #require(server.localAddress?.port)
+        let group = MultiThreadedEventLoopGroup.singleton
         var configuration = KafkaConsumerConfiguration(
             client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:\(port)", clientId: "test-reader"),
             mode: .assignment([TopicPartitionOffset(topic: "t", partition: 0, offset: .end)]))
@@ -299,6 +288,18 @@ private func eventually(_ what: String, timeout: Duration, _ condition: () async
     }
     Issue.record("timed out waiting for \(what)")
     throw CancellationError()
+}
+
+/// A TCP server on 127.0.0.1 whose connections get the handlers `handlers` adds (a fake broker),
+/// and its port.
+func startPeer(_ handlers: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void) async throws -> (any Channel, Int) {
+    let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .childChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try handlers(channel.pipeline.syncOperations) }
+        }
+        .bind(host: "127.0.0.1", port: 0).get()
+    guard let port = server.localAddress?.port else { throw KafkaWireError("the peer has no port") }
+    return (server, port)
 }
 
 /// A peer that answers every request with garbage: a frame claiming 2 GiB, or, on every other

@@ -85,6 +85,61 @@ struct RecordWriterTests {
         }
     }
 
+    @Test("records beyond a batch's message.max.bytes go in several batches, one request after another, in order", arguments: EmbeddedKafkaEngine.allCases)
+    func largeCalls(engine: EmbeddedKafkaEngine) async throws {
+        let cluster = try TestKafka.cluster(brokers: 3, engine: engine)
+        let topic = TestKafka.uniqueTopic("writer")
+        try cluster.createTopic(topic, partitions: 2)
+        if engine == .swift { try cluster.setMaxBatchBytes(2_000) }  // as Kafka, it refuses a larger batch
+        let writer = try writer(cluster) { $0.properties["message.max.bytes"] = "2000" }
+        let messages = (0..<14).map { i in
+            KafkaProducerMessage(topic: topic, key: "k\(i)", value: Array(repeating: UInt8(i), count: 600), partition: i < 10 ? 0 : 1)
+        }
+        let outcomes = await send(writer, messages)
+        let offsets = try outcomes.map { try $0.get().offset }
+        #expect(offsets == Array(0..<10) + Array(0..<4))
+        let read = try await readBack(cluster, topic, partition: 0, count: 10)
+        #expect(read.map(\.value) == messages.prefix(10).map(\.value), "in order, across batches")
+    }
+
+    @Test("a batch refused mid-call: that partition's later batches are not sent, so a retry keeps the order")
+    func refusedBatchStopsItsPartition() async throws {
+        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
+        let topic = TestKafka.uniqueTopic("writer")
+        try cluster.createTopic(topic, partitions: 1)
+        try cluster.setMaxBatchBytes(2_000)
+        let writer = try writer(cluster) { $0.properties["message.max.bytes"] = "2000" }
+        let messages = (0..<10).map { i in KafkaProducerMessage(topic: topic, key: "k", value: Array(repeating: UInt8(i), count: 600), partition: 0) }
+        cluster.failNextProduceRequests(1, code: 6)  // NOT_LEADER_OR_FOLLOWER, for the first batch
+        let refused = await send(writer, messages)
+        #expect(refused.allSatisfy { if case .failure = $0 { true } else { false } }, "every record of the partition fails with its first batch")
+        #expect(cluster.pendingProduceFaults == 0)
+        let again = await send(writer, messages)
+        #expect(try again.map { try $0.get().offset } == Array(0..<10), "nothing of the refused call was written")
+    }
+
+    @Test("batches: within message.max.bytes, in order, a record larger than that on its own")
+    func batchBounds() {
+        let sizes = [600, 600, 600, 5_000, 10, 600, 1_300, 1_300, 0]
+        let messages = sizes.enumerated().map { i, size in
+            KafkaProducerMessage(topic: "t", key: "k\(i)", value: Array(repeating: 7, count: size), headers: [KafkaHeader(key: "h", string: "v")], partition: 0)
+        }
+        let indices = Array(messages.indices)
+        let batches = RecordBatchEncoder.batches(indices, of: messages, maxBytes: 2_000)
+        #expect(Array(batches.joined()) == indices)
+        for (number, batch) in batches.enumerated() {
+            var encoded = ByteBuffer()
+            RecordBatchEncoder.write(batch.map { messages[$0] }, timestampMilliseconds: 0, to: &encoded)
+            #expect(encoded.readableBytes <= 2_000 || batch.count == 1, "batch \(number): \(encoded.readableBytes) bytes")
+            if number + 1 < batches.count {
+                var grown = ByteBuffer()
+                RecordBatchEncoder.write((batch + [batches[number + 1][0]]).map { messages[$0] }, timestampMilliseconds: 0, to: &grown)
+                #expect(grown.readableBytes > 2_000, "batch \(number) could not take the next record")
+            }
+        }
+        #expect(batches.contains([3]), "the 5 000-byte record alone")
+    }
+
     @Test("a record without a partition fails alone")
     func blockingAndInvalid() async throws {
         let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
@@ -159,14 +214,8 @@ struct RecordWriterTests {
 
     @Test("a peer that is not a Kafka broker: every record fails, nothing crashes")
     func hostilePeer() async throws {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let server = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(GarbageAnswerer()) }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let (server, port) = try await startPeer { try $0.addHandler(GarbageAnswerer()) }
         defer { server.close(promise: nil) }
-        let port = try #require(server.localAddress?.port)
         let configuration = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:\(port)", clientId: "test-writer"))
         let writer = try KafkaRecordWriter(configuration: configuration, logger: TestKafka.logger)
         for _ in 0..<4 {
@@ -178,14 +227,8 @@ struct RecordWriterTests {
 
     @Test("a peer that accepts and never answers: the call returns each record's failure 5 s past the request timeout")
     func silentPeer() async throws {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let server = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(SilentPeer()) }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let (server, port) = try await startPeer { try $0.addHandler(SilentPeer()) }
         defer { server.close(promise: nil) }
-        let port = try #require(server.localAddress?.port)
         var configuration = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:\(port)", clientId: "test-writer"))
         configuration.messageTimeoutMilliseconds = 200
         let writer = try KafkaRecordWriter(configuration: configuration, logger: TestKafka.logger)
@@ -200,18 +243,12 @@ struct RecordWriterTests {
 
     @Test("a broker that closes the connection while it is idle (connections.max.idle.ms): the next call reconnects instead of failing")
     func idleClose() async throws {
-        let group = MultiThreadedEventLoopGroup.singleton
         let port = Locked(0)
-        let server = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(KafkaFrameDecoder(minimumSize: 4)))
-                    try channel.pipeline.syncOperations.addHandler(IdleClosingBroker(port: port.value))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let (server, bound) = try await startPeer { pipeline in
+            try pipeline.addHandler(ByteToMessageHandler(KafkaFrameDecoder(minimumSize: 4)))
+            try pipeline.addHandler(IdleClosingBroker(port: port.value))
+        }
         defer { server.close(promise: nil) }
-        let bound = try #require(server.localAddress?.port)
         port.withLock { $0 = bound }
         let configuration = KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:\(port.value)", clientId: "test-writer"))
         let writer = try KafkaRecordWriter(configuration: configuration, logger: TestKafka.logger)

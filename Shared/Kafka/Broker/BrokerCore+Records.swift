@@ -64,7 +64,7 @@ extension BrokerCore {
                 if let topicInjected {
                     error = topicInjected
                 } else if let partition = partition(name, index) {
-                    (error, baseOffset) = append(records, to: partition)
+                    (error, baseOffset) = append(records, to: partition, version: header.version)
                 } else {
                     error = KafkaErrorCode.unknownTopicOrPartition.rawValue
                 }
@@ -81,7 +81,9 @@ extension BrokerCore {
 
     /// Appends every batch of one partition's records; returns the error code and the first
     /// batch's offset. A retried batch of an idempotent producer answers with its first offset.
-    private func append(_ records: ByteBuffer?, to partition: BrokerPartition) -> (Int16, Int64) {
+    /// As Kafka does, it refuses a batch over `maxBatchBytes` (MESSAGE_TOO_LARGE) and, from
+    /// Produce v3 on, more than one batch for a partition (INVALID_RECORD).
+    private func append(_ records: ByteBuffer?, to partition: BrokerPartition, version: Int16) -> (Int16, Int64) {
         guard var records, records.readableBytes > 0 else { return (KafkaErrorCode.corruptMessage.rawValue, -1) }
         var parsed: [(ByteBuffer, RecordBatchHeader)] = []
         while records.readableBytes > 0 {
@@ -90,6 +92,8 @@ extension BrokerCore {
             }
             parsed.append((batch, header))
         }
+        if version >= 3, parsed.count > 1 { return (KafkaErrorCode.invalidRecord.rawValue, -1) }
+        if parsed.contains(where: { $0.0.readableBytes > maxBatchBytes }) { return (KafkaErrorCode.messageTooLarge.rawValue, -1) }
         var first: Int64 = -1
         for (batch, header) in parsed {
             switch checkSequence(header, on: partition) {

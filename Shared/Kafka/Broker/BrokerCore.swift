@@ -112,6 +112,9 @@ final class BrokerCore {
     /// Errors to answer the next Produce requests with (fault injection): every topic of the
     /// request, or only a request's records for `topic`.
     var produceErrors: [(code: Int16, topic: String?)] = []
+    /// The largest record batch a Produce request may carry (Kafka's `message.max.bytes`, whose
+    /// default this is); a larger one is refused with MESSAGE_TOO_LARGE.
+    var maxBatchBytes = 1_048_588
     /// Partitions of a topic created because a producer asked for it.
     let autoCreatePartitions: Int
     var allocator = ByteBufferAllocator()

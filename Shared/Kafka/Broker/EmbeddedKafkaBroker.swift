@@ -88,6 +88,13 @@ public final class EmbeddedKafkaBroker: Sendable {
         try? loop.submit { core.value.produceErrors += Array(repeating: (code, topic), count: count) }.wait()
     }
 
+    /// The largest record batch a Produce request may carry (`message.max.bytes`; Kafka's default
+    /// 1 048 588 until set).
+    public func setMaxBatchBytes(_ bytes: Int) {
+        let core = self.core
+        try? loop.submit { core.value.maxBatchBytes = bytes }.wait()
+    }
+
     /// Injected Produce faults not yet used.
     public var pendingProduceFaults: Int {
         let core = self.core

@@ -135,6 +135,8 @@ struct KafkaErrorCode: Error, Equatable, CustomStringConvertible {
     static let none = KafkaErrorCode(RD_KAFKA_RESP_ERR_NO_ERROR)
     static let offsetOutOfRange = KafkaErrorCode(RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
     static let corruptMessage = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_MSG)
+    static let messageTooLarge = KafkaErrorCode(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+    static let invalidRecord = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_RECORD)
     static let unknownTopicOrPartition = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
     static let leaderNotAvailable = KafkaErrorCode(RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
     static let illegalGeneration = KafkaErrorCode(RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION)

@@ -17,7 +17,8 @@ extension KafkaBlockingProducer: KafkaBlockingSender {}
 
 /// Writes records to the partitions they name over the Kafka protocol, on the calling thread,
 /// without librdkafka: per call, one Produce request per leader carrying each partition's records
-/// as one uncompressed batch, acknowledged by all in-sync replicas (acks=-1). The caller's thread
+/// as one uncompressed batch (more requests, one after another, for records that exceed a
+/// batch's `message.max.bytes`), acknowledged by all in-sync replicas (acks=-1). The caller's thread
 /// sends the requests on blocking sockets and sleeps until the answers are in: no broker thread to
 /// hand the records to, no delivery reports to wake the caller with. For the hot producer of the
 /// real-time path (chat-fanout's deliveries, produced and awaited on its consumer's poll thread),
@@ -37,6 +38,9 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
     private let bootstrap: [KafkaBrokerAddress]
     private let state: Mutex<State>
     private let logger: Logger
+    /// The largest record batch sent: `message.max.bytes` from the configuration's properties, or
+    /// librdkafka's (and Kafka's) default of about 1 MB. A broker refuses a larger one.
+    let maxBatchBytes: Int
 
     private struct State: ~Copyable {
         var leaders: [TopicPartition: KafkaBrokerAddress] = [:]
@@ -64,6 +68,8 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
         self.configuration = configuration
         self.bootstrap = bootstrap
         self.logger = logger
+        let limit = configuration.properties["message.max.bytes"] ?? configuration.client.properties["message.max.bytes"]
+        maxBatchBytes = limit.flatMap { Int($0) }.map { max($0, 1_000) } ?? 1_000_000
         state = Mutex(State())
     }
 
@@ -112,8 +118,10 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
         let lookup: Result<KafkaClientMessages.ClusterMetadata, any Error>? =
             unknownTopics.isEmpty ? nil : refreshLeaders(of: unknownTopics, until: deadline, &state)
 
-        // The partitions by leader; those without one fail with the reason.
-        var byLeader: [(KafkaBrokerAddress, [(TopicPartition, [Int])])] = []
+        // Each partition's records in batches no larger than the broker takes; a Produce request
+        // carries one batch per partition, so round r sends every partition's r-th batch, and a
+        // partition whose batch failed sends no later one (its records fail with it, in order).
+        var batches: [(leader: KafkaBrokerAddress, partition: TopicPartition, batches: [[Int]])] = []
         for partition in partitions {
             let indices = records[partition] ?? []
             guard let leader = state.leaders[partition] else {
@@ -127,15 +135,37 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
                 for index in indices { outcomes[index] = .failure(error) }
                 continue
             }
-            if let at = byLeader.firstIndex(where: { $0.0 == leader }) {
-                byLeader[at].1.append((partition, indices))
-            } else {
-                byLeader.append((leader, [(partition, indices)]))
-            }
+            batches.append((leader, partition, RecordBatchEncoder.batches(indices, of: messages, maxBytes: maxBatchBytes)))
         }
-
-        // Every leader's request goes out before any answer is awaited.
         let timestamp = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        var failed: [TopicPartition: any Error] = [:]
+        for round in 0..<(batches.map(\.batches.count).max() ?? 0) {
+            var byLeader: [(KafkaBrokerAddress, [(TopicPartition, [Int])])] = []
+            for entry in batches where round < entry.batches.count {
+                if let error = failed[entry.partition] {
+                    for index in entry.batches[round] { outcomes[index] = .failure(error) }
+                    continue
+                }
+                if let at = byLeader.firstIndex(where: { $0.0 == entry.leader }) {
+                    byLeader[at].1.append((entry.partition, entry.batches[round]))
+                } else {
+                    byLeader.append((entry.leader, [(entry.partition, entry.batches[round])]))
+                }
+            }
+            failed.merge(
+                produce(byLeader, of: messages, timeout: timeout, timestamp: timestamp, until: deadline, &outcomes, &state)
+            ) { first, _ in first }
+        }
+        return outcomes.map { $0 ?? .failure(KafkaErrorCode.leaderNotAvailable) }
+    }
+
+    /// One Produce request per leader, every request sent before any answer is awaited; fills the
+    /// records' outcomes and returns the partitions that failed, with their error.
+    private func produce(
+        _ byLeader: [(KafkaBrokerAddress, [(TopicPartition, [Int])])], of messages: [KafkaProducerMessage], timeout: Int32, timestamp: Int64,
+        until deadline: ContinuousClock.Instant, _ outcomes: inout [Outcome?], _ state: inout State
+    ) -> [TopicPartition: any Error] {
+        var failed: [TopicPartition: any Error] = [:]
         var waiting: [(BlockingKafkaConnection, [(TopicPartition, [Int])])] = []
         for (leader, leaderPartitions) in byLeader {
             do {
@@ -147,6 +177,7 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
                 waiting.append((connection, leaderPartitions))
             } catch {
                 fail(leaderPartitions, error, &outcomes, &state)
+                for (partition, _) in leaderPartitions { failed[partition] = error }
             }
         }
         for (connection, leaderPartitions) in waiting {
@@ -156,6 +187,7 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
             } catch {
                 if error is KafkaWireError { connection.close() }  // an answer that is not one
                 fail(leaderPartitions, error, &outcomes, &state)
+                for (partition, _) in leaderPartitions { failed[partition] = error }
                 continue
             }
             for (partition, indices) in leaderPartitions {
@@ -165,6 +197,7 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
                     let failure: any Error =
                         produced[partition].map { KafkaErrorCode(rawValue: $0.error) } ?? KafkaWireError("a Produce answer without \(partition)")
                     for index in indices { outcomes[index] = .failure(failure) }
+                    failed[partition] = failure
                     continue
                 }
                 for (delta, index) in indices.enumerated() {
@@ -172,7 +205,7 @@ public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
                 }
             }
         }
-        return outcomes.map { $0 ?? .failure(KafkaErrorCode.leaderNotAvailable) }
+        return failed
     }
 
     private func fail(_ partitions: [(TopicPartition, [Int])], _ error: any Error, _ outcomes: inout [Outcome?], _ state: inout State) {

@@ -29,11 +29,43 @@ enum RecordBatchEncoder {
         out.setInteger(crc, at: checked - 4, endianness: .big)
     }
 
-    private static func writeRecord(_ message: KafkaProducerMessage, offsetDelta: Int, to out: inout ByteBuffer) {
+    /// A batch's bytes before its records.
+    static let headerSize = 61
+
+    /// The bytes `message` takes in a batch as its `offsetDelta`th record, its length included.
+    static func recordSize(_ message: KafkaProducerMessage, offsetDelta: Int) -> Int {
+        let body = bodySize(message, offsetDelta: offsetDelta)
+        return varintSize(Int64(body)) + body
+    }
+
+    /// `indices` (records of one partition, in order) cut into runs whose batch stays within
+    /// `maxBytes`, as a broker's `message.max.bytes` demands; a record larger than that on its own.
+    static func batches(_ indices: [Int], of messages: [KafkaProducerMessage], maxBytes: Int) -> [[Int]] {
+        var batches: [[Int]] = []
+        var current: [Int] = []
+        var size = headerSize
+        for index in indices {
+            if !current.isEmpty, size + recordSize(messages[index], offsetDelta: current.count) > maxBytes {
+                batches.append(current)
+                current = []
+                size = headerSize
+            }
+            size += recordSize(messages[index], offsetDelta: current.count)
+            current.append(index)
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    private static func bodySize(_ message: KafkaProducerMessage, offsetDelta: Int) -> Int {
         var size = 1 + varintSize(0) + varintSize(Int64(offsetDelta))  // attributes, timestamp delta, offset delta
         size += fieldSize(message.key) + fieldSize(message.value) + varintSize(Int64(message.headers.count))
         for header in message.headers { size += varintSize(Int64(header.key.utf8.count)) + header.key.utf8.count + fieldSize(header.value) }
-        out.writeVarint(Int64(size))
+        return size
+    }
+
+    private static func writeRecord(_ message: KafkaProducerMessage, offsetDelta: Int, to out: inout ByteBuffer) {
+        out.writeVarint(Int64(bodySize(message, offsetDelta: offsetDelta)))
         out.writeKafka(Int8(0))  // attributes
         out.writeVarint(0)  // timestamp delta
         out.writeVarint(Int64(offsetDelta))
