@@ -146,9 +146,9 @@ public struct ServiceSettings: Sendable {
     /// loop, for a plaintext cluster) or `librdkafka` (a librdkafka consumer, as TLS and SASL
     /// always are).
     public var kafkaDeliveryReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-reader") } }
-    /// How chat-fanout writes deliveries: `native` (default; `KafkaRecordWriter` on an event loop,
-    /// for a plaintext cluster) or `librdkafka` (an idempotent librdkafka producer, as TLS and
-    /// SASL always are).
+    /// How chat-fanout writes deliveries: `native` (default; `KafkaRecordWriter`, its consumer's
+    /// poll thread sending and awaiting the Produce requests itself, for a plaintext cluster) or
+    /// `librdkafka` (an idempotent librdkafka producer, as TLS and SASL always are).
     public var kafkaDeliveryWriterIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-writer") } }
 
     private func nativeOrLibrdkafka(_ key: String) throws -> Bool {

@@ -39,10 +39,10 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // every record of a poll is acknowledged. On a plaintext cluster the suite's own writer
     // (`KafkaRecordWriter`: the poll thread itself sends and awaits the Produce requests, no
     // librdkafka broker thread, docs/benchmarks.md, part 18) unless `kafka.delivery-writer` is
-    // `librdkafka`; else an idempotent librdkafka
-    // producer that the poll thread serves itself. Uncompressed either way (whatever
-    // `kafka.compression` says): a gateway reads them within milliseconds, with a reader of its
-    // own that reads uncompressed batches only (DeliveryConsumer). Either stops after the consumer.
+    // `librdkafka`; else an idempotent librdkafka producer whose acknowledgements the poll thread
+    // serves itself. Uncompressed either way (whatever `kafka.compression` says): a gateway reads
+    // them within milliseconds, with a reader of its own that reads uncompressed batches only
+    // (DeliveryConsumer). Either stops after the consumer.
     var deliveryProducer = platform.producer.configuration
     deliveryProducer.compression = "none"
     let sender: any KafkaBlockingSender
