@@ -56,9 +56,7 @@ struct PartitionReaderTests {
 
     /// A cluster with a new topic of `partitions` partitions, and an uncompressed producer.
     private func freshTopic(brokers: Int, engine: EmbeddedKafkaEngine, partitions: Int) throws -> (EmbeddedKafkaCluster, String, KafkaProducer) {
-        let cluster = try TestKafka.cluster(brokers: brokers, engine: engine)
-        let topic = TestKafka.uniqueTopic("reader")
-        try cluster.createTopic(topic, partitions: partitions)
+        let (cluster, topic) = try clusterWithTopic("reader", brokers: brokers, engine: engine, partitions: partitions)
         return (cluster, topic, try TestKafka.producer(cluster) { $0.compression = "none" })
     }
 
@@ -288,6 +286,14 @@ private func eventually(_ what: String, timeout: Duration, _ condition: () async
     }
     Issue.record("timed out waiting for \(what)")
     throw CancellationError()
+}
+
+/// A cluster with a new topic (named after `prefix`) of `partitions` partitions.
+func clusterWithTopic(_ prefix: String, brokers: Int, engine: EmbeddedKafkaEngine, partitions: Int) throws -> (EmbeddedKafkaCluster, String) {
+    let cluster = try TestKafka.cluster(brokers: brokers, engine: engine)
+    let topic = TestKafka.uniqueTopic(prefix)
+    try cluster.createTopic(topic, partitions: partitions)
+    return (cluster, topic)
 }
 
 /// A TCP server on 127.0.0.1 whose connections get the handlers `handlers` adds (a fake broker),

@@ -55,9 +55,7 @@ struct RecordWriterTests {
 
     @Test("records to several partitions: acknowledged with their offsets, read back whole and in order", arguments: EmbeddedKafkaEngine.allCases)
     func writesAndReadsBack(engine: EmbeddedKafkaEngine) async throws {
-        let cluster = try TestKafka.cluster(brokers: 3, engine: engine)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 3)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 3, engine: engine, partitions: 3)
         let writer = try writer(cluster)
         let start = Date()
         // Interleaved over the three partitions (three leaders on the mock), two calls.
@@ -87,9 +85,7 @@ struct RecordWriterTests {
 
     @Test("records beyond a batch's message.max.bytes go in several batches, one request after another, in order", arguments: EmbeddedKafkaEngine.allCases)
     func largeCalls(engine: EmbeddedKafkaEngine) async throws {
-        let cluster = try TestKafka.cluster(brokers: 3, engine: engine)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 2)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 3, engine: engine, partitions: 2)
         if engine == .swift { try cluster.setMaxBatchBytes(2_000) }  // as Kafka, it refuses a larger batch
         let writer = try writer(cluster) { $0.properties["message.max.bytes"] = "2000" }
         let messages = (0..<14).map { i in
@@ -104,9 +100,7 @@ struct RecordWriterTests {
 
     @Test("a batch refused mid-call: that partition's later batches are not sent, so a retry keeps the order")
     func refusedBatchStopsItsPartition() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 1)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: .swift, partitions: 1)
         try cluster.setMaxBatchBytes(2_000)
         let writer = try writer(cluster) { $0.properties["message.max.bytes"] = "2000" }
         let messages = (0..<10).map { i in KafkaProducerMessage(topic: topic, key: "k", value: Array(repeating: UInt8(i), count: 600), partition: 0) }
@@ -142,9 +136,7 @@ struct RecordWriterTests {
 
     @Test("a record without a partition fails alone")
     func blockingAndInvalid() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 2)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: .swift, partitions: 2)
         let writer = try writer(cluster)
         var messages = (0..<4).map { record(topic, Int32($0 % 2), $0) }
         messages.insert(KafkaProducerMessage(topic: topic, key: "k", value: [1]), at: 2)  // no partition
@@ -161,9 +153,7 @@ struct RecordWriterTests {
 
     @Test("an unknown partition and a broker's error are the records' outcomes; the next call succeeds", arguments: EmbeddedKafkaEngine.allCases)
     func brokerErrors(engine: EmbeddedKafkaEngine) async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: engine)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 1)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: engine, partitions: 1)
         let writer = try writer(cluster)
 
         let unknown = await send(writer, [record(topic, 7, 1), record(topic, 0, 2)])
@@ -185,9 +175,7 @@ struct RecordWriterTests {
 
     @Test("the broker going down: each record fails within its timeout, and the writer reconnects once it is back")
     func outage() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: .swift)
-        let topic = TestKafka.uniqueTopic("writer")
-        try cluster.createTopic(topic, partitions: 1)
+        let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: .swift, partitions: 1)
         let writer = try writer(cluster) { $0.messageTimeoutMilliseconds = 1_000 }
         #expect(try await send(writer, [record(topic, 0, 0)]).map { try $0.get().offset } == [0])
 

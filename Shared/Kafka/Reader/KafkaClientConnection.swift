@@ -97,6 +97,22 @@ extension Substring {
     }
 }
 
+extension ByteBuffer {
+    /// A client's request frame: its size, request header v1 (API key, version, correlation id,
+    /// client id), then `body`.
+    mutating func writeKafkaRequest(api: Int16, version: Int16, correlationId: Int32, clientId: String, body: ByteBuffer) {
+        let start = writerIndex
+        writeKafka(Int32(0))  // the size, set below
+        writeKafka(api)
+        writeKafka(version)
+        writeKafka(correlationId)
+        writeKafkaString(clientId)
+        var rest = body
+        writeBuffer(&rest)
+        setInteger(Int32(writerIndex - start - 4), at: start, endianness: .big)
+    }
+}
+
 /// A request on its way to `KafkaClientHandler`.
 struct KafkaClientRequest: Sendable {
     var api: Int16
@@ -148,14 +164,7 @@ final class KafkaClientHandler: ChannelDuplexHandler {
         let correlationId = nextCorrelationId
         nextCorrelationId = nextCorrelationId == .max ? 1 : nextCorrelationId + 1
         var frame = context.channel.allocator.buffer(capacity: request.body.readableBytes + 16 + clientId.utf8.count)
-        frame.writeKafka(Int32(0))  // the size, set below
-        frame.writeKafka(request.api)
-        frame.writeKafka(request.version)
-        frame.writeKafka(correlationId)
-        frame.writeKafkaString(clientId)
-        var body = request.body
-        frame.writeBuffer(&body)
-        frame.setInteger(Int32(frame.readableBytes - 4), at: frame.readerIndex, endianness: .big)
+        frame.writeKafkaRequest(api: request.api, version: request.version, correlationId: correlationId, clientId: clientId, body: request.body)
         pending.append((correlationId, request.deadline, request.answer))
         context.write(wrapOutboundOut(frame), promise: promise)
     }

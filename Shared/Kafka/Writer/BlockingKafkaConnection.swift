@@ -16,7 +16,6 @@ final class BlockingKafkaConnection {
     private var fd: Int32
     private var nextCorrelationId: Int32 = 1
     private var sent: [Int32] = []
-    static let maxFrameBytes = 100 << 20
 
     var isOpen: Bool { fd >= 0 }
 
@@ -104,13 +103,7 @@ final class BlockingKafkaConnection {
         nextCorrelationId = nextCorrelationId == .max ? 1 : nextCorrelationId + 1
         var frame = ByteBuffer()
         frame.reserveCapacity(body.readableBytes + 16 + clientId.utf8.count)
-        frame.writeKafka(Int32(body.readableBytes + 10 + clientId.utf8.count))
-        frame.writeKafka(api.rawValue)
-        frame.writeKafka(version)
-        frame.writeKafka(correlationId)
-        frame.writeKafkaString(clientId)
-        var rest = body
-        frame.writeBuffer(&rest)
+        frame.writeKafkaRequest(api: api.rawValue, version: version, correlationId: correlationId, clientId: clientId, body: body)
         while frame.readableBytes > 0 {
             var failure: Int32 = 0
             let written = frame.withUnsafeReadableBytes { bytes in
@@ -133,7 +126,7 @@ final class BlockingKafkaConnection {
     func receive(until deadline: ContinuousClock.Instant) throws -> ByteBuffer {
         guard isOpen, let expected = sent.first else { throw KafkaConnectionClosed() }
         var size = try read(4, until: deadline)
-        guard let length = size.readInteger(endianness: .big, as: Int32.self), length >= 4, Int(length) <= Self.maxFrameBytes else {
+        guard let length = size.readInteger(endianness: .big, as: Int32.self), length >= 4, Int(length) <= KafkaFrameDecoder.maxFrame else {
             throw broken(KafkaWireError("an answer frame of a size no broker sends"))
         }
         var frame = try read(Int(length), until: deadline)
