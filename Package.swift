@@ -117,7 +117,7 @@ var targets: [Target] = [
     .target(
         name: "Uploads",
         dependencies: [
-            "ClientContract", "Events", "ServiceKit", hummingbird, nioCore, .product(name: "MultipartKit", package: "multipart-kit"),
+            "ClientContract", "Events", "ServiceKit", hummingbird, nioCore,
             .product(name: "_NIOFileSystem", package: "swift-nio"),
         ],
         path: "Shared/Uploads",

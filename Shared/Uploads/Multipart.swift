@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import MultipartKit
 import NIOCore
 import ServiceKit
 
@@ -34,38 +33,30 @@ extension Request {
         } catch {
             throw APIError("E11", status: .contentTooLarge, detail: "multipart body over \(limit) bytes")
         }
-        final class Collector {
-            var parts: [FormPart] = []
-            var headers: [(String, String)] = []
-            var body = ByteBuffer()
-            var overflow = false
-        }
-        let collector = Collector()
-        let parser = MultipartParser(boundary: boundary)
-        parser.onHeader = { name, value in collector.headers.append((name, value)) }
-        parser.onBody = { chunk in collector.body.writeBuffer(&chunk) }
-        parser.onPartComplete = {
-            guard collector.parts.count < maxParts else {
-                collector.overflow = true
-                return
+        var headers: [(String, String)] = []
+        var body = ByteBuffer()
+        var parts: [FormPart] = []
+        var scanner = try MultipartScanner(boundary: boundary)
+        try scanner.feed(buffer) { event in
+            switch event {
+            case .header(let name, let value):
+                headers.append((name, value))
+            case .body(var chunk):
+                // A part's body usually comes in one piece: kept as that slice, not copied.
+                if body.readableBytes == 0 { body = chunk } else { body.writeBuffer(&chunk) }
+            case .partEnd:
+                guard parts.count < maxParts else { throw APIError.badRequest("more than \(maxParts) parts") }
+                let disposition = headers.first { $0.0.lowercased() == "content-disposition" }?.1 ?? ""
+                let type = headers.first { $0.0.lowercased() == "content-type" }?.1
+                if let name = Self.parameter("name", in: disposition) {
+                    parts.append(FormPart(name: name, filename: Self.parameter("filename", in: disposition), contentType: type, body: body))
+                }
+                headers = []
+                body = ByteBuffer()
             }
-            let disposition = collector.headers.first { $0.0.lowercased() == "content-disposition" }?.1 ?? ""
-            let type = collector.headers.first { $0.0.lowercased() == "content-type" }?.1
-            if let name = Self.parameter("name", in: disposition) {
-                collector.parts.append(FormPart(name: name, filename: Self.parameter("filename", in: disposition), contentType: type, body: collector.body))
-            }
-            collector.headers = []
-            collector.body = ByteBuffer()
         }
-        var guardrail = try MultipartHeaderGuard(boundary: boundary)
-        try guardrail.check(buffer)
-        do {
-            try parser.execute(buffer)
-        } catch {
-            throw APIError.badRequest("malformed multipart body: \(error)")
-        }
-        if collector.overflow { throw APIError.badRequest("more than \(maxParts) parts") }
-        return collector.parts
+        guard scanner.isComplete else { throw APIError.badRequest("truncated multipart body") }
+        return parts
     }
 
     static func boundary(of contentType: String) -> String? {

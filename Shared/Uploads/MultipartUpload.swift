@@ -3,7 +3,6 @@ import ClientContract
 import Events
 import Foundation
 import Hummingbird
-import MultipartKit
 import NIOCore
 import ServiceKit
 
@@ -145,17 +144,18 @@ extension Request {
         }
         let upload = StreamingUpload(directory: directory, limits: limits)
         do {
-            let parser = MultipartParser(boundary: boundary)
-            var guardrail = try MultipartHeaderGuard(boundary: boundary)
-            parser.onHeader = { name, value in upload.events.append(.header(name, value)) }
-            parser.onBody = { chunk in upload.events.append(.body(chunk)) }
-            parser.onPartComplete = { upload.events.append(.end) }
+            var scanner = try MultipartScanner(boundary: boundary)
             for try await chunk in body {
-                try guardrail.check(chunk)
-                do { try parser.execute(chunk) } catch { throw APIError.badRequest("malformed multipart body: \(error)") }
+                try scanner.feed(chunk) { event in
+                    switch event {
+                    case .header(let name, let value): upload.events.append(.header(name, value))
+                    case .body(let piece): upload.events.append(.body(piece))
+                    case .partEnd: upload.events.append(.end)
+                    }
+                }
                 try await upload.drain()
             }
-            guard upload.completedParts > 0, upload.current == nil else { throw APIError.badRequest("truncated multipart body") }
+            guard scanner.isComplete, upload.completedParts > 0, upload.current == nil else { throw APIError.badRequest("truncated multipart body") }
             return (upload.fields, upload.files)
         } catch {
             await upload.abandon()

@@ -21,7 +21,7 @@ struct AttachmentTests {
         _ files: [(filename: String, contentType: String, bytes: [UInt8])]
     ) async throws -> TestResponse {
         let body = multipart(fields: fields, files: files)
-        return try await s.client.executeUnhurried(
+        return try await s.client.execute(
             uri: uri, method: .post, headers: s.headers(token: user.token, contentType: body.contentType), body: body.body)
     }
 

@@ -6,8 +6,9 @@ import SuiteTesting
 import Testing
 
 /// A multipart body with a non-ASCII byte in a part's header name used to crash the service that
-/// parsed it (MultipartKit traps on it; found by the schemathesis run). Each multipart route of
-/// each service now answers E11, and the service keeps answering.
+/// parsed it (MultipartKit, the parser then, trapped on it; found by the schemathesis run). Each
+/// multipart route of each service answers E11 (`MultipartScanner` refuses such a name), and the
+/// service keeps answering.
 @Suite("Hostile multipart bodies")
 struct HostileMultipartTests {
     static let boundary = "6ad51d58cd4c4e9ac3522deb56e905c6"

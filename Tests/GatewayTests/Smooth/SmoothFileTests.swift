@@ -200,7 +200,7 @@ struct SmoothFileTests {
         }
         body.writeString("--\(boundary)--\r\n")
         let headers = s.smoothHeaders(token: token, contentType: "multipart/form-data; boundary=\(boundary)")
-        return SmoothAnswer(response: try await s.client.executeUnhurried(uri: "/chat-server/channel/file", method: .post, headers: headers, body: body))
+        return SmoothAnswer(response: try await s.client.execute(uri: "/chat-server/channel/file", method: .post, headers: headers, body: body))
     }
 
     /// The path of an attachment URL (percent-encoded, to request it), which must be absolute and
