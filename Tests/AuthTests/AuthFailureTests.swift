@@ -10,10 +10,11 @@ struct AuthFailureTests {
     @Test("concurrent joins with one email: exactly one account (the database decides), the rest E12")
     func concurrentJoins() async throws {
         try await Stack.run { s in
+            let racing = s.onOwnConnections()  // really at once, not queued on one connection
             let results = try await withThrowingTaskGroup(of: String?.self) { group in
                 for i in 0..<6 {
                     group.addTask {
-                        let r = try await s.request(.post, "/v1/users/join", json: #"{"email":"race@example.com","password":"secret123","nickname":"r\#(i)"}"#)
+                        let r = try await racing.request(.post, "/v1/users/join", json: #"{"email":"race@example.com","password":"secret123","nickname":"r\#(i)"}"#)
                         return r.status == .ok ? "ok" : errorCode(r)
                     }
                 }

@@ -134,9 +134,10 @@ struct ChannelChatTests {
             let owner = try await s.user()
             let member = try await s.user()
             let room = try await room(s, owner, member)
-            async let a = post(s, room, member, "한 번만", nonce: "retry-1")
-            async let b = post(s, room, member, "한 번만", nonce: "retry-1")
-            async let c = post(s, room, member, "한 번만", nonce: "retry-1")
+            let racing = s.onOwnConnections()  // really at once, not queued on one connection
+            async let a = post(racing, room, member, "한 번만", nonce: "retry-1")
+            async let b = post(racing, room, member, "한 번만", nonce: "retry-1")
+            async let c = post(racing, room, member, "한 번만", nonce: "retry-1")
             let responses = [try await a, try await b, try await c]
             #expect(responses.allSatisfy { $0.status == .ok })
             #expect(Set(responses.map { id(jsonObject($0), "chat_id") }).count == 1)

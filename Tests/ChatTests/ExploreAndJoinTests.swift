@@ -108,13 +108,14 @@ struct ExploreAndJoinTests {
             let owner = try await s.user()
             let explorers = [try await s.user(), try await s.user(), try await s.user()]
             let channel = try await explorable(s, owner, explorers)
+            let racing = s.onOwnConnections()  // really at once, not queued on one connection
             for explorer in explorers {
                 let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                     for i in 0..<8 {
                         group.addTask {
                             i % 4 == 3
-                                ? try await s.multipartRequest(.post, channel.chats, explorer, fields: ["content": "동시 \(i)"]).status
-                                : try await s.get(channel.chats, explorer).status
+                                ? try await racing.multipartRequest(.post, channel.chats, explorer, fields: ["content": "동시 \(i)"]).status
+                                : try await racing.get(channel.chats, explorer).status
                         }
                     }
                     return try await group.reduce(into: []) { $0.append($1) }

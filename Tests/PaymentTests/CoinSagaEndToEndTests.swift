@@ -28,9 +28,12 @@ struct CoinSagaEndToEndTests {
             for _ in 0..<3 { try await s.buy(user, fake) }  // 3 × 100 coins = 30 creations at 10
             try await s.waitForCoins(user, 300)
 
+            // Each creation on a connection of its own: they race at the gateway and the
+            // services, not queue on one connection.
+            let racing = s.onOwnConnections()
             let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
                 for i in 0..<100 {
-                    group.addTask { outcome(try await s.multipartRequest(.post, "/v1/workspaces", user, fields: ["name": "race-\(i)"])) }
+                    group.addTask { outcome(try await racing.multipartRequest(.post, "/v1/workspaces", user, fields: ["name": "race-\(i)"])) }
                 }
                 return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
             }

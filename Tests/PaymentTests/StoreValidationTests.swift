@@ -121,9 +121,10 @@ struct StoreValidationTests {
             let user = try await s.user()
             let merchant = "ios_\(Stack.appKey)_race"
             fake.paid("imp_race", merchantUID: merchant, name: "50 Coin", amount: 500)
+            let racing = s.onOwnConnections()  // really at once, not queued on one connection
             let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<50 {
-                    group.addTask { outcome(try await s.validate(user, impUID: "imp_race", merchantUID: merchant)) }
+                    group.addTask { outcome(try await racing.validate(user, impUID: "imp_race", merchantUID: merchant)) }
                 }
                 return try await group.reduce(into: [String: Int]()) { $0[$1, default: 0] += 1 }
             }

@@ -76,7 +76,7 @@ public struct StackService: Sendable {
 /// its catalog entry, as under `chatsuite dev`.
 public struct Stack: Sendable {
     /// The gateway, as clients reach it; every answer is checked against docs/openapi.yaml.
-    public let client: any TestClientProtocol
+    public internal(set) var client: any TestClientProtocol
     /// Each started service directly (its own port: health, metrics, `/routes`), by catalog name.
     public let services: [String: any TestClientProtocol]
     public let keys: (privateKey: String, publicKey: String)

@@ -6,7 +6,8 @@ import PostgresNIO
 import SuiteTesting
 import Testing
 
-/// Races through the real HTTP path; the invariants are checked in the workspace database.
+/// Races through the real HTTP path (each request on a connection of its own, so they really run
+/// at once); the invariants are checked in the workspace database.
 @Suite("Workspace concurrency")
 struct ConcurrencyTests {
     /// Workspaces whose owner is not a member, and channels whose owner is not in them: must be none.
@@ -28,7 +29,8 @@ struct ConcurrencyTests {
 
     @Test("two users joining (by code) and leaving the same workspace concurrently, 15 rounds; double joins race")
     func joinLeave() async throws {
-        try await Stack.workspaces { s in
+        try await Stack.workspaces { stack in
+            let s = stack.onOwnConnections()  // requests really at once, not queued on one connection
             let owner = try await s.user()
             let a = try await s.user()
             let b = try await s.user()
@@ -64,7 +66,8 @@ struct ConcurrencyTests {
 
     @Test("ownership transfer racing with the new owner leaving, 15 rounds: never an ownerless workspace")
     func transferVersusLeave() async throws {
-        try await Stack.workspaces { s in
+        try await Stack.workspaces { stack in
+            let s = stack.onOwnConnections()  // requests really at once, not queued on one connection
             let owner = try await s.user()
             let member = try await s.user()
             var transfers = 0
@@ -91,7 +94,8 @@ struct ConcurrencyTests {
 
     @Test("channel ownership transfer racing with the target leaving the channel, 10 rounds")
     func channelTransferVersusLeave() async throws {
-        try await Stack.workspaces { s in
+        try await Stack.workspaces { stack in
+            let s = stack.onOwnConnections()  // requests really at once, not queued on one connection
             let owner = try await s.user()
             let member = try await s.user()
             let wid = id(try await s.createWorkspace(owner), "workspace_id")
@@ -110,7 +114,8 @@ struct ConcurrencyTests {
 
     @Test("ten concurrent creations of one workspace name: exactly one wins, the rest E12")
     func duplicateNames() async throws {
-        try await Stack.workspaces { s in
+        try await Stack.workspaces { stack in
+            let s = stack.onOwnConnections()  // requests really at once, not queued on one connection
             let user = try await s.user()
             let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<10 {

@@ -36,6 +36,11 @@ public enum GatewayService {
         // JSON and form bodies: a message's text and a few fields; the services refuse more.
         "gateway.max-plain-body-bytes": 1_048_576,
         "gateway.upstream-timeout-seconds": 60,
+        // Connections to each service. A request holds one for as long as it runs (a 5 MB upload
+        // from a slow phone, a workspace creation awaiting its coin saga); one that finds them all
+        // busy waits at most the connect timeout (3 s) and is E99, so this must cover the
+        // requests in flight at a peak, not the average.
+        "gateway.upstream-connections": 1_024,
         // Load balancers whose X-Forwarded-For is believed (comma-separated IPs / CIDRs); none by default.
         "gateway.trusted-proxies": "",
         // App keys of Gen A clients (Lilac); none by default.
@@ -120,7 +125,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     clientConfiguration.redirectConfiguration = .disallow
     clientConfiguration.decompression = .disabled
     clientConfiguration.timeout = .init(connect: .seconds(3))
-    clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+    clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: gateway.upstreamConnections)
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     platform.addService(HTTPClientService(client: httpClient))
     let routes = RouteTable.suite

@@ -23,6 +23,8 @@ struct GatewaySettings: Sendable {
     /// Limit of every other body (JSON, forms): no client sends more than a message's text.
     var maxPlainBodyBytes: Int
     var upstreamTimeoutSeconds: Int
+    /// HTTP/1.1 connections the gateway may hold to each service (`gateway.upstream-connections`).
+    var upstreamConnections: Int
     /// How often the gateway announces itself (`gateway.alive`) for presence.
     var livenessIntervalMilliseconds: Int
     /// Load balancers whose `X-Forwarded-For` names the client (`gateway.trusted-proxies`).
@@ -56,6 +58,10 @@ struct GatewaySettings: Sendable {
         maxBodyBytes = try settings.int("gateway.max-body-bytes")
         maxPlainBodyBytes = try settings.int("gateway.max-plain-body-bytes")
         upstreamTimeoutSeconds = try settings.int("gateway.upstream-timeout-seconds")
+        upstreamConnections = try settings.int("gateway.upstream-connections")
+        guard (1...65_536).contains(upstreamConnections) else {
+            throw StartupError("gateway.upstream-connections must be 1…65536, not \(upstreamConnections)")
+        }
         trustedProxies = try TrustedProxies(parsing: try settings.string("gateway.trusted-proxies"))
         livenessIntervalMilliseconds = try settings.int("gateway.liveness-interval-ms")
         guard (100...60_000).contains(livenessIntervalMilliseconds) else {
