@@ -8,7 +8,9 @@ import Logging
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Benchmarks.",
-        subcommands: [KafkaBench.self, LoginBench.self, WorkspaceBench.self, ChatBench.self, UploadBench.self, PushBench.self, StudySearchBench.self, DecodeBench.self])
+        subcommands: [
+            KafkaBench.self, LoginBench.self, WorkspaceBench.self, ChatBench.self, UploadBench.self, PushBench.self, StudySearchBench.self, DecodeBench.self,
+        ])
 }
 
 /// `chatsuite bench kafka`: producer throughput and produce→consume latency, on the embedded

@@ -13,7 +13,8 @@ import NIOHTTP1
 ///    gateway streams the body to chat, which parses it as it arrives and writes the file to disk).
 /// Reports uploads/s, MB/s and latency percentiles per phase.
 struct UploadBench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "upload", abstract: "Multipart uploads (profile image, message attachment) through a running gateway.")
+    static let configuration = CommandConfiguration(
+        commandName: "upload", abstract: "Multipart uploads (profile image, message attachment) through a running gateway.")
 
     @OptionGroup var load: GatewayLoadOptions
 

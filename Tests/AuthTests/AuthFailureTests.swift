@@ -14,7 +14,8 @@ struct AuthFailureTests {
             let results = try await withThrowingTaskGroup(of: String?.self) { group in
                 for i in 0..<6 {
                     group.addTask {
-                        let r = try await racing.request(.post, "/v1/users/join", json: #"{"email":"race@example.com","password":"secret123","nickname":"r\#(i)"}"#)
+                        let r = try await racing.request(
+                            .post, "/v1/users/join", json: #"{"email":"race@example.com","password":"secret123","nickname":"r\#(i)"}"#)
                         return r.status == .ok ? "ok" : errorCode(r)
                     }
                 }

@@ -276,7 +276,8 @@ struct StudyQueueTests {
                 async let byF = Self.code(racing, .post, "/v1/queue/studyaccept", f, form: "otheruid=\(e.uid)")
                 async let byE = Self.code(racing, .post, "/v1/queue/studyaccept", e, form: "otheruid=\(f.uid)")
                 let (fAnswer, eAnswer) = try await (byF, byE)
-                #expect([fAnswer, eAnswer].filter { $0 == 200 }.count == 1 && [fAnswer, eAnswer].contains { [202, 203].contains($0) }, "F \(fAnswer), E \(eAnswer)")
+                #expect(
+                    [fAnswer, eAnswer].filter { $0 == 200 }.count == 1 && [fAnswer, eAnswer].contains { [202, 203].contains($0) }, "F \(fAnswer), E \(eAnswer)")
                 #expect(try await Self.state(s, e)["matchedUid"] as? String == f.uid)
                 #expect(try await Self.state(s, f)["matchedUid"] as? String == e.uid)
             }
