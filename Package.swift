@@ -274,7 +274,7 @@ var targets: [Target] = [
         swiftSettings: swiftSettings
     ),
     .testTarget(
-        name: "UploadsTests", dependencies: ["Uploads", "ServiceKit", nioCore, .product(name: "MultipartKit", package: "multipart-kit")],
+        name: "UploadsTests", dependencies: ["Uploads", "ServiceKit", "TestSupport", nioCore, .product(name: "MultipartKit", package: "multipart-kit")],
         swiftSettings: swiftSettings),
     .testTarget(
         name: "APIDocumentTests",

@@ -22,15 +22,8 @@ shift 2
 cd "$(dirname "$0")/.."
 dev_log=${DEV_LOG:-/tmp/dev-ab.log}
 service=${SERVICE:-gateway}
-cp "$bin" ".build/release/$service.new" && mv ".build/release/$service.new" ".build/release/$service"
-pid() { pgrep -f "release/$1\$" | head -1; }
-old=$(pid "$service")
-kill -9 "$old"
-for _ in $(seq 1 60); do
-  sleep 1
-  new=$(pid "$service" || true)
-  [ -n "$new" ] && [ "$new" != "$old" ] && break
-done
+. bench/swap.sh
+swap_service "$service" "$bin"
 sleep 10
 gateway=$(pid gateway)
 launcher=$(pgrep -f "chatsuite dev --data-dir /tmp/lg-dev" | head -1)

@@ -13,15 +13,8 @@ set -euo pipefail
 label=$1 service=$2 bin=$3
 shift 3
 cd "$(dirname "$0")/.."
-cp "$bin" ".build/release/$service.new" && mv ".build/release/$service.new" ".build/release/$service"
-pid() { pgrep -f "release/$1\$" | head -1; }
-old=$(pid "$service")
-kill -9 "$old"
-for _ in $(seq 1 60); do
-  sleep 1
-  new=$(pid "$service" || true)
-  [ -n "$new" ] && [ "$new" != "$old" ] && break
-done
+. bench/swap.sh
+swap_service "$service" "$bin"
 sleep 5
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 ticks=$(getconf CLK_TCK)

@@ -31,11 +31,7 @@ struct UploadBench: AsyncParsableCommand {
     func run() async throws {
         let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
-        let join = try await client.send(
-            .POST, "/v1/users/join", json: #"{"email":"upload-bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
-        guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
-            throw ValidationError("join failed with HTTP \(join.status.code)")
-        }
+        let token = try await client.joinBenchUser("upload-bench", tag: tag)
         let file = Self.jpegLike(bytes: bytes)
         let wanted = Set(phases.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         print("file: \(bytes) bytes (JPEG signature, pseudo-random content)  concurrency: \(load.concurrency)  seconds: \(load.seconds) per phase")

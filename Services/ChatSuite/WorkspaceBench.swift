@@ -19,11 +19,7 @@ struct WorkspaceBench: AsyncParsableCommand {
     func run() async throws {
         let client = load.client
         let tag = UUID().uuidString.prefix(8).lowercased()
-        let join = try await client.send(
-            .POST, "/v1/users/join", json: #"{"email":"bench-\#(tag)@example.com","password":"bench password 1","nickname":"bench"}"#)
-        guard join.status == .ok, let token = (client.json(join.body)?["token"] as? [String: Any])?["accessToken"] as? String else {
-            throw ValidationError("join failed with HTTP \(join.status.code)")
-        }
+        let token = try await client.joinBenchUser("bench", tag: tag)
         let created = try await client.send(.POST, "/v1/workspaces", token: token, json: #"{"name":"bench-\#(tag)"}"#)
         guard created.status == .ok, let workspace = client.json(created.body)?["workspace_id"] as? String else {
             throw ValidationError("workspace creation failed with HTTP \(created.status.code): \(String(buffer: created.body))")

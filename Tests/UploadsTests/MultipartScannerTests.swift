@@ -1,6 +1,7 @@
 import MultipartKit
 import NIOCore
 import ServiceKit
+import TestSupport
 import Testing
 
 @testable import Uploads
@@ -91,7 +92,7 @@ struct MultipartScannerTests {
         let alphabet: [[UInt8]] = [
             [13], [10], [45], Array("--".utf8), Array("\r\n--".utf8), Array("\r\n--6ad51d58".utf8), Array("6ad5".utf8), [0], [0xFF], Array("x".utf8),
         ]
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(state: 7)
         for round in 0..<200 {
             var bytes: [UInt8] = []
             for index in 0..<Int.random(in: 1...4, using: &generator) {
@@ -210,18 +211,5 @@ struct MultipartScannerTests {
             #expect(throws: APIError.badRequest(), "\(boundary.prefix(8))") { try MultipartScanner(boundary: boundary) }
         }
         #expect(throws: Never.self) { try MultipartScanner(boundary: String(repeating: "b", count: 200)) }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing round can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D4_9BB9_1331_11EB
-        return z ^ (z >> 31)
     }
 }

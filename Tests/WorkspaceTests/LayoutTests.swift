@@ -3,23 +3,12 @@ import NIOCore
 import HTTPTypes
 import HummingbirdTesting
 import SuiteTesting
+import TestSupport
 import Testing
 
 /// Categories and channel order with the contract's "place after `next`, 0 = first" moves.
 @Suite("Categories and reordering")
 struct LayoutTests {
-    /// A small deterministic generator (SplitMix64) so a failing sequence can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The layout as the client sees it: categories in order, each with its channel ids in order.
     struct Layout: Equatable, CustomStringConvertible {
         var categories: [String]
@@ -71,7 +60,7 @@ struct LayoutTests {
             var model = try await tree(s, wid, owner)
             #expect(model.categories.count == 3 && model.channels[model.categories[0]]?.count == 6)
             let allChannels = Set(model.channels.values.flatMap { $0 })
-            var generator = SplitMix(state: 20261122)
+            var generator = SplitMix64(state: 20261122)
             var moved = 0
             var refused = 0
             for step in 0..<20 {
