@@ -18,7 +18,12 @@ public struct ContractCheckedClient: TestClientProtocol {
     public var port: Int? { base.port }
 
     public func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse {
-        let response = try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
+        // Past the client's own 20 s and the gateway's 60 s upstream timeout: only a request the
+        // server never answers reaches this (`withAnswerDeadline`).
+        let base = self.base
+        let response = try await withAnswerDeadline(.seconds(90), "\(method) \(uri)") {
+            try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
+        }
         // The REST surface; Socket.IO polling and health are documented elsewhere.
         guard uri.hasPrefix("/v1/") || uri.hasPrefix("/v2/"), !Self.isStudyPath(uri) else { return response }
         switch Self.contract(for: uri, headers: headers) {
