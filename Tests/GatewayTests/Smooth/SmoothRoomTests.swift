@@ -191,9 +191,11 @@ struct SmoothRoomTests {
             let cAndOwner = try #require(ownersFriends.first { $0["userId"] as? Int == owner.id }?["id"] as? Int)
             #expect(try await s.smooth(.delete, "/auth-server/auth/friend?id=\(cAndOwner)", c).outcome == "200 1000")
             let chat = try #require(s.chatDatabase)
+            // Both sides: the owner's row (owner → c) is the one a room check reads, and it comes in
+            // an event of its own (keyed by the owner), not with c's.
             try await eventually("chat forgets the friendship") {
                 for try await _ in try await chat.query(
-                    "SELECT 1 FROM friendships f JOIN user_profiles p ON p.user_id = f.user_id WHERE p.alias = \(Int64(c.id))")
+                    "SELECT 1 FROM friendships f JOIN user_profiles p ON p.user_id IN (f.user_id, f.friend_id) WHERE p.alias = \(Int64(c.id))")
                 {
                     return false
                 }
