@@ -16,15 +16,26 @@ final class ConsumerLag: Sendable {
         self.consumer = consumer
     }
 
-    /// On the consumer's queue (the calls are not thread-safe against close).
-    func update(client: RdKafkaClient, assignment: Set<TopicPartition>) {
+    /// Whether a second passed since the last update (and this call is then the update).
+    private func due() -> Bool {
         let now = ContinuousClock.now
-        let due = lastUpdate.withLock { last -> Bool in
+        return lastUpdate.withLock { last -> Bool in
             if let last, now - last < Self.interval { return false }
             last = now
             return true
         }
-        guard due else { return }
+    }
+
+    /// Records lag the caller worked out itself (a consumer that fetches without librdkafka), at
+    /// most once a second: `lag()` is asked only then.
+    func update(_ lag: () -> [String: Int64]) {
+        guard due() else { return }
+        for (topic, lag) in lag() { gauge(topic).record(lag) }
+    }
+
+    /// On the consumer's queue (the calls are not thread-safe against close).
+    func update(client: RdKafkaClient, assignment: Set<TopicPartition>) {
+        guard due() else { return }
         var perTopic: [String: Int64] = [:]
         for topic in Set(assignment.map(\.topic)) { perTopic[topic] = 0 }
         if !assignment.isEmpty, let list = rd_kafka_topic_partition_list_new(Int32(assignment.count)) {

@@ -20,13 +20,13 @@ import Synchronization
 public final class KafkaConsumer: Service, Sendable {
     let client: RdKafkaClient
     private let queue: DispatchQueue
-    private let logger: Logger
+    let logger: Logger
     private let closed = Atomic<Bool>(false)
     /// `close()` was called: a `consumeOnPollThread` loop holding `queue` ends at its next poll,
     /// so the close queued behind it can run.
     private let closeRequested = Atomic<Bool>(false)
     public let configuration: KafkaConsumerConfiguration
-    private let lag: ConsumerLag
+    let lag: ConsumerLag
 
     public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -72,7 +72,7 @@ public final class KafkaConsumer: Service, Sendable {
         if client.context.catchUp.processed(event) { logCaughtUp() }
     }
 
-    private func logCaughtUp() {
+    func logCaughtUp() {
         logger.info("Kafka consumer caught up", metadata: ["kafka.client": "\(configuration.client.clientId)"])
     }
 
@@ -192,7 +192,7 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// `pollBatch`'s work, on `queue`.
-    private func pollBatchBlocking() throws -> [KafkaConsumerEvent] {
+    func pollBatchBlocking() throws -> [KafkaConsumerEvent] {
         let maxBatch = configuration.maxBatchSize
         let linger = Duration.milliseconds(max(0, configuration.batchLingerMilliseconds))
         guard !closed.load(ordering: .relaxed) else { return [] }
@@ -239,18 +239,29 @@ public final class KafkaConsumer: Service, Sendable {
     public func consumeOnPollThread(
         _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
     ) async throws {
-        let stop = Atomic<Bool>(false)
         let reportEnds = configuration.reportEndOfPartition
+        try await onPollThread { running, stopping in
+            while running() {
+                let polled = try self.pollBatchBlocking()
+                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
+                if !batch.isEmpty { try handler(batch, stopping) }
+                polled.forEach(self.finished)
+            }
+        }
+    }
+
+    /// Runs `loop` on the consumer's queue. Its `running` turns false once the calling task is
+    /// cancelled or `close()` is called, `stopping` once the task is cancelled; what `loop`
+    /// throws is rethrown.
+    func onPollThread(_ loop: @escaping @Sendable (_ running: () -> Bool, _ stopping: () -> Bool) throws -> Void) async throws {
+        let stop = Atomic<Bool>(false)
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 queue.async {
                     continuation.resume(
                         with: Result {
-                            while !stop.load(ordering: .relaxed), !self.closeRequested.load(ordering: .relaxed) {
-                                let polled = try self.pollBatchBlocking()
-                                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
-                                if !batch.isEmpty { try handler(batch) { stop.load(ordering: .relaxed) } }
-                                polled.forEach(self.finished)
+                            try loop({ !stop.load(ordering: .relaxed) && !self.closeRequested.load(ordering: .relaxed) }) {
+                                stop.load(ordering: .relaxed)
                             }
                         })
                 }

@@ -16,6 +16,9 @@ final class KafkaCallbackContext: Sendable {
     let assignment = Mutex<Set<TopicPartition>>([])
     /// A consumer's catch-up after its assignment (unused by producers).
     let catchUp = KafkaCatchUp()
+    /// A consumer whose poll thread fetches itself (`consumeFetchingOnPollThread`): the rebalance
+    /// callback pauses what it assigns, so librdkafka's fetcher leaves those partitions alone.
+    let pauseOnAssign = Atomic<Bool>(false)
 
     init(logger: Logger) {
         self.logger = logger
@@ -277,6 +280,9 @@ private let kafkaRebalanceCallback:
             } else {
                 rd_kafka_assign(rk, partitions)
                 ctx.assignment.withLock { $0 = Set(list) }
+            }
+            if ctx.pauseOnAssign.load(ordering: .relaxed), let partitions {
+                _ = rd_kafka_pause_partitions(rk, partitions)
             }
             if ctx.catchUp.assigned(list) {
                 ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])

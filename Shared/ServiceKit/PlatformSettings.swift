@@ -22,6 +22,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaDeliveryReaderIsNative: Bool
     /// chat-fanout's delivery producer: `KafkaRecordWriter` (true) or librdkafka.
     public var kafkaDeliveryWriterIsNative: Bool
+    /// chat-fanout's message consumer: its poll thread fetching itself (true) or librdkafka.
+    public var kafkaFanoutReaderIsNative: Bool
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -40,6 +42,7 @@ public struct PlatformSettings: Sendable {
         kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
         kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
         kafkaDeliveryWriterIsNative = try settings.kafkaDeliveryWriterIsNative
+        kafkaFanoutReaderIsNative = try settings.kafkaFanoutReaderIsNative
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

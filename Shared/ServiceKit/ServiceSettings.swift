@@ -28,6 +28,7 @@ public struct ServiceSettings: Sendable {
         "kafka.delivery-fetch-min-bytes": 1,
         "kafka.delivery-reader": "native",
         "kafka.delivery-writer": "native",
+        "kafka.fanout-reader": "native",
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
         "database.max-connections": 20,
@@ -150,6 +151,11 @@ public struct ServiceSettings: Sendable {
     /// poll thread sending and awaiting the Produce requests itself, for a plaintext cluster) or
     /// `librdkafka` (an idempotent librdkafka producer, as TLS and SASL always are).
     public var kafkaDeliveryWriterIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-writer") } }
+    /// How chat-fanout reads `chat.message.v1` and the topics it routes with it: `native` (default;
+    /// its consumer's poll thread fetches the assigned partitions itself on blocking sockets while
+    /// librdkafka keeps the group, for a plaintext cluster; a compressed batch hands them back to
+    /// librdkafka) or `librdkafka` (librdkafka fetches, as under TLS and SASL always).
+    public var kafkaFanoutReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.fanout-reader") } }
 
     private func nativeOrLibrdkafka(_ key: String) throws -> Bool {
         let value = try string(key)

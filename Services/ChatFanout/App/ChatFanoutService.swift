@@ -55,8 +55,12 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         platform.addService(producer)
         sender = producer
     }
+    let fetchesItself = platform.platformSettings.kafkaFanoutReaderIsNative
     platform.addGatedService {
-        FanoutConsumer(configuration: consumerConfiguration, producer: sender, table: table, logger: logger) { interest.isCaughtUp }
+        FanoutConsumer(
+            configuration: consumerConfiguration, producer: sender, table: table, logger: logger,
+            fetchesItself: fetchesItself
+        ) { interest.isCaughtUp }
     }
     platform.addReadinessCheck("gateway-interest") {
         guard interest.isCaughtUp else { throw InterestNotLoaded() }

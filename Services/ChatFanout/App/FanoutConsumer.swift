@@ -27,6 +27,8 @@ final class FanoutConsumer: Service, Sendable {
     private let producer: any KafkaBlockingSender
     private let table: InterestTable
     private let interestLoaded: @Sendable () -> Bool
+    /// The consumer's poll thread fetches the partitions itself (`consumeFetchingOnPollThread`).
+    private let fetchesItself: Bool
     private let logger: Logger
     private let messages = Counter(label: "fanout_messages_total")
     private let deliveries = Counter(label: "fanout_deliveries_total")
@@ -38,8 +40,9 @@ final class FanoutConsumer: Service, Sendable {
     ///   the group is joined only once it is.
     init(
         configuration: KafkaConsumerConfiguration, producer: any KafkaBlockingSender, table: InterestTable, logger: Logger,
-        interestLoaded: @escaping @Sendable () -> Bool
+        fetchesItself: Bool = true, interestLoaded: @escaping @Sendable () -> Bool
     ) {
+        self.fetchesItself = fetchesItself
         self.configuration = configuration
         self.producer = producer
         self.table = table
@@ -76,9 +79,15 @@ final class FanoutConsumer: Service, Sendable {
             try await cancelWhenGracefulShutdown {
                 // Routing and producing never wait on the cooperative pool, so a poll is processed
                 // on the consumer's poll thread, which blocks for the deliveries' acknowledgements:
-                // no hop to a task and back per poll.
-                try await consumer.consumeOnPollThread { batch, stopping in
+                // no hop to a task and back per poll. By default that thread also fetches the
+                // records itself (docs/benchmarks.md, part 20).
+                let process: @Sendable ([KafkaConsumerEvent], () -> Bool) throws -> Void = { batch, stopping in
                     try self.process(batch, consumer: consumer, stopping: stopping)
+                }
+                if self.fetchesItself {
+                    try await consumer.consumeFetchingOnPollThread(process)
+                } else {
+                    try await consumer.consumeOnPollThread(process)
                 }
             }
         } catch is CancellationError {

@@ -120,18 +120,41 @@ enum KafkaClientMessages {
     // MARK: Fetch v4
 
     static func fetchRequest(topic: String, partition: Int32, offset: Int64, maxWaitMilliseconds: Int32, minBytes: Int32, maxBytes: Int32) -> ByteBuffer {
+        fetchRequest(
+            [(TopicPartition(topic: topic, partition: partition), offset, maxBytes)], maxWaitMilliseconds: maxWaitMilliseconds, minBytes: minBytes,
+            maxBytes: maxBytes)
+    }
+
+    /// One Fetch for several partitions (each from its offset, up to its own byte limit), answered
+    /// once `minBytes` are there or `maxWaitMilliseconds` passed, at most `maxBytes` in all.
+    static func fetchRequest(
+        _ partitions: [(partition: TopicPartition, offset: Int64, maxBytes: Int32)], maxWaitMilliseconds: Int32, minBytes: Int32, maxBytes: Int32
+    ) -> ByteBuffer {
+        var byTopic: [(String, [(Int32, Int64, Int32)])] = []
+        for entry in partitions {
+            let element = (entry.partition.partition, entry.offset, entry.maxBytes)
+            if let index = byTopic.firstIndex(where: { $0.0 == entry.partition.topic }) {
+                byTopic[index].1.append(element)
+            } else {
+                byTopic.append((entry.partition.topic, [element]))
+            }
+        }
         var out = ByteBuffer()
         out.writeKafka(Int32(-1))  // replica id: a client
         out.writeKafka(maxWaitMilliseconds)
         out.writeKafka(minBytes)
         out.writeKafka(maxBytes)
         out.writeKafka(Int8(0))  // read uncommitted: the suite's producers are idempotent, not transactional
-        out.writeKafka(Int32(1))
-        out.writeKafkaString(topic)
-        out.writeKafka(Int32(1))
-        out.writeKafka(partition)
-        out.writeKafka(offset)
-        out.writeKafka(maxBytes)  // partition max bytes: one partition is asked for
+        out.writeKafka(Int32(byTopic.count))
+        for (topic, topicPartitions) in byTopic {
+            out.writeKafkaString(topic)
+            out.writeKafka(Int32(topicPartitions.count))
+            for (partition, offset, partitionMaxBytes) in topicPartitions {
+                out.writeKafka(partition)
+                out.writeKafka(offset)
+                out.writeKafka(partitionMaxBytes)
+            }
+        }
         return out
     }
 
@@ -144,9 +167,17 @@ enum KafkaClientMessages {
     }
 
     static func fetchedPartition(_ topic: String, _ partition: Int32, in answer: ByteBuffer) throws -> FetchedPartition {
+        guard let found = try fetchedPartitions(in: answer)[TopicPartition(topic: topic, partition: partition)] else {
+            throw KafkaWireError("Fetch answered without the partition asked for")
+        }
+        return found
+    }
+
+    /// Every partition of a Fetch v4 answer.
+    static func fetchedPartitions(in answer: ByteBuffer) throws -> [TopicPartition: FetchedPartition] {
         var reader = KafkaReader(answer)
         _ = try reader.int32()  // throttle time
-        var found: FetchedPartition?
+        var found: [TopicPartition: FetchedPartition] = [:]
         _ = try reader.array { r -> Void in
             let name = try r.string()
             _ = try r.array { p -> Void in
@@ -159,12 +190,9 @@ enum KafkaClientMessages {
                     _ = try a.int64()  // first offset
                 }
                 let records = try p.nullableBytes()
-                if name == topic, index == partition {
-                    found = FetchedPartition(error: error, highWatermark: highWatermark, records: records)
-                }
+                found[TopicPartition(topic: name, partition: index)] = FetchedPartition(error: error, highWatermark: highWatermark, records: records)
             }
         }
-        guard let found else { throw KafkaWireError("Fetch answered without the partition asked for") }
         return found
     }
 }

@@ -18,6 +18,8 @@ final class BlockingKafkaConnection {
     private var sent: [Int32] = []
 
     var isOpen: Bool { fd >= 0 }
+    /// Requests sent whose answers have not been received yet.
+    var awaitingAnswers: Int { sent.count }
 
     /// Whether the connection can carry a request: open, and — when it has sat idle for a second
     /// or more — not closed by the broker meanwhile (Kafka closes connections idle for
@@ -93,6 +95,21 @@ final class BlockingKafkaConnection {
             let ready = poll(&descriptor, 1, milliseconds)
             if ready > 0 { return true }
             if ready < 0, errno != EINTR { return true }  // the read or write that follows reports it
+        }
+    }
+
+    /// Waits until one of `connections` has something to read (an answer, or its end) or until
+    /// `deadline`: the indices of those that have, none when the deadline passed first.
+    static func readable(_ connections: [BlockingKafkaConnection], until deadline: ContinuousClock.Instant) -> [Int] {
+        var descriptors = connections.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        while true {
+            let left = max(deadline - ContinuousClock.now, .zero)
+            let milliseconds = Int32(clamping: left.components.seconds * 1_000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+            if ready > 0 { return descriptors.indices.filter { descriptors[$0].revents != 0 } }
+            // An error of poll itself: the reads that follow report the connections' state.
+            if ready < 0, errno != EINTR { return Array(descriptors.indices) }
+            if ready == 0, ContinuousClock.now >= deadline { return [] }
         }
     }
 

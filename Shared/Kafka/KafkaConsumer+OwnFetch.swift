@@ -1,0 +1,173 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+extension KafkaConsumer {
+    /// Whether `consumeFetchingOnPollThread` fetches itself for `configuration`: a group member on
+    /// a plaintext cluster with a bootstrap list.
+    public static func canFetchItself(_ configuration: KafkaConsumerConfiguration) -> Bool {
+        guard case .group = configuration.mode, configuration.client.security == .plaintext,
+            KafkaBrokerAddress.parseList(configuration.client.bootstrapServers) != nil
+        else { return false }
+        return true
+    }
+
+    /// `consumeOnPollThread`, with the poll thread fetching the assigned partitions itself
+    /// (`BlockingPartitionFetcher`: Fetch requests on blocking sockets, answers decoded on this
+    /// thread) while librdkafka keeps the group: membership, assignments (paused, so its fetcher
+    /// leaves them alone), the committed offsets each assignment starts from, and the commits of
+    /// what `storeOffset` stored. A poll's records reach `handler` with one thread wake-up (the
+    /// answer's), not librdkafka's three (its broker thread reading the answer, its queue, the
+    /// poll thread). Batches hold at most `maxBatchSize` records, end-of-partition markers only
+    /// with `reportEndOfPartition`.
+    ///
+    /// A batch the fetcher cannot read (compressed, or a message format before v2) hands every
+    /// partition to librdkafka, each from the next offset not yet handed to `handler`, and the
+    /// loop carries on as `consumeOnPollThread` for good. A configuration `canFetchItself`
+    /// refuses is consumed by `consumeOnPollThread`.
+    public func consumeFetchingOnPollThread(
+        _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
+    ) async throws {
+        guard Self.canFetchItself(configuration), let bootstrap = KafkaBrokerAddress.parseList(configuration.client.bootstrapServers) else {
+            return try await consumeOnPollThread(handler)
+        }
+        let settings = BlockingPartitionFetcher.Settings(
+            clientId: configuration.client.clientId, bootstrap: bootstrap,
+            maxWaitMilliseconds: Int32(clamping: max(0, configuration.fetchWaitMaxMilliseconds)),
+            minBytes: Int32(clamping: max(1, Int(configuration.properties["fetch.min.bytes"] ?? "") ?? 1)),
+            resetToEarliest: configuration.autoOffsetReset == .earliest)
+        let reportEnds = configuration.reportEndOfPartition
+        let maxBatch = max(1, configuration.maxBatchSize)
+        client.context.pauseOnAssign.store(true, ordering: .relaxed)
+        try await onPollThread { running, stopping in
+            let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger)
+            var generation = -1
+            while running() {
+                try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
+                let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
+                if rebalances != generation {
+                    guard self.reassign(fetcher) else { continue }
+                    generation = rebalances
+                }
+                guard fetcher.idleUntil == nil else { continue }
+                let step = fetcher.step(until: .now + .milliseconds(100))
+                let catchUp = self.client.context.catchUp
+                let withoutEnd = step.answered.isEmpty ? [] : catchUp.partitionsWithoutEnd()
+                for answered in step.answered where withoutEnd.contains(answered.partition) {
+                    if catchUp.observed(low: -1, high: answered.highWatermark, for: answered.partition) { self.logCaughtUp() }
+                }
+                var start = 0
+                while start < step.records.count {
+                    let chunk = step.records[start..<min(start + maxBatch, step.records.count)].map(KafkaConsumerEvent.message)
+                    try handler(chunk, stopping)
+                    chunk.forEach(self.finished)
+                    start += chunk.count
+                }
+                for answered in step.answered where answered.next >= answered.highWatermark {
+                    let end = KafkaConsumerEvent.endOfPartition(answered.partition, offset: answered.next)
+                    if reportEnds { try handler([end], stopping) }
+                    self.finished(end)
+                }
+                self.lag.update { fetcher.lag() }
+                if let partition = step.unreadable {
+                    try self.handOver(fetcher.positions, because: partition)
+                    break
+                }
+            }
+            // Handed over (or stopping: then this ends at once).
+            while running() {
+                let polled = try self.pollBatchBlocking()
+                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
+                if !batch.isEmpty { try handler(batch, stopping) }
+                polled.forEach(self.finished)
+            }
+        }
+    }
+
+    /// Serves librdkafka's callbacks (rebalances) on this thread, waiting up to 100 ms for one
+    /// when `waitingUntil` is later than now. A record librdkafka fetched before its partition was
+    /// paused is dropped: the fetcher's position, not librdkafka's, says what comes next.
+    private func serveCallbacks(waitingUntil: ContinuousClock.Instant?) throws {
+        var timeout = waitingUntil.map { min(max(ContinuousClock.now.duration(to: $0), .zero), .milliseconds(100)).librdkafkaMilliseconds } ?? 0
+        var served = 0
+        while served < 1_000, let raw = rd_kafka_consumer_poll(client.pointer, timeout) {
+            defer { rd_kafka_message_destroy(raw) }
+            timeout = 0
+            served += 1
+            let err = raw.pointee.err
+            guard err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__PARTITION_EOF else { continue }
+            let error = KafkaError(err, "consume")
+            if error.isFatal { throw error }
+            logger.warning("Kafka consume error", metadata: ["kafka.error": "\(error)"])
+        }
+        if let fatal = client.context.fatalError.withLock({ $0 }) { throw fatal }
+    }
+
+    /// After a rebalance: pauses the assignment (librdkafka's fetcher stays off it) and gives the
+    /// fetcher each new partition's committed offset. An eager rebalance revoked everything (and
+    /// committed what was stored), so every partition starts from its commit; a cooperative one
+    /// keeps the partitions it did not move where they are. False when the committed offsets
+    /// could not be had (tried again on the next turn).
+    private func reassign(_ fetcher: BlockingPartitionFetcher) -> Bool {
+        let assignment = client.context.assignment.withLock { $0 }
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(client.pointer)) == "COOPERATIVE"
+        let fresh = cooperative ? assignment.subtracting(fetcher.partitions) : assignment
+        var committed: [TopicPartition: Int64] = [:]
+        if !assignment.isEmpty {
+            let list = partitionList(assignment)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            _ = rd_kafka_pause_partitions(client.pointer, list)
+        }
+        if !fresh.isEmpty {
+            let list = partitionList(fresh)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            let err = rd_kafka_committed(client.pointer, list, 10_000)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                logger.warning("Kafka committed offsets unavailable; retrying", metadata: ["kafka.error": "\(KafkaError(err))"])
+                return false
+            }
+            for i in 0..<Int(list.pointee.cnt) {
+                let element = list.pointee.elems[i]
+                guard let topic = element.topic else { continue }
+                committed[TopicPartition(topic: String(cString: topic), partition: element.partition)] =
+                    element.err == RD_KAFKA_RESP_ERR_NO_ERROR ? element.offset : -1
+            }
+        }
+        fetcher.assign(keeping: assignment.subtracting(fresh), starting: committed)
+        return true
+    }
+
+    /// Gives librdkafka the assignment back: each partition with a position from there (a seek,
+    /// so nothing it fetched before is handed out), the others from their commit; resumed, and
+    /// later assignments no longer paused.
+    private func handOver(_ positions: [TopicPartition: Int64], because partition: TopicPartition) throws {
+        client.context.pauseOnAssign.store(false, ordering: .relaxed)
+        let assignment = client.context.assignment.withLock { $0 }
+        let known = positions.filter { assignment.contains($0.key) }
+        logger.info(
+            "Kafka consumer hands its partitions to librdkafka: a record batch it does not read (compressed, or an old format)",
+            metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(positions[partition] ?? -1)"])
+        if !known.isEmpty {
+            let list = partitionList(Set(known.keys))
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            for i in 0..<Int(list.pointee.cnt) {
+                guard let topic = list.pointee.elems[i].topic else { continue }
+                list.pointee.elems[i].offset = known[TopicPartition(topic: String(cString: topic), partition: list.pointee.elems[i].partition)] ?? -1001
+            }
+            if let error = rd_kafka_seek_partitions(client.pointer, list, 10_000) { throw KafkaError(error: error) }
+        }
+        if !assignment.isEmpty {
+            let list = partitionList(assignment)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            _ = rd_kafka_resume_partitions(client.pointer, list)
+        }
+    }
+
+    private func partitionList(_ partitions: Set<TopicPartition>) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
+        let list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t> = rd_kafka_topic_partition_list_new(Int32(partitions.count))
+        for partition in partitions.sorted(by: { ($0.topic, $0.partition) < ($1.topic, $1.partition) }) {
+            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+        }
+        return list
+    }
+}
