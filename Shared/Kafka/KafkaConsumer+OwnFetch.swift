@@ -38,7 +38,7 @@ extension KafkaConsumer {
             resetToEarliest: configuration.autoOffsetReset == .earliest)
         let reportEnds = configuration.reportEndOfPartition
         let maxBatch = max(1, configuration.maxBatchSize)
-        client.context.pauseOnAssign.store(true, ordering: .relaxed)
+        client.context.onAssign.store(AssignedPartitions.pause.rawValue, ordering: .relaxed)
         try await onPollThread { running, stopping in
             let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger)
             var generation = -1
@@ -138,10 +138,10 @@ extension KafkaConsumer {
     }
 
     /// Gives librdkafka the assignment back: each partition with a position from there (a seek,
-    /// so nothing it fetched before is handed out), the others from their commit; resumed, and
-    /// later assignments no longer paused.
+    /// so nothing it fetched before is handed out), the others from their commit; resumed, as
+    /// every later assignment is.
     private func handOver(_ positions: [TopicPartition: Int64], because partition: TopicPartition) throws {
-        client.context.pauseOnAssign.store(false, ordering: .relaxed)
+        client.context.onAssign.store(AssignedPartitions.resume.rawValue, ordering: .relaxed)
         let assignment = client.context.assignment.withLock { $0 }
         let known = positions.filter { assignment.contains($0.key) }
         logger.info(

@@ -16,9 +16,8 @@ final class KafkaCallbackContext: Sendable {
     let assignment = Mutex<Set<TopicPartition>>([])
     /// A consumer's catch-up after its assignment (unused by producers).
     let catchUp = KafkaCatchUp()
-    /// A consumer whose poll thread fetches itself (`consumeFetchingOnPollThread`): the rebalance
-    /// callback pauses what it assigns, so librdkafka's fetcher leaves those partitions alone.
-    let pauseOnAssign = Atomic<Bool>(false)
+    /// What the rebalance callback does with the partitions it assigns (`AssignedPartitions`).
+    let onAssign = Atomic<UInt8>(AssignedPartitions.leave.rawValue)
 
     init(logger: Logger) {
         self.logger = logger
@@ -85,6 +84,18 @@ public struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
         self.partition = partition
     }
     public var description: String { "\(topic)[\(partition)]" }
+}
+
+/// What a consumer's rebalance callback does with the partitions it assigns.
+enum AssignedPartitions: UInt8 {
+    /// Nothing: librdkafka fetches them.
+    case leave
+    /// Pauses them: the consumer's poll thread fetches them itself (`consumeFetchingOnPollThread`).
+    case pause
+    /// Resumes them: the poll thread fetched itself, then handed its partitions to librdkafka; a
+    /// partition it had paused keeps librdkafka's pause flag through a revoke, so when the group
+    /// assigns it here again it must be resumed.
+    case resume
 }
 
 /// Owns one `rd_kafka_t`.
@@ -281,8 +292,12 @@ private let kafkaRebalanceCallback:
                 rd_kafka_assign(rk, partitions)
                 ctx.assignment.withLock { $0 = Set(list) }
             }
-            if ctx.pauseOnAssign.load(ordering: .relaxed), let partitions {
-                _ = rd_kafka_pause_partitions(rk, partitions)
+            if let partitions {
+                switch AssignedPartitions(rawValue: ctx.onAssign.load(ordering: .relaxed)) {
+                case .pause: _ = rd_kafka_pause_partitions(rk, partitions)
+                case .resume: _ = rd_kafka_resume_partitions(rk, partitions)
+                case .leave, nil: break
+                }
             }
             if ctx.catchUp.assigned(list) {
                 ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])

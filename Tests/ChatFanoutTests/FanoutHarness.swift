@@ -17,18 +17,20 @@ struct FanoutHarness: Sendable {
     let cluster: EmbeddedKafkaCluster
     let producer: KafkaProducer
 
-    init() throws {
+    /// `compression`: how the stand-in for chat compresses its records (lz4, the suite's default;
+    /// `none`, the dev stack's, which chat-fanout's poll thread fetches itself, not librdkafka).
+    init(compression: String = "lz4") throws {
         // One broker: these tests exercise the fan-out, not broker failover (KafkaTests do).
         cluster = try TestKafka.catalogCluster(brokers: 1)
-        producer = try TestKafka.producer(cluster)
+        producer = try TestKafka.producer(cluster) { $0.compression = compression }
     }
 
     /// Starts a replica and waits until it reports ready (interest table caught up); `writer` is
-    /// its `kafka.delivery-writer`.
-    func startReplica(_ name: String, writer: String = "native") async throws -> RunningService {
+    /// its `kafka.delivery-writer`, `reader` its `kafka.fanout-reader`.
+    func startReplica(_ name: String, writer: String = "native", reader: String = "native") async throws -> RunningService {
         let environment = [
             "HTTP_PORT": "0", "KAFKA_BROKERS": cluster.bootstrapServers, "LOG_LEVEL": "warning", "KAFKA_FETCH_WAIT_MS": "5",
-            "INSTANCE_ID": name, "KAFKA_DELIVERY_WRITER": writer,
+            "INSTANCE_ID": name, "KAFKA_DELIVERY_WRITER": writer, "KAFKA_FANOUT_READER": reader,
         ]
         let settings = ServiceSettings(
             serviceName: ChatFanoutService.name, defaults: ChatFanoutService.defaults, environment: environment, arguments: [ChatFanoutService.name]

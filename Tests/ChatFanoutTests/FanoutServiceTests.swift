@@ -15,18 +15,18 @@ private let streamPartition: Int32 = 0
 @Suite("chat-fanout against the embedded broker", .serialized)
 struct FanoutServiceTests {
     @Test(
-        "interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none (deliveries written by the suite's own writer, or by librdkafka)",
+        "interest on → one delivery per interested gateway, in its partition, keyed by its id, value and headers unchanged; interest off or an unknown conversation → none (messages fetched by the replica's poll thread and deliveries written by the suite's own writer, on uncompressed records; or both by librdkafka, on compressed ones)",
         arguments: ["native", "librdkafka"]
     )
     func routing(writer: String) async throws {
-        let harness = try FanoutHarness()
+        let harness = try FanoutHarness(compression: writer == "native" ? "none" : "lz4")
         let a = try SimulatedGateway.start("gateway-a", on: harness)
         let b = try SimulatedGateway.start("gateway-b", on: harness)
         let (c1, c2, unknown) = (UUID(), UUID(), UUID())
         try await harness.setInterest(a.id, c1, true)
         try await harness.setInterest(b.id, c1, true)
         try await harness.setInterest(a.id, c2, true)
-        let replica = try await harness.startReplica("fanout-routing", writer: writer)
+        let replica = try await harness.startReplica("fanout-routing", writer: writer, reader: writer)
 
         let first = try await harness.sendMessages([c1, c2, unknown, c1], partition: streamPartition)
         try await a.waitFor([first[3].id])
@@ -141,10 +141,11 @@ struct FanoutServiceTests {
     }
 
     @Test(
-        "3 replicas, 2 gateways, 1 000 messages over 50 conversations, one replica stopped mid-run: each gateway gets every message of its conversations, exactly once after de-duplication, in order"
+        "3 replicas, 2 gateways, 1 000 messages over 50 conversations, one replica stopped mid-run: each gateway gets every message of its conversations, exactly once after de-duplication, in order (records compressed: librdkafka reads them after the first batch; uncompressed: the replicas' poll threads fetch them)",
+        arguments: ["lz4", "none"]
     )
-    func scaleOutWithReplicaStopped() async throws {
-        let harness = try FanoutHarness()
+    func scaleOutWithReplicaStopped(compression: String) async throws {
+        let harness = try FanoutHarness(compression: compression)
         let a = try SimulatedGateway.start("gateway-1", on: harness)
         let b = try SimulatedGateway.start("gateway-2", on: harness)
         let conversations = (0..<50).map { _ in UUID() }
