@@ -172,8 +172,8 @@ final class FanoutConsumer: Service, Sendable {
 
         // Offsets only after every delivery was acknowledged: the last record of each partition
         // of each topic (the topics share partition numbers).
-        var last: [String: KafkaConsumerMessage] = [:]
-        for record in records { last["\(record.topic)/\(record.partition)"] = record }
+        var last: [TopicPartition: KafkaConsumerMessage] = [:]
+        for record in records { last[TopicPartition(topic: record.topic, partition: record.partition)] = record }
         for record in last.values { try consumer.storeOffset(record) }
     }
 

@@ -49,20 +49,40 @@ final class BlockingPartitionFetcher {
     /// A broker holds a fetch up to its wait; past that and this much more it went silent.
     static let answerGrace: Duration = .seconds(30)
 
+    /// One assigned partition.
+    private struct Slot {
+        let partition: TopicPartition
+        /// The next offset to fetch; nil until resolved.
+        var position: Int64?
+        /// Without a position: nil for no committed offset (`auto.offset.reset`), else the offset
+        /// the broker answered "out of range" for.
+        var outOfRange: Int64?
+        var leader: KafkaBrokerAddress?
+        var maxBytes: Int32 = 1 << 20
+        var highWatermark: Int64?
+    }
+
+    /// One leader's fetch request, encoded once for its partitions and their byte limits; each
+    /// send patches in the positions.
+    private struct Plan {
+        var slots: [Int]
+        var body: ByteBuffer
+        /// Where each slot's fetch offset sits in `body`.
+        var offsetAt: [Int]
+    }
+
     private let settings: Settings
     private let logger: Logger
-    /// The next offset to fetch per assigned partition.
-    private(set) var positions: [TopicPartition: Int64] = [:]
-    /// Assigned partitions without a position yet: nil for no committed offset (`auto.offset.reset`),
-    /// else the offset the broker answered "out of range" for.
-    private var unresolved: [TopicPartition: Int64?] = [:]
-    private var partitionBytes: [TopicPartition: Int32] = [:]
-    private var highWatermarks: [TopicPartition: Int64] = [:]
-    private var leaders: [TopicPartition: KafkaBrokerAddress] = [:]
+    private var slots: [Slot] = []
+    private var slotIndex: [TopicPartition: Int] = [:]
+    /// Slots whose leader is known; all of them: no Metadata needed.
+    private var withLeader = 0
+    /// Per leader, its plan; dropped whenever a slot's position state, leader or byte limit changes.
+    private var plans: [KafkaBrokerAddress: Plan]?
     private var fetchConnections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
     private var controlConnections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
-    /// Per leader with a fetch out: what it asked for, and when the answer is overdue.
-    private var inFlight: [KafkaBrokerAddress: (asked: [(TopicPartition, Int64)], deadline: ContinuousClock.Instant)] = [:]
+    /// Per leader with a fetch out: the slots and offsets it asked for, and when the answer is overdue.
+    private var inFlight: [KafkaBrokerAddress: (slots: [Int], offsets: [Int64], deadline: ContinuousClock.Instant)] = [:]
     private var retryAt: ContinuousClock.Instant?
     private var backoff: Duration = .milliseconds(100)
 
@@ -72,27 +92,31 @@ final class BlockingPartitionFetcher {
     }
 
     /// The partitions assigned.
-    var partitions: Set<TopicPartition> { Set(positions.keys).union(unresolved.keys) }
+    var partitions: Set<TopicPartition> { Set(slots.map(\.partition)) }
+
+    /// The next offset to fetch per partition that has one.
+    var positions: [TopicPartition: Int64] {
+        Dictionary(uniqueKeysWithValues: slots.compactMap { slot in slot.position.map { (slot.partition, $0) } })
+    }
 
     /// Until when the caller has nothing to fetch (no partitions, or a back-off); nil: `step` now.
     var idleUntil: ContinuousClock.Instant? {
         if let retryAt, retryAt > .now { return retryAt }
-        return positions.isEmpty && unresolved.isEmpty ? .now + .milliseconds(100) : nil
+        return slots.isEmpty ? .now + .milliseconds(100) : nil
     }
 
     /// Replaces the assignment: `kept` partitions (already assigned) keep their positions, the
     /// others start at their `committed` offset (negative: none, `auto.offset.reset` decides). The
     /// fetches out are abandoned (their connections closed), so no answer for an old position counts.
     func assign(keeping kept: Set<TopicPartition>, starting committed: [TopicPartition: Int64]) {
-        positions = positions.filter { kept.contains($0.key) }
-        unresolved = unresolved.filter { kept.contains($0.key) }
-        for (partition, offset) in committed {
-            if offset >= 0 { positions[partition] = offset } else { unresolved[partition] = .some(nil) }
+        var next = slots.filter { kept.contains($0.partition) }
+        for (partition, offset) in committed.sorted(by: { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }) {
+            next.append(Slot(partition: partition, position: offset >= 0 ? offset : nil))
         }
-        let assigned = partitions
-        partitionBytes = partitionBytes.filter { assigned.contains($0.key) }
-        highWatermarks = highWatermarks.filter { assigned.contains($0.key) }
-        leaders = leaders.filter { assigned.contains($0.key) }
+        slots = next
+        slotIndex = Dictionary(slots.enumerated().map { ($1.partition, $0) }) { first, _ in first }
+        withLeader = slots.count { $0.leader != nil }
+        plans = nil
         for address in inFlight.keys { fetchConnections.removeValue(forKey: address)?.close() }
         inFlight.removeAll()
     }
@@ -100,8 +124,9 @@ final class BlockingPartitionFetcher {
     /// Records behind the end per topic (the high watermarks of the last answers minus the positions).
     func lag() -> [String: Int64] {
         var perTopic: [String: Int64] = [:]
-        for (partition, position) in positions {
-            perTopic[partition.topic, default: 0] += max(0, (highWatermarks[partition] ?? position) - position)
+        for slot in slots {
+            guard let position = slot.position else { continue }
+            perTopic[slot.partition.topic, default: 0] += max(0, (slot.highWatermark ?? position) - position)
         }
         return perTopic
     }
@@ -113,13 +138,18 @@ final class BlockingPartitionFetcher {
         guard idleUntil == nil else { return step }
         guard findLeaders(), resolveOffsets() else { return step }
         sendFetches()
-        let waiting = inFlight.compactMap { address, _ in fetchConnections[address] }
+        var waiting: [BlockingKafkaConnection] = []
+        var overdue = limit
+        for (address, request) in inFlight {
+            guard let connection = fetchConnections[address] else { continue }
+            waiting.append(connection)
+            overdue = min(overdue, request.deadline)
+        }
         guard !waiting.isEmpty else { return step }
-        let overdue = inFlight.values.map(\.deadline).min() ?? limit
-        let ready = BlockingKafkaConnection.readable(waiting, until: min(limit, overdue))
-        for index in ready { receive(on: waiting[index], into: &step) }
+        for index in BlockingKafkaConnection.readable(waiting, until: overdue) { receive(on: waiting[index], into: &step) }
         // An answer overdue: the broker went silent on that connection.
-        for (address, request) in inFlight where request.deadline <= .now {
+        let now = ContinuousClock.now
+        for (address, request) in inFlight where request.deadline <= now {
             failed(address, KafkaRequestTimedOut())
         }
         return step
@@ -127,11 +157,16 @@ final class BlockingPartitionFetcher {
 
     // MARK: - Steps
 
+    private func setLeader(_ slot: Int, _ leader: KafkaBrokerAddress?) {
+        if (slots[slot].leader == nil) != (leader == nil) { withLeader += leader == nil ? -1 : 1 }
+        slots[slot].leader = leader
+        plans = nil
+    }
+
     /// Asks for the leaders of partitions without one; false after a failure (backed off).
     private func findLeaders() -> Bool {
-        let assigned = partitions
-        let topics = Set(assigned.filter { leaders[$0] == nil }.map(\.topic))
-        guard !topics.isEmpty else { return true }
+        guard withLeader < slots.count else { return true }
+        let topics = Set(slots.filter { $0.leader == nil }.map(\.partition.topic))
         var lastError: any Error = KafkaConnectionClosed()
         let deadline = ContinuousClock.now + .seconds(5)
         for address in settings.bootstrap {
@@ -142,9 +177,10 @@ final class BlockingPartitionFetcher {
                     until: deadline)
                 let metadata = try KafkaClientMessages.ClusterMetadata(connection.receive(until: deadline))
                 var missing: (TopicPartition, KafkaErrorCode)?
-                for partition in assigned where leaders[partition] == nil {
+                for index in slots.indices where slots[index].leader == nil {
+                    let partition = slots[index].partition
                     switch metadata.leader(of: partition.topic, partition: partition.partition) {
-                    case .success(let leader): leaders[partition] = leader
+                    case .success(let leader): setLeader(index, leader)
                     case .failure(let error): missing = missing ?? (partition, error)
                     }
                 }
@@ -162,28 +198,30 @@ final class BlockingPartitionFetcher {
         return false
     }
 
-    /// Gives every unresolved partition a position (ListOffsets at its leader); false after a failure.
+    /// Gives every partition without a position one (ListOffsets at its leader); false after a failure.
     private func resolveOffsets() -> Bool {
-        for (partition, outOfRange) in unresolved {
-            guard let leader = leaders[partition] else { return false }
+        for index in slots.indices where slots[index].position == nil {
+            let partition = slots[index].partition
+            guard let leader = slots[index].leader else { return false }
             let deadline = ContinuousClock.now + .seconds(5)
             do {
                 let connection = try control(leader, until: deadline)
                 let earliest = try listOffset(partition, KafkaClientMessages.earliest, on: connection, until: deadline)
                 let position: Int64
-                if let outOfRange {
+                if let outOfRange = slots[index].outOfRange {
                     position = outOfRange < earliest ? earliest : try listOffset(partition, KafkaClientMessages.latest, on: connection, until: deadline)
                     logger.warning(
                         "Kafka offset out of range; reset", metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(outOfRange)", "kafka.reset": "\(position)"])
                 } else {
                     position = settings.resetToEarliest ? earliest : try listOffset(partition, KafkaClientMessages.latest, on: connection, until: deadline)
                 }
-                unresolved[partition] = nil
-                positions[partition] = position
+                slots[index].position = position
+                slots[index].outOfRange = nil
+                plans = nil
             } catch {
                 // A broker's error code leaves the connection fine; anything else does not.
                 if !(error is KafkaErrorCode) { controlConnections.removeValue(forKey: leader)?.close() }
-                leaders[partition] = nil
+                setLeader(index, nil)
                 backOff("cannot find the offset to start \(partition) at", error)
                 return false
             }
@@ -200,22 +238,42 @@ final class BlockingPartitionFetcher {
         return try KafkaClientMessages.listedOffset(of: partition.topic, partition: partition.partition, in: connection.receive(until: deadline)).get()
     }
 
+    /// Each leader's request, encoded once: the offsets are patched in per send.
+    private func makePlans() -> [KafkaBrokerAddress: Plan] {
+        var byLeader: [KafkaBrokerAddress: [Int]] = [:]
+        for index in slots.indices where slots[index].position != nil {
+            guard let leader = slots[index].leader else { continue }
+            byLeader[leader, default: []].append(index)
+        }
+        return byLeader.mapValues { unsorted in
+            // Grouped by topic, as the request and its answer are: the answer's partitions then
+            // come in this order.
+            let indices = unsorted.sorted { (slots[$0].partition.topic, slots[$0].partition.partition) < (slots[$1].partition.topic, slots[$1].partition.partition) }
+            let (body, offsetAt) = KafkaClientMessages.fetchRequestAndOffsetPositions(
+                indices.map { (slots[$0].partition, Int64(0), slots[$0].maxBytes) }, maxWaitMilliseconds: settings.maxWaitMilliseconds,
+                minBytes: settings.minBytes, maxBytes: Self.maxAnswerBytes)
+            return Plan(slots: indices, body: body, offsetAt: offsetAt)
+        }
+    }
+
     /// One fetch per leader that has none out, for all of its partitions with a position.
     private func sendFetches() {
-        var byLeader: [KafkaBrokerAddress: [(TopicPartition, Int64)]] = [:]
-        for (partition, position) in positions {
-            guard let leader = leaders[partition], inFlight[leader] == nil else { continue }
-            byLeader[leader, default: []].append((partition, position))
-        }
-        for (leader, asked) in byLeader {
+        let plans = self.plans ?? makePlans()
+        self.plans = plans
+        for (leader, plan) in plans where inFlight[leader] == nil {
             let deadline = ContinuousClock.now + .milliseconds(Int(settings.maxWaitMilliseconds)) + Self.answerGrace
+            var body = plan.body
+            var offsets: [Int64] = []
+            offsets.reserveCapacity(plan.slots.count)
+            for (slot, at) in zip(plan.slots, plan.offsetAt) {
+                let offset = slots[slot].position ?? 0
+                offsets.append(offset)
+                body.setInteger(offset, at: at, endianness: .big)
+            }
             do {
                 let connection = try fetchConnection(leader, until: deadline)
-                let body = KafkaClientMessages.fetchRequest(
-                    asked.map { ($0.0, $0.1, partitionBytes[$0.0] ?? 1 << 20) }, maxWaitMilliseconds: settings.maxWaitMilliseconds,
-                    minBytes: settings.minBytes, maxBytes: Self.maxAnswerBytes)
                 try connection.send(.fetch, version: KafkaClientMessages.fetchVersion, body: body, until: deadline)
-                inFlight[leader] = (asked, deadline)
+                inFlight[leader] = (plan.slots, offsets, deadline)
             } catch {
                 failed(leader, error)
             }
@@ -226,48 +284,63 @@ final class BlockingPartitionFetcher {
     private func receive(on connection: BlockingKafkaConnection, into step: inout Step) {
         let leader = connection.address
         guard let request = inFlight[leader] else { return }
-        let answer: [TopicPartition: KafkaClientMessages.FetchedPartition]
+        var answer: [(at: Int, fetched: KafkaClientMessages.FetchedPartition)]
         do {
-            answer = try KafkaClientMessages.fetchedPartitions(in: connection.receive(until: request.deadline))
+            let expected = request.slots.map { slots[$0].partition }
+            answer = try KafkaClientMessages.fetchedPartitions(in: connection.receive(until: request.deadline), expecting: expected).compactMap { at, fetched in
+                at.map { ($0, fetched) }
+            }
         } catch {
             return failed(leader, error)
         }
         inFlight[leader] = nil
         var trouble: (TopicPartition, any Error)?
-        for (partition, offset) in request.asked {
-            guard positions[partition] == offset else { continue }  // not asked for at this position any more
-            guard let fetched = answer[partition] else {
-                trouble = trouble ?? (partition, KafkaWireError("a Fetch answer without \(partition)"))
-                leaders[partition] = nil
-                continue
+        if answer.count < request.slots.count {
+            // A partition asked for and not answered: ask for its leader again.
+            let answered = Set(answer.map(\.at))
+            for (at, slot) in request.slots.enumerated() where !answered.contains(at) {
+                setLeader(slot, nil)
+                trouble = trouble ?? (slots[slot].partition, KafkaWireError("a Fetch answer without \(slots[slot].partition)"))
             }
+        }
+        for (at, fetched) in answer {
+            let slot = request.slots[at]
+            let offset = request.offsets[at]
+            guard slots[slot].position == offset else { continue }  // answered twice, or moved meanwhile
+            let partition = slots[slot].partition
             guard fetched.error == 0 else {
                 let error = KafkaErrorCode(rawValue: fetched.error)
                 if error == .offsetOutOfRange {
-                    positions[partition] = nil
-                    unresolved[partition] = .some(offset)
+                    slots[slot].position = nil
+                    slots[slot].outOfRange = offset
+                    plans = nil
                 } else {
                     // Not the leader any more, the partition unknown, no leader yet: ask again.
-                    leaders[partition] = nil
+                    setLeader(slot, nil)
                     trouble = trouble ?? (partition, error)
                 }
                 continue
             }
+            slots[slot].highWatermark = fetched.highWatermark
+            guard let records = fetched.records, records.readableBytes > 0 else {
+                step.answered.append((partition, fetched.highWatermark, offset))
+                continue
+            }
             do {
-                let records = try FetchedRecords(fetched.records ?? ByteBuffer(), topic: partition.topic, partition: partition.partition, from: offset)
-                step.records.append(contentsOf: records.messages)
-                positions[partition] = records.unreadableAt ?? records.nextOffset
-                highWatermarks[partition] = fetched.highWatermark
-                step.answered.append((partition, fetched.highWatermark, records.unreadableAt ?? records.nextOffset))
-                if records.unreadableAt != nil {
+                let decoded = try FetchedRecords(records, topic: partition.topic, partition: partition.partition, from: offset)
+                step.records.append(contentsOf: decoded.messages)
+                let next = decoded.unreadableAt ?? decoded.nextOffset
+                slots[slot].position = next
+                step.answered.append((partition, fetched.highWatermark, next))
+                if decoded.unreadableAt != nil {
                     step.unreadable = step.unreadable ?? partition
-                } else if records.firstBatchCutShort {
-                    let bytes = partitionBytes[partition] ?? 1 << 20
-                    guard bytes < Self.maxPartitionBytes else {
+                } else if decoded.firstBatchCutShort {
+                    guard slots[slot].maxBytes < Self.maxPartitionBytes else {
                         trouble = trouble ?? (partition, KafkaWireError("a record batch larger than \(Self.maxPartitionBytes) bytes"))
                         continue
                     }
-                    partitionBytes[partition] = bytes * 2
+                    slots[slot].maxBytes *= 2
+                    plans = nil
                 }
             } catch {
                 // A batch whose lengths contradict each other: the connection's data is not to be trusted.
@@ -310,7 +383,7 @@ final class BlockingPartitionFetcher {
     private func failed(_ leader: KafkaBrokerAddress, _ error: any Error) {
         fetchConnections.removeValue(forKey: leader)?.close()
         inFlight[leader] = nil
-        leaders = leaders.filter { $0.value != leader }
+        for index in slots.indices where slots[index].leader == leader { setLeader(index, nil) }
         backOff("fetching from \(leader) failed", error)
     }
 

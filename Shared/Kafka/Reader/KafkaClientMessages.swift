@@ -130,32 +130,43 @@ enum KafkaClientMessages {
     static func fetchRequest(
         _ partitions: [(partition: TopicPartition, offset: Int64, maxBytes: Int32)], maxWaitMilliseconds: Int32, minBytes: Int32, maxBytes: Int32
     ) -> ByteBuffer {
-        var byTopic: [(String, [(Int32, Int64, Int32)])] = []
-        for entry in partitions {
-            let element = (entry.partition.partition, entry.offset, entry.maxBytes)
-            if let index = byTopic.firstIndex(where: { $0.0 == entry.partition.topic }) {
-                byTopic[index].1.append(element)
+        fetchRequestAndOffsetPositions(partitions, maxWaitMilliseconds: maxWaitMilliseconds, minBytes: minBytes, maxBytes: maxBytes).body
+    }
+
+    /// `fetchRequest`, and where each partition's offset sits in the body (in the order given), for
+    /// a caller that sends the same request again from other offsets. Partitions are sent grouped by
+    /// topic, in the order each topic first appears.
+    static func fetchRequestAndOffsetPositions(
+        _ partitions: [(partition: TopicPartition, offset: Int64, maxBytes: Int32)], maxWaitMilliseconds: Int32, minBytes: Int32, maxBytes: Int32
+    ) -> (body: ByteBuffer, offsetAt: [Int]) {
+        var byTopic: [(String, [Int])] = []
+        for (index, entry) in partitions.enumerated() {
+            if let at = byTopic.firstIndex(where: { $0.0 == entry.partition.topic }) {
+                byTopic[at].1.append(index)
             } else {
-                byTopic.append((entry.partition.topic, [element]))
+                byTopic.append((entry.partition.topic, [index]))
             }
         }
         var out = ByteBuffer()
+        out.reserveCapacity(32 + byTopic.reduce(0) { $0 + $1.0.utf8.count + 6 } + partitions.count * 16)
         out.writeKafka(Int32(-1))  // replica id: a client
         out.writeKafka(maxWaitMilliseconds)
         out.writeKafka(minBytes)
         out.writeKafka(maxBytes)
         out.writeKafka(Int8(0))  // read uncommitted: the suite's producers are idempotent, not transactional
         out.writeKafka(Int32(byTopic.count))
-        for (topic, topicPartitions) in byTopic {
+        var offsetAt = [Int](repeating: 0, count: partitions.count)
+        for (topic, indices) in byTopic {
             out.writeKafkaString(topic)
-            out.writeKafka(Int32(topicPartitions.count))
-            for (partition, offset, partitionMaxBytes) in topicPartitions {
-                out.writeKafka(partition)
-                out.writeKafka(offset)
-                out.writeKafka(partitionMaxBytes)
+            out.writeKafka(Int32(indices.count))
+            for index in indices {
+                out.writeKafka(partitions[index].partition.partition)
+                offsetAt[index] = out.writerIndex
+                out.writeKafka(partitions[index].offset)
+                out.writeKafka(partitions[index].maxBytes)
             }
         }
-        return out
+        return (out, offsetAt)
     }
 
     /// One partition's part of a Fetch v4 answer.
@@ -169,6 +180,40 @@ enum KafkaClientMessages {
     static func fetchedPartition(_ topic: String, _ partition: Int32, in answer: ByteBuffer) throws -> FetchedPartition {
         guard let found = try fetchedPartitions(in: answer)[TopicPartition(topic: topic, partition: partition)] else {
             throw KafkaWireError("Fetch answered without the partition asked for")
+        }
+        return found
+    }
+
+    /// The partitions of a Fetch v4 answer, each with its index in `expected` (nil: not asked
+    /// for). A broker answers in the order asked, so each is matched against the next expected
+    /// one first, and looked for among all of them only if that is not it.
+    static func fetchedPartitions(in answer: ByteBuffer, expecting expected: [TopicPartition]) throws -> [(Int?, FetchedPartition)] {
+        var reader = KafkaReader(answer)
+        _ = try reader.int32()  // throttle time
+        var found: [(Int?, FetchedPartition)] = []
+        found.reserveCapacity(expected.count)
+        var next = 0
+        _ = try reader.array { r -> Void in
+            let name = try r.string()
+            _ = try r.array { p -> Void in
+                let index = try p.int32()
+                let error = try p.int16()
+                let highWatermark = try p.int64()
+                _ = try p.int64()  // last stable offset
+                _ = try p.array { a -> Void in
+                    _ = try a.int64()  // producer id
+                    _ = try a.int64()  // first offset
+                }
+                let records = try p.nullableBytes()
+                let at: Int?
+                if next < expected.count, expected[next].partition == index, expected[next].topic == name {
+                    at = next
+                } else {
+                    at = expected.firstIndex { $0.partition == index && $0.topic == name }
+                }
+                if let at { next = at + 1 }
+                found.append((at, FetchedPartition(error: error, highWatermark: highWatermark, records: records)))
+            }
         }
         return found
     }
