@@ -211,7 +211,8 @@ final class BlockingPartitionFetcher {
                 if let outOfRange = slots[index].outOfRange {
                     position = outOfRange < earliest ? earliest : try listOffset(partition, KafkaClientMessages.latest, on: connection, until: deadline)
                     logger.warning(
-                        "Kafka offset out of range; reset", metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(outOfRange)", "kafka.reset": "\(position)"])
+                        "Kafka offset out of range; reset",
+                        metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(outOfRange)", "kafka.reset": "\(position)"])
                 } else {
                     position = settings.resetToEarliest ? earliest : try listOffset(partition, KafkaClientMessages.latest, on: connection, until: deadline)
                 }
@@ -248,7 +249,9 @@ final class BlockingPartitionFetcher {
         return byLeader.mapValues { unsorted in
             // Grouped by topic, as the request and its answer are: the answer's partitions then
             // come in this order.
-            let indices = unsorted.sorted { (slots[$0].partition.topic, slots[$0].partition.partition) < (slots[$1].partition.topic, slots[$1].partition.partition) }
+            let indices = unsorted.sorted {
+                (slots[$0].partition.topic, slots[$0].partition.partition) < (slots[$1].partition.topic, slots[$1].partition.partition)
+            }
             let (body, offsetAt) = KafkaClientMessages.fetchRequestAndOffsetPositions(
                 indices.map { (slots[$0].partition, Int64(0), slots[$0].maxBytes) }, maxWaitMilliseconds: settings.maxWaitMilliseconds,
                 minBytes: settings.minBytes, maxBytes: Self.maxAnswerBytes)
