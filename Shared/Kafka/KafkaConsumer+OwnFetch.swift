@@ -40,7 +40,7 @@ extension KafkaConsumer {
         let maxBatch = max(1, configuration.maxBatchSize)
         client.context.onAssign.store(AssignedPartitions.pause.rawValue, ordering: .relaxed)
         try await onPollThread { running, stopping in
-            let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger)
+            let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger) { !running() }
             var generation = -1
             while running() {
                 try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
@@ -121,7 +121,9 @@ extension KafkaConsumer {
         if !fresh.isEmpty {
             let list = partitionList(fresh)
             defer { rd_kafka_topic_partition_list_destroy(list) }
-            let err = rd_kafka_committed(client.pointer, list, 10_000)
+            // Bounded well within a shutdown's grace: a coordinator that does not answer is asked again
+            // on the next turn, after the loop has checked whether to stop.
+            let err = rd_kafka_committed(client.pointer, list, 1_500)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 logger.warning("Kafka committed offsets unavailable; retrying", metadata: ["kafka.error": "\(KafkaError(err))"])
                 return false

@@ -253,21 +253,23 @@ public final class KafkaConsumer: Service, Sendable {
     /// Runs `loop` on the consumer's queue. Its `running` turns false once the calling task is
     /// cancelled or `close()` is called, `stopping` once the task is cancelled; what `loop`
     /// throws is rethrown.
-    func onPollThread(_ loop: @escaping @Sendable (_ running: () -> Bool, _ stopping: () -> Bool) throws -> Void) async throws {
-        let stop = Atomic<Bool>(false)
+    func onPollThread(
+        _ loop: @escaping @Sendable (_ running: @escaping @Sendable () -> Bool, _ stopping: @escaping @Sendable () -> Bool) throws -> Void
+    ) async throws {
+        let stop = StopFlag()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 queue.async {
                     continuation.resume(
                         with: Result {
-                            try loop({ !stop.load(ordering: .relaxed) && !self.closeRequested.load(ordering: .relaxed) }) {
-                                stop.load(ordering: .relaxed)
+                            try loop({ !stop.flag.load(ordering: .relaxed) && !self.closeRequested.load(ordering: .relaxed) }) {
+                                stop.flag.load(ordering: .relaxed)
                             }
                         })
                 }
             }
         } onCancel: {
-            stop.store(true, ordering: .relaxed)
+            stop.flag.store(true, ordering: .relaxed)
         }
     }
 
@@ -353,4 +355,9 @@ public struct KafkaConsumerBatches: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+}
+
+/// A flag the cancellation handler of `onPollThread` sets and its loop's closures read.
+private final class StopFlag: Sendable {
+    let flag = Atomic<Bool>(false)
 }

@@ -86,9 +86,15 @@ final class BlockingPartitionFetcher {
     private var retryAt: ContinuousClock.Instant?
     private var backoff: Duration = .milliseconds(100)
 
-    init(settings: Settings, logger: Logger) {
+    private let giveUp: @Sendable () -> Bool
+
+    /// - Parameter giveUp: checked at least every 100 ms while a call waits on a broker: once
+    ///   true, the call ends as if the broker had not answered (a shutdown is not held up by a
+    ///   silent broker).
+    init(settings: Settings, logger: Logger, giveUp: @escaping @Sendable () -> Bool) {
         self.settings = settings
         self.logger = logger
+        self.giveUp = giveUp
     }
 
     /// The partitions assigned.
@@ -376,7 +382,8 @@ final class BlockingPartitionFetcher {
             if connection.isUsable { return connection }
             pool[address] = nil
         }
-        let connection = try BlockingKafkaConnection(to: address, clientId: settings.clientId, timeout: min(.seconds(5), deadline - .now))
+        let connection = try BlockingKafkaConnection(
+            to: address, clientId: settings.clientId, timeout: min(.seconds(5), deadline - .now), giveUp: giveUp)
         pool[address] = connection
         return connection
     }

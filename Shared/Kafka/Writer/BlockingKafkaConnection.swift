@@ -14,6 +14,7 @@ final class BlockingKafkaConnection {
     let address: KafkaBrokerAddress
     private let clientId: String
     private var fd: Int32
+    private let giveUp: (@Sendable () -> Bool)?
     private var nextCorrelationId: Int32 = 1
     private var sent: [Int32] = []
 
@@ -37,9 +38,13 @@ final class BlockingKafkaConnection {
     private var lastUsed = ContinuousClock.now
 
     /// Resolves and connects within `timeout`.
-    init(to address: KafkaBrokerAddress, clientId: String, timeout: Duration) throws {
+    /// - Parameter giveUp: checked at least every 100 ms while a call waits (connecting, sending,
+    ///   receiving): once true, the call fails as if its deadline had passed (a thread that must
+    ///   notice a shutdown while the broker is silent).
+    init(to address: KafkaBrokerAddress, clientId: String, timeout: Duration, giveUp: (@Sendable () -> Bool)? = nil) throws {
         self.address = address
         self.clientId = clientId
+        self.giveUp = giveUp
         fd = -1
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -54,7 +59,7 @@ final class BlockingKafkaConnection {
             candidate = info.pointee.ai_next
             let socketFD = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             guard socketFD >= 0 else { continue }
-            if Self.connect(socketFD, info.pointee.ai_addr, info.pointee.ai_addrlen, until: deadline, error: &lastError) {
+            if Self.connect(socketFD, info.pointee.ai_addr, info.pointee.ai_addrlen, until: deadline, giveUp: giveUp, error: &lastError) {
                 var on: Int32 = 1
                 setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
                 setsockopt(socketFD, SOL_SOCKET, SO_KEEPALIVE, &on, socklen_t(MemoryLayout<Int32>.size))
@@ -67,14 +72,15 @@ final class BlockingKafkaConnection {
     }
 
     private static func connect(
-        _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t, until deadline: ContinuousClock.Instant, error: inout String
+        _ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: socklen_t, until deadline: ContinuousClock.Instant,
+        giveUp: (@Sendable () -> Bool)?, error: inout String
     ) -> Bool {
         if Glibc.connect(fd, address, length) == 0 { return true }
         guard errno == EINPROGRESS else {
             error = String(cString: strerror(errno))
             return false
         }
-        guard wait(fd, for: Int16(POLLOUT), until: deadline) else {
+        guard wait(fd, for: Int16(POLLOUT), until: deadline, giveUp: giveUp) else {
             error = "connect timed out"
             return false
         }
@@ -86,10 +92,15 @@ final class BlockingKafkaConnection {
     }
 
     /// Polls until `events` or `deadline`; false when the deadline passed first.
-    private static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant) -> Bool {
+    /// With `giveUp`, in slices of at most 100 ms, false once it says so.
+    private static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant, giveUp: (@Sendable () -> Bool)?) -> Bool {
         while true {
-            let left = deadline - ContinuousClock.now
+            var left = deadline - ContinuousClock.now
             guard left > .zero else { return false }
+            if let giveUp {
+                guard !giveUp() else { return false }
+                left = min(left, .milliseconds(100))
+            }
             let milliseconds = Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
             let ready = poll(&descriptor, 1, milliseconds)
@@ -131,7 +142,7 @@ final class BlockingKafkaConnection {
             if written > 0 {
                 frame.moveReaderIndex(forwardBy: written)
             } else if written < 0, failure == EAGAIN || failure == EINTR {
-                guard Self.wait(fd, for: Int16(POLLOUT), until: deadline) else { throw broken(KafkaRequestTimedOut()) }
+                guard Self.wait(fd, for: Int16(POLLOUT), until: deadline, giveUp: giveUp) else { throw broken(KafkaRequestTimedOut()) }
             } else {
                 throw broken(KafkaConnectionClosed())
             }
@@ -169,7 +180,7 @@ final class BlockingKafkaConnection {
             }
             if got > 0 { continue }
             if got < 0, failure == EAGAIN || failure == EINTR {
-                guard Self.wait(fd, for: Int16(POLLIN), until: deadline) else { throw broken(KafkaRequestTimedOut()) }
+                guard Self.wait(fd, for: Int16(POLLIN), until: deadline, giveUp: giveUp) else { throw broken(KafkaRequestTimedOut()) }
             } else {
                 throw broken(KafkaConnectionClosed())
             }
