@@ -35,6 +35,20 @@ struct OwnFetchTests {
         }
     }
 
+    /// Ends `running` (cancelled, its loop given up) and closes `consumer`.
+    private func stop(_ running: Task<Void, any Error>, _ consumer: KafkaConsumer) async {
+        running.cancel()
+        _ = await running.result
+        await consumer.close()
+    }
+
+    /// Each partition's offsets 0..<`count` handed out once, in order.
+    private func expectEachOffsetOnce(_ handled: Handled, partitions: Int32, count: Int64) {
+        for partition in Int32(0)..<partitions {
+            #expect(handled.offsets.withLock { $0[partition] } == Array(0..<count), "partition \(partition): each offset once, in order")
+        }
+    }
+
     private func waitFor(_ what: String, seconds: Int = 60, _ done: @escaping @Sendable () -> Bool) async throws {
         try await withTimeout(.seconds(seconds), what) {
             while !done() { try await Task.sleep(for: .milliseconds(10)) }
@@ -63,14 +77,10 @@ struct OwnFetchTests {
         try await produce(cluster, topic, 300..<330, partitions: 3)  // while it runs
         try await waitFor("330 records") { handled.count >= 330 }
         try await waitFor("the catch-up") { consumer.isCaughtUp }
-        for partition in Int32(0)..<3 {
-            #expect(handled.offsets.withLock { $0[partition] } == Array(0..<110), "partition \(partition): each offset once, in order")
-        }
+        expectEachOffsetOnce(handled, partitions: 3, count: 110)
         #expect(handled.distinct == Set((0..<330).map { "v\($0)" }))
         #expect(handled.batchSizes.withLock { $0.allSatisfy { $0 <= 40 } }, "no batch over maxBatchSize")
-        running.cancel()
-        _ = await running.result
-        await consumer.close()
+        await stop(running, consumer)
 
         try await produce(cluster, topic, 330..<336, partitions: 3)
         let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic], clientId: "next")
@@ -80,9 +90,7 @@ struct OwnFetchTests {
         try await Task.sleep(for: .milliseconds(300))  // nothing older follows
         #expect(afterCommit.distinct == Set((330..<336).map { "v\($0)" }))
         #expect(afterCommit.count == 6)
-        nextRunning.cancel()
-        _ = await nextRunning.result
-        await next.close()
+        await stop(nextRunning, next)
     }
 
     @Test(
@@ -99,14 +107,10 @@ struct OwnFetchTests {
         try await produce(cluster, topic, 80..<120, partitions: 2)
         try await waitFor("every record") { handled.count >= 120 }
         try await Task.sleep(for: .milliseconds(300))  // no duplicate follows
-        for partition in Int32(0)..<2 {
-            #expect(handled.offsets.withLock { $0[partition] } == Array(0..<60), "partition \(partition): each offset once, in order")
-        }
+        expectEachOffsetOnce(handled, partitions: 2, count: 60)
         #expect(handled.count == 120)
         #expect(handled.distinct == Set((0..<120).map { "v\($0)" }))
-        running.cancel()
-        _ = await running.result
-        await consumer.close()
+        await stop(running, consumer)
     }
 
     @Test(
@@ -138,9 +142,7 @@ struct OwnFetchTests {
         }
         try await producer.flush()
         try await waitFor("every record", seconds: 90) { survived.distinct.union(left.distinct).count >= 3_000 }
-        survivorRunning.cancel()
-        _ = await survivorRunning.result
-        await survivor.close()
+        await stop(survivorRunning, survivor)
 
         #expect(survivor.rebalanceCount >= 2, "the survivor saw the leaver go")
         var firstSeen: [String: [Int]] = [:]
@@ -169,11 +171,7 @@ struct OwnFetchTests {
         try await produce(cluster, topic, 20..<40, partitions: 2)
         try await waitFor("the records after the outage") { handled.count >= 40 }
         try await Task.sleep(for: .milliseconds(300))
-        for partition in Int32(0)..<2 {
-            #expect(handled.offsets.withLock { $0[partition] } == Array(0..<20), "partition \(partition): each offset once, in order")
-        }
-        running.cancel()
-        _ = await running.result
-        await consumer.close()
+        expectEachOffsetOnce(handled, partitions: 2, count: 20)
+        await stop(running, consumer)
     }
 }

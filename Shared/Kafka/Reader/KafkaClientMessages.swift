@@ -178,10 +178,11 @@ enum KafkaClientMessages {
     }
 
     static func fetchedPartition(_ topic: String, _ partition: Int32, in answer: ByteBuffer) throws -> FetchedPartition {
-        guard let found = try fetchedPartitions(in: answer)[TopicPartition(topic: topic, partition: partition)] else {
+        let asked = TopicPartition(topic: topic, partition: partition)
+        guard let found = try fetchedPartitions(in: answer, expecting: [asked]).first(where: { $0.0 == 0 }) else {
             throw KafkaWireError("Fetch answered without the partition asked for")
         }
-        return found
+        return found.1
     }
 
     /// The partitions of a Fetch v4 answer, each with its index in `expected` (nil: not asked
@@ -218,28 +219,6 @@ enum KafkaClientMessages {
         return found
     }
 
-    /// Every partition of a Fetch v4 answer.
-    static func fetchedPartitions(in answer: ByteBuffer) throws -> [TopicPartition: FetchedPartition] {
-        var reader = KafkaReader(answer)
-        _ = try reader.int32()  // throttle time
-        var found: [TopicPartition: FetchedPartition] = [:]
-        _ = try reader.array { r -> Void in
-            let name = try r.string()
-            _ = try r.array { p -> Void in
-                let index = try p.int32()
-                let error = try p.int16()
-                let highWatermark = try p.int64()
-                _ = try p.int64()  // last stable offset
-                _ = try p.array { a -> Void in
-                    _ = try a.int64()  // producer id
-                    _ = try a.int64()  // first offset
-                }
-                let records = try p.nullableBytes()
-                found[TopicPartition(topic: name, partition: index)] = FetchedPartition(error: error, highWatermark: highWatermark, records: records)
-            }
-        }
-        return found
-    }
 }
 
 extension KafkaClientMessages {
