@@ -21,7 +21,8 @@ extension KafkaConsumer {
     /// poll thread). Batches hold at most `maxBatchSize` records, end-of-partition markers only
     /// with `reportEndOfPartition`.
     ///
-    /// A batch the fetcher cannot read (compressed, or a message format before v2) hands every
+    /// Uncompressed and lz4 batches are read here. A batch the fetcher cannot read (gzip, snappy
+    /// or zstd, or a message format before v2) hands every
     /// partition to librdkafka, each from the next offset not yet handed to `handler`, and the
     /// loop carries on as `consumeOnPollThread` for good. A configuration `canFetchItself`
     /// refuses is consumed by `consumeOnPollThread`.
@@ -147,7 +148,7 @@ extension KafkaConsumer {
         let assignment = client.context.assignment.withLock { $0 }
         let known = positions.filter { assignment.contains($0.key) }
         logger.info(
-            "Kafka consumer hands its partitions to librdkafka: a record batch it does not read (compressed, or an old format)",
+            "Kafka consumer hands its partitions to librdkafka: a record batch it does not read (a codec other than lz4, or an old format)",
             metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(positions[partition] ?? -1)"])
         if !known.isEmpty {
             let list = partitionList(Set(known.keys))

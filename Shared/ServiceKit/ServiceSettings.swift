@@ -153,8 +153,8 @@ public struct ServiceSettings: Sendable {
     public var kafkaDeliveryWriterIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-writer") } }
     /// How chat-fanout reads `chat.message.v1` and the topics it routes with it: `native` (default;
     /// its consumer's poll thread fetches the assigned partitions itself on blocking sockets while
-    /// librdkafka keeps the group, for a plaintext cluster; a compressed batch hands them back to
-    /// librdkafka) or `librdkafka` (librdkafka fetches, as under TLS and SASL always).
+    /// librdkafka keeps the group, for a plaintext cluster; uncompressed and lz4 batches are read
+    /// there, a batch of another codec hands them back to librdkafka) or `librdkafka` (librdkafka fetches, as under TLS and SASL always).
     public var kafkaFanoutReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.fanout-reader") } }
 
     private func nativeOrLibrdkafka(_ key: String) throws -> Bool {

@@ -41,8 +41,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // librdkafka broker thread, docs/benchmarks.md, part 18) unless `kafka.delivery-writer` is
     // `librdkafka`; else an idempotent librdkafka producer whose acknowledgements the poll thread
     // serves itself. Uncompressed either way (whatever `kafka.compression` says): a gateway reads
-    // them within milliseconds, with a reader of its own that reads uncompressed batches only
-    // (DeliveryConsumer). Either stops after the consumer.
+    // them within milliseconds, and compressing costs more than it saves there (DeliveryConsumer). Either stops after the consumer.
     var deliveryProducer = platform.producer.configuration
     deliveryProducer.compression = "none"
     let sender: any KafkaBlockingSender

@@ -6,7 +6,9 @@ struct RecordBatchHeader {
     static let size = 61
     var lastOffsetDelta: Int32
     var maxTimestamp: Int64
-    var compressed: Bool
+    var compressed: Bool { codec != 0 }
+    /// The compression codec (attributes' low 3 bits): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+    var codec: Int16
     /// A transaction marker's batch: no application records.
     var isControl: Bool
     var baseTimestamp: Int64
@@ -35,7 +37,7 @@ struct RecordBatchHeader {
         guard batchLength >= size - 12, total <= bytes.readableBytes else { throw KafkaWireError("record batch length \(batchLength) beyond the request") }
         guard lastOffsetDelta >= 0, recordCount >= 0, recordCount <= lastOffsetDelta + 1 else { throw KafkaWireError("record batch offsets inconsistent") }
         let header = RecordBatchHeader(
-            lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, compressed: attributes & 0x07 != 0, isControl: attributes & 0x20 != 0,
+            lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, codec: attributes & 0x07, isControl: attributes & 0x20 != 0,
             baseTimestamp: baseTimestamp, producerId: producerId,
             producerEpoch: producerEpoch, baseSequence: baseSequence, recordCount: recordCount)
         return (header, total)

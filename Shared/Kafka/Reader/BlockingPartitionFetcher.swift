@@ -10,8 +10,9 @@ import NIOCore
 /// part 20).
 ///
 /// The group stays librdkafka's: the caller hands in each assignment with its start offsets
-/// (`assign`), and stores offsets through librdkafka after processing. What it is not: a reader
-/// of compressed batches or of message formats before v2 (it stops a partition at such a batch
+/// (`assign`), and stores offsets through librdkafka after processing. It reads uncompressed and
+/// lz4 batches (`LZ4Frame`). What it is not: a reader of batches compressed otherwise or of
+/// message formats before v2 (it stops a partition at such a batch
 /// and says so: `Step.unreadable`), or a TLS/SASL client. It finds leaders with Metadata v1,
 /// keeps one fetch connection per leader and one more per broker for Metadata and ListOffsets,
 /// resolves an offset it has none for (no commit yet) by `auto.offset.reset` and an offset out of
@@ -36,8 +37,8 @@ final class BlockingPartitionFetcher {
         var records: [KafkaConsumerMessage] = []
         /// Per partition answered: its high watermark and the next offset to fetch.
         var answered: [(partition: TopicPartition, highWatermark: Int64, next: Int64)] = []
-        /// A partition whose next batch only librdkafka reads (compressed, or a message format
-        /// before v2); its position is that batch's offset, everything before it is in `records`.
+        /// A partition whose next batch only librdkafka reads (gzip, snappy or zstd, or a message
+        /// format before v2); its position is that batch's offset, everything before it is in `records`.
         var unreadable: TopicPartition?
     }
 

@@ -6,7 +6,8 @@ struct FetchedRecords {
     var messages: [KafkaConsumerMessage] = []
     /// The offset to fetch next: after the last whole batch read.
     var nextOffset: Int64
-    /// A batch this reader cannot read (compressed, or an older message format) starts at this
+    /// A batch this reader cannot read (compressed other than with lz4, or an older message
+    /// format, or an lz4 frame that does not decode) starts at this
     /// offset; everything before it is in `messages`.
     var unreadableAt: Int64?
     /// The answer held only part of its first batch: the fetch must ask for more bytes.
@@ -44,19 +45,39 @@ struct FetchedRecords {
                 nextOffset = batchEnd
                 continue
             }
-            guard !header.compressed else {
-                unreadableAt = max(nextOffset, baseOffset)
-                return
+            var batch = bytes.getSlice(at: start, length: total) ?? ByteBuffer()
+            if header.compressed {
+                // lz4 (the suite's default) is decoded here; another codec, or an lz4 frame that
+                // does not decode, is librdkafka's to read.
+                guard let decoded = Self.decompressed(batch, header) else {
+                    unreadableAt = max(nextOffset, baseOffset)
+                    return
+                }
+                batch = decoded
             }
-            let batch = bytes.getSlice(at: start, length: total) ?? ByteBuffer()
+            let batchBytes = batch.readableBytes
             var reader = RecordReader(bytes: batch, position: RecordBatchHeader.size)
             for _ in 0..<header.recordCount {
                 let message = try Self.record(
-                    &reader, batchEnd: total, baseOffset: baseOffset, baseTimestamp: header.baseTimestamp, topic: topic, partition: partition)
+                    &reader, batchEnd: batchBytes, baseOffset: baseOffset, baseTimestamp: header.baseTimestamp, topic: topic, partition: partition)
                 if message.offset >= nextOffset { messages.append(message) }
             }
             nextOffset = batchEnd
         }
+    }
+
+    /// The most bytes one batch's records may decompress to.
+    static let maxDecompressedBytes = 64 << 20
+
+    /// `batch` with its records decompressed (lz4 only): the header, then the records as an
+    /// uncompressed batch holds them. Nil for another codec or a frame that does not decode.
+    private static func decompressed(_ batch: ByteBuffer, _ header: RecordBatchHeader) -> ByteBuffer? {
+        guard header.codec == 3, let records = batch.getSlice(at: RecordBatchHeader.size, length: batch.readableBytes - RecordBatchHeader.size),
+            let decoded = try? LZ4Frame.decode(records, limit: maxDecompressedBytes),
+            var whole = batch.getSlice(at: 0, length: RecordBatchHeader.size)
+        else { return nil }
+        whole.writeImmutableBuffer(decoded)
+        return whole
     }
 
     private static func record(

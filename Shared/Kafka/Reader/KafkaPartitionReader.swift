@@ -9,8 +9,8 @@ import NIOCore
 /// consumer queue, no poll thread: for the hot single-partition readers (the gateway's
 /// deliveries), where librdkafka's thread hops cost more than the work itself.
 ///
-/// What it is not: a group member (no commits, no rebalances), a reader of compressed batches
-/// or of message formats before v2, or a TLS/SASL client — `canRead(_:)` tells whether a
+/// What it is not: a group member (no commits, no rebalances), a reader of batches compressed
+/// other than with lz4 or of message formats before v2, or a TLS/SASL client — `canRead(_:)` tells whether a
 /// configuration is one it serves, and a batch it cannot read ends `run` with
 /// `UnreadableBatch`, its offset, for librdkafka to carry on from. It follows the partition's
 /// leader (metadata on every reconnect), reconnects with back-off, and resolves an offset out
@@ -20,7 +20,7 @@ public final class KafkaPartitionReader: Sendable {
     /// A batch this reader cannot decode starts at `offset` (everything before it was handed on).
     public struct UnreadableBatch: Error, CustomStringConvertible {
         public let offset: Int64
-        public var description: String { "a compressed or pre-v2 record batch at offset \(offset)" }
+        public var description: String { "a record batch compressed other than with lz4, or pre-v2, at offset \(offset)" }
     }
 
     public let configuration: KafkaConsumerConfiguration

@@ -52,7 +52,7 @@ struct DeliveryHoldTests {
         let cluster = try TestKafka.catalogCluster(brokers: 1)
         let gatewayId = "gw-hold-\(UUID().uuidString.prefix(8))"
         let client = KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-gateway")
-        let producer = try TestKafka.producer(cluster) { $0.compression = reader == .nativeThenLibrdkafka ? "lz4" : "none" }
+        let producer = try TestKafka.producer(cluster) { $0.compression = reader == .nativeThenLibrdkafka ? "gzip" : "none" }
         let verifier = try await AccessTokenVerifier(publicKey: .ed25519PEM(try JWTKeyPEM.newEd25519().publicKey), audience: "test", issuer: "test")
         let publisher = GatewayEventPublisher(producer: producer, gatewayId: gatewayId, logger: TestKafka.logger)
         let hub = RealtimeHub(
