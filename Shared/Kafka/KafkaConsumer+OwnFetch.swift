@@ -76,12 +76,7 @@ extension KafkaConsumer {
                 }
             }
             // Handed over (or stopping: then this ends at once).
-            while running() {
-                let polled = try self.pollBatchBlocking()
-                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
-                if !batch.isEmpty { try handler(batch, stopping) }
-                polled.forEach(self.finished)
-            }
+            while running() { try self.pollAndHandle(handler, stopping) }
         }
     }
 

@@ -239,15 +239,18 @@ public final class KafkaConsumer: Service, Sendable {
     public func consumeOnPollThread(
         _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
     ) async throws {
-        let reportEnds = configuration.reportEndOfPartition
         try await onPollThread { running, stopping in
-            while running() {
-                let polled = try self.pollBatchBlocking()
-                let batch = reportEnds ? polled : polled.filter { if case .message = $0 { true } else { false } }
-                if !batch.isEmpty { try handler(batch, stopping) }
-                polled.forEach(self.finished)
-            }
+            while running() { try self.pollAndHandle(handler, stopping) }
         }
+    }
+
+    /// One blocking poll, its events handed to `handler` (end-of-partition markers only with
+    /// `reportEndOfPartition`), then marked finished. On the consumer's queue.
+    func pollAndHandle(_ handler: ([KafkaConsumerEvent], () -> Bool) throws -> Void, _ stopping: @escaping @Sendable () -> Bool) throws {
+        let polled = try pollBatchBlocking()
+        let batch = configuration.reportEndOfPartition ? polled : polled.filter { if case .message = $0 { true } else { false } }
+        if !batch.isEmpty { try handler(batch, stopping) }
+        polled.forEach(finished)
     }
 
     /// Runs `loop` on the consumer's queue. Its `running` turns false once the calling task is
