@@ -116,6 +116,34 @@ struct EmbeddedBrokerTests {
         #expect(try listOffset(client, "t", time: -1).offset == 3, "nothing refused was stored")
     }
 
+    @Test("batches whose numbers lie (stored unread, as Kafka without CRC checks): offsets by time and fetches still answer, the broker stays up")
+    func lyingBatches() throws {
+        typealias Record = HostileRecordBatchTests.Record
+        let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)
+        try broker.createTopic("t", partitions: 1)
+        let client = try RawKafkaClient(bootstrap: broker.bootstrapServers)
+        #expect(try produce(client, "t", recordBatch(timestamps: [100])) == (0, 0))
+        let lying = [
+            HostileRecordBatchTests.batch(firstTimestamp: 200, [Record(timestampDelta: .max, offsetDelta: 0)]),
+            HostileRecordBatchTests.batch(firstTimestamp: 300, [Record(offsetDelta: .max)]),
+            HostileRecordBatchTests.batch(firstTimestamp: 400, [Record(offsetDelta: 0, claimedLength: .max)]),
+            HostileRecordBatchTests.batch(firstTimestamp: 500, lastOffsetDelta: .max, [Record(offsetDelta: 0)]),
+        ]
+        for batch in lying { #expect(try produce(client, "t", batch).error == 0) }
+        var generator = SplitMix64(state: 5)
+        for _ in 0..<300 {
+            var bytes = HostileRecordBatchTests.batch(firstTimestamp: 600, [Record(offsetDelta: 0), Record(timestampDelta: 3, offsetDelta: 1)])
+            for _ in 0..<3 { bytes[61 + Int(generator.next() % UInt64(bytes.count - 61))] = UInt8(truncatingIfNeeded: generator.next()) }
+            _ = try produce(client, "t", bytes)
+        }
+        for time: Int64 in [0, 150, 250, 350, 450, 550, 650, 1_000_000] { #expect(try listOffset(client, "t", time: time).error == 0, "time \(time)") }
+        #expect(try listOffset(client, "t", time: 50).offset == 0, "the honest first batch is still found")
+        #expect(try fetch(client, "t", offset: 0).error == 0)
+        let end = try listOffset(client, "t", time: -1).offset
+        #expect(end > Int64(Int32.max), "the batch claiming 2^31 offsets moved the end past them")
+        #expect(try produce(client, "t", recordBatch(timestamps: [700])) == (0, end), "and the broker takes the next batch")
+    }
+
     @Test("a fetch waits for its min_bytes: a small record leaves it waiting, enough bytes answer it before its wait ends")
     func fetchMinBytes() throws {
         let broker = try EmbeddedKafkaBroker(logger: TestKafka.logger)

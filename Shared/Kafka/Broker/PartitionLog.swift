@@ -35,7 +35,7 @@ struct RecordBatchHeader {
         guard magic == 2 else { throw KafkaWireError("record batch magic \(magic), only 2 is served") }
         let total = Int(batchLength) + 12
         guard batchLength >= size - 12, total <= bytes.readableBytes else { throw KafkaWireError("record batch length \(batchLength) beyond the request") }
-        guard lastOffsetDelta >= 0, recordCount >= 0, recordCount <= lastOffsetDelta + 1 else { throw KafkaWireError("record batch offsets inconsistent") }
+        guard lastOffsetDelta >= 0, recordCount >= 0, Int64(recordCount) <= Int64(lastOffsetDelta) + 1 else { throw KafkaWireError("record batch offsets inconsistent") }
         let header = RecordBatchHeader(
             lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, codec: attributes & 0x07, isControl: attributes & 0x20 != 0,
             baseTimestamp: baseTimestamp, producerId: producerId,
@@ -150,11 +150,15 @@ struct PartitionLog {
             let count = bytes.getInteger(at: start + 57, endianness: .big, as: Int32.self)
         else { return nil }
         var reader = RecordReader(bytes: bytes, position: start + RecordBatchHeader.size)
+        // A producer's batch is stored unread: its records may lie, and then answer nothing here.
+        let lastDelta = batch.lastOffset - batch.baseOffset
         for _ in 0..<count {
-            guard let length = reader.varint(), length >= 0 else { return nil }
+            guard let length = reader.varint(), length >= 0, length <= Int64(bytes.writerIndex - reader.position) else { return nil }
             let body = reader.position
-            guard reader.byte() != nil, let timestampDelta = reader.varint(), let offsetDelta = reader.varint() else { return nil }
-            let recordTimestamp = firstTimestamp + timestampDelta
+            guard reader.byte() != nil, let timestampDelta = reader.varint(), let offsetDelta = reader.varint(), (0...lastDelta).contains(offsetDelta)
+            else { return nil }
+            let (recordTimestamp, overflow) = firstTimestamp.addingReportingOverflow(timestampDelta)
+            guard !overflow else { return nil }
             if recordTimestamp >= timestamp { return (batch.baseOffset + offsetDelta, recordTimestamp) }
             reader.position = body + Int(length)
         }

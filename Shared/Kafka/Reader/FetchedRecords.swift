@@ -35,6 +35,11 @@ struct FetchedRecords {
                 return
             }
             let (header, total) = try RecordBatchHeader.parse(bytes)
+            // A broker's offsets are never negative, and the batch's last must fit: anything else
+            // is not a Kafka answer (and would overflow below).
+            guard baseOffset >= 0, baseOffset < Int64.max - Int64(header.lastOffsetDelta) else {
+                throw KafkaWireError("record batch base offset \(baseOffset) out of range")
+            }
             let batchEnd = baseOffset + Int64(header.lastOffsetDelta) + 1
             defer {
                 bytes.moveReaderIndex(forwardBy: total)
@@ -57,9 +62,12 @@ struct FetchedRecords {
             }
             let batchBytes = batch.readableBytes
             var reader = RecordReader(bytes: batch, position: RecordBatchHeader.size)
+            var previousDelta: Int64 = -1
             for _ in 0..<header.recordCount {
                 let message = try Self.record(
-                    &reader, batchEnd: batchBytes, baseOffset: baseOffset, baseTimestamp: header.baseTimestamp, topic: topic, partition: partition)
+                    &reader, batchEnd: batchBytes, baseOffset: baseOffset, after: previousDelta, last: header.lastOffsetDelta,
+                    baseTimestamp: header.baseTimestamp, topic: topic, partition: partition)
+                previousDelta = message.offset - baseOffset
                 if message.offset >= nextOffset { messages.append(message) }
             }
             nextOffset = batchEnd
@@ -80,16 +88,24 @@ struct FetchedRecords {
         return whole
     }
 
+    /// The next record of a batch; its offset delta must come after `after` (the previous
+    /// record's) and be at most `last` (the batch's last), its timestamp must fit.
     private static func record(
-        _ reader: inout RecordReader, batchEnd: Int, baseOffset: Int64, baseTimestamp: Int64, topic: String, partition: Int32
+        _ reader: inout RecordReader, batchEnd: Int, baseOffset: Int64, after: Int64, last: Int32, baseTimestamp: Int64, topic: String,
+        partition: Int32
     ) throws -> KafkaConsumerMessage {
-        guard let length = reader.varint(), length >= 0, reader.position + Int(length) <= batchEnd else {
+        guard let length = reader.varint(), length >= 0, length <= Int64(batchEnd - reader.position) else {
             throw KafkaWireError("record length beyond its batch")
         }
         let end = reader.position + Int(length)
         guard reader.byte() != nil, let timestampDelta = reader.varint(), let offsetDelta = reader.varint() else {
             throw KafkaWireError("truncated record")
         }
+        guard offsetDelta > after, offsetDelta <= Int64(last) else {
+            throw KafkaWireError("record offset delta \(offsetDelta) out of order or beyond its batch's last")
+        }
+        let (timestamp, overflow) = baseTimestamp.addingReportingOverflow(timestampDelta)
+        guard !overflow else { throw KafkaWireError("record timestamp out of range") }
         let key = try reader.lengthPrefixed()
         let value = try reader.lengthPrefixed()
         guard let headerCount = reader.varint(), headerCount >= 0, headerCount <= Int64(end - reader.position) else {
@@ -105,6 +121,6 @@ struct FetchedRecords {
         reader.position = end
         return KafkaConsumerMessage(
             topic: topic, partition: partition, offset: baseOffset + offsetDelta, key: key, value: value, headers: headers,
-            timestampMilliseconds: baseTimestamp + timestampDelta)
+            timestampMilliseconds: timestamp)
     }
 }
