@@ -84,7 +84,8 @@ struct HostileRecordBatchTests {
 
     @Test("20 000 batches with random bytes overwritten: each decodes or is refused, and what decodes is in offset order from the offset asked for")
     func mutated() throws {
-        let original = Self.batch(baseOffset: 3, [Record(offsetDelta: 0), Record(timestampDelta: 1, offsetDelta: 1), Record(timestampDelta: 9, offsetDelta: 2)])
+        let original =
+            Self.batch(baseOffset: 3, [Record(offsetDelta: 0), Record(timestampDelta: 1, offsetDelta: 1), Record(timestampDelta: 9, offsetDelta: 2)])
             + Self.batch(baseOffset: 6, [Record(offsetDelta: 0), Record(offsetDelta: 1)])
         var generator = SplitMix64(state: 21)
         let extremes: [Int64] = [.max, .min, .max - 1, -1, 0, 1, Int64(Int32.max), Int64(Int32.min)]

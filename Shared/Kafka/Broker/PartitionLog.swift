@@ -35,7 +35,9 @@ struct RecordBatchHeader {
         guard magic == 2 else { throw KafkaWireError("record batch magic \(magic), only 2 is served") }
         let total = Int(batchLength) + 12
         guard batchLength >= size - 12, total <= bytes.readableBytes else { throw KafkaWireError("record batch length \(batchLength) beyond the request") }
-        guard lastOffsetDelta >= 0, recordCount >= 0, Int64(recordCount) <= Int64(lastOffsetDelta) + 1 else { throw KafkaWireError("record batch offsets inconsistent") }
+        guard lastOffsetDelta >= 0, recordCount >= 0, Int64(recordCount) <= Int64(lastOffsetDelta) + 1 else {
+            throw KafkaWireError("record batch offsets inconsistent")
+        }
         let header = RecordBatchHeader(
             lastOffsetDelta: lastOffsetDelta, maxTimestamp: maxTimestamp, codec: attributes & 0x07, isControl: attributes & 0x20 != 0,
             baseTimestamp: baseTimestamp, producerId: producerId,
