@@ -36,19 +36,19 @@ struct ChannelWriterTests {
         let b = try socket(loop)
         let (outA, outB) = (FrameOutput(channel: a), FrameOutput(channel: b))
         let batcher = EventLoopWriteBatcher(eventLoop: loop)
-        let completions = Mutex(0)
-        batcher.write([OutboundText("a1"), OutboundText("a2")], to: outA) { completions.withLock { $0 += 1 } }
-        batcher.write([OutboundText("b1")], to: outB) { completions.withLock { $0 += 1 } }
-        batcher.write([OutboundText("a3")], to: outA, completion: nil)
+        let completions = CountingListener()
+        batcher.write([OutboundText("a1"), OutboundText("a2")], to: outA, receipt: WriteReceipt(completions, frames: 1, bytes: 0))
+        batcher.write([OutboundText("b1")], to: outB, receipt: WriteReceipt(completions, frames: 1, bytes: 0))
+        batcher.write([OutboundText("a3")], to: outA, receipt: nil)
         // Nothing is written before the loop runs the drain.
         #expect(try texts(a).isEmpty)
         loop.run()
         #expect(try texts(a) == ["a1", "a2", "a3"])
         #expect(try texts(b) == ["b1"])
         // The socket took everything: reported at once, with no promise.
-        #expect(completions.withLock { $0 } == 2)
+        #expect(completions.count == 2)
         // A later write schedules a new drain.
-        batcher.write([OutboundText("a4")], to: outA, completion: nil)
+        batcher.write([OutboundText("a4")], to: outA, receipt: nil)
         loop.run()
         #expect(try texts(a) == ["a4"])
         _ = try a.finish()
@@ -78,7 +78,7 @@ struct ChannelWriterTests {
         let channel = try socket(loop)
         let shared = ByteBuffer(repeating: UInt8(ascii: "x"), count: OutboundText.sharingThreshold)
         let text = OutboundText(head: "[", shared: shared, tail: "]")
-        EventLoopWriteBatcher(eventLoop: loop).write([text], to: FrameOutput(channel: channel), completion: nil)
+        EventLoopWriteBatcher(eventLoop: loop).write([text], to: FrameOutput(channel: channel), receipt: nil)
         loop.run()
         let written = try (0..<3).compactMap { _ in try channel.readOutbound(as: ByteBuffer.self) }
         #expect(written.count == 3)
@@ -98,10 +98,10 @@ struct ChannelWriterTests {
         let channel = try socket(loop)
         let output = FrameOutput(channel: channel)
         _ = try channel.finish()
-        let completions = Mutex(0)
-        EventLoopWriteBatcher(eventLoop: loop).write([OutboundText("late")], to: output) { completions.withLock { $0 += 1 } }
+        let completions = CountingListener()
+        EventLoopWriteBatcher(eventLoop: loop).write([OutboundText("late")], to: output, receipt: WriteReceipt(completions, frames: 1, bytes: 0))
         loop.run()
-        #expect(completions.withLock { $0 } == 1)
+        #expect(completions.count == 1)
     }
 
     @Test("frames on the channel count against the bound until written; no progress for too long is a stall")
@@ -171,19 +171,19 @@ struct ChannelWriterTests {
         let batcher = batchers.batcher(for: loop)
         let output = FrameOutput(channel: a)
         batchers.holding {
-            batcher.write([OutboundText("1")], to: output, completion: nil)
+            batcher.write([OutboundText("1")], to: output, receipt: nil)
             batcher.hold()  // nested: only the outer release drains
-            batcher.write([OutboundText("2")], to: output, completion: nil)
+            batcher.write([OutboundText("2")], to: output, receipt: nil)
             batcher.release()
             loop.run()
             #expect((try? texts(a)) == [], "nothing is drained during the hold")
-            batcher.write([OutboundText("3")], to: output, completion: nil)
+            batcher.write([OutboundText("3")], to: output, receipt: nil)
         }
         loop.run()
         #expect(try texts(a) == ["1", "2", "3"])
         // A hold with nothing written queues nothing; writes after it drain as before.
         batchers.holding {}
-        batcher.write([OutboundText("4")], to: output, completion: nil)
+        batcher.write([OutboundText("4")], to: output, receipt: nil)
         loop.run()
         #expect(try texts(a) == ["4"])
         _ = try a.finish()
@@ -199,7 +199,7 @@ struct ChannelWriterTests {
             closes.withLock { $0.append("\(code)") }
         }
         let task = batchers.holding { () -> Task<Void, Never> in
-            writer.write([OutboundText("last words")], completion: nil)
+            writer.write([OutboundText("last words")], receipt: nil)
             let task = writer.close(code: 1008, reason: nil)
             loop.run()
             #expect((try? texts(channel)) == ["last words"], "drained before the hold ends")
@@ -285,4 +285,11 @@ enum ServerFrames {
         }
         return frames
     }
+}
+
+/// Counts the receipts delivered to it.
+final class CountingListener: ChannelWriteListener {
+    private let delivered = Mutex(0)
+    var count: Int { delivered.withLock { $0 } }
+    func channelWrote(frames: Int, bytes: Int) { delivered.withLock { $0 += 1 } }
 }

@@ -18,7 +18,7 @@ final class EventLoopWriteBatcher: Sendable {
     private struct Pending: Sendable {
         let output: FrameOutput
         let frames: [OutboundText]
-        let completion: (@Sendable () -> Void)?
+        let receipt: WriteReceipt?
     }
 
     private struct State {
@@ -29,18 +29,47 @@ final class EventLoopWriteBatcher: Sendable {
         var holds = 0
     }
 
+    /// One channel a drain wrote to: its context, and who hears its frames were written. One
+    /// socket's frames are one session's, so its receipts add up into `receipt`; `others` holds
+    /// any for another listener.
+    private struct Flush {
+        let context: ChannelHandlerContext
+        var receipt: WriteReceipt?
+        var others: [WriteReceipt] = []
+
+        mutating func add(_ new: WriteReceipt?) {
+            guard let new else { return }
+            if let current = receipt {
+                if current.listener === new.listener {
+                    receipt = WriteReceipt(current.listener, frames: current.frames + new.frames, bytes: current.bytes + new.bytes)
+                } else {
+                    others.append(new)
+                }
+            } else {
+                receipt = new
+            }
+        }
+
+        func deliverAll() {
+            receipt?.deliver()
+            for other in others { other.deliver() }
+        }
+    }
+
     let eventLoop: any EventLoop
     private let state = Mutex(State())
+    /// Drains begun, over every batcher: each drain's number marks the outputs it has met.
+    private static let drains = Atomic<Int>(0)
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    /// Queues `frames` for `output`'s channel (on this batcher's loop); `completion` runs on the
-    /// loop once they no longer wait on the channel: the socket took them, or the channel closed.
-    func write(_ frames: [OutboundText], to output: FrameOutput, completion: (@Sendable () -> Void)?) {
+    /// Queues `frames` for `output`'s channel (on this batcher's loop); `receipt` is delivered on
+    /// the loop once they no longer wait on the channel: the socket took them, or the channel closed.
+    func write(_ frames: [OutboundText], to output: FrameOutput, receipt: WriteReceipt?) {
         let schedule = state.withLock { state -> Bool in
-            state.pending.append(Pending(output: output, frames: frames, completion: completion))
+            state.pending.append(Pending(output: output, frames: frames, receipt: receipt))
             return Self.claimDrain(&state, holding: true)
         }
         if schedule { eventLoop.execute { self.drain() } }
@@ -86,40 +115,42 @@ final class EventLoopWriteBatcher: Sendable {
             return state.pending
         }
         guard !batch.isEmpty else { return }
-        // Per channel: where its bytes went in, and who waits to hear they were written.
-        var channels: [ObjectIdentifier: (context: ChannelHandlerContext, completions: [@Sendable () -> Void])] = [:]
+        let drainNumber = Self.drains.wrappingAdd(1, ordering: .relaxed).newValue
+        // Per channel, in the order first written to: its context and its receipts. An output
+        // remembers its place in this drain, so a socket written twice is flushed once, with no
+        // lookup table per drain.
+        var flushes: [Flush] = []
+        flushes.reserveCapacity(batch.count)
         for item in batch {
-            guard let context = item.output.context() else {
-                item.completion?()
+            guard let (context, slot) = item.output.enter(drain: drainNumber, nextSlot: flushes.count) else {
+                item.receipt?.deliver()
                 continue
             }
             Self.write(item.frames, to: context)
-            let key = ObjectIdentifier(item.output)
-            var entry = channels.removeValue(forKey: key) ?? (context, [])
-            if let completion = item.completion { entry.completions.append(completion) }
-            channels[key] = entry
+            if slot == flushes.count {
+                flushes.append(Flush(context: context))
+            }
+            flushes[slot].add(item.receipt)
         }
-        for (context, completions) in channels.values {
-            context.flush()
-            if !completions.isEmpty { Self.reportWritten(completions, on: context) }
+        for flush in flushes {
+            flush.context.flush()
+            if flush.receipt != nil { Self.reportWritten(flush, on: flush.context) }
         }
     }
 
-    /// Tells `completions` once the socket has taken every byte flushed so far (or the channel
-    /// closed). Usually the flush wrote everything at once and they hear it now, with no promise
-    /// per write (a promise and its callbacks per socket per message were ~5 % of the gateway's
-    /// CPU). A socket that did not take it all (its client reads slowly) gets an empty write whose
-    /// promise completes after the bytes before it.
-    private static func reportWritten(_ completions: [@Sendable () -> Void], on context: ChannelHandlerContext) {
+    /// Delivers `flush`'s receipts once the socket has taken every byte flushed so far (or the
+    /// channel closed). Usually the flush wrote everything at once and they are delivered now,
+    /// with no promise per write (a promise and its callbacks per socket per message were ~5 % of
+    /// the gateway's CPU). A socket that did not take it all (its client reads slowly) gets an
+    /// empty write whose promise completes after the bytes before it.
+    private static func reportWritten(_ flush: Flush, on context: ChannelHandlerContext) {
         if let options = context.channel.syncOptions, ((try? options.getOption(.bufferedWritableBytes)) ?? 0) == 0 {
             // All written, or the channel is closed (nothing waits on it any more).
-            for completion in completions { completion() }
+            flush.deliverAll()
             return
         }
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { _ in
-            for completion in completions { completion() }
-        }
+        promise.futureResult.whenComplete { _ in flush.deliverAll() }
         context.writeAndFlush(NIOAny(ByteBuffer()), promise: promise)
     }
 
@@ -142,22 +173,66 @@ final class EventLoopWriteBatcher: Sendable {
 /// whole pipeline; both kinds are written on the channel's loop, in the order they were asked for.
 final class FrameOutput: Sendable {
     let channel: any Channel
-    /// The encoder's context, found on the loop at the first write.
-    private let found: NIOLoopBoundBox<ChannelHandlerContext?>
+    /// What only the channel's loop touches: the encoder's context (found at the first write)
+    /// and where this output sits in the drain running now.
+    private struct OnLoop {
+        var context: ChannelHandlerContext?
+        var drain = 0
+        var slot = 0
+    }
+
+    private let onLoop: NIOLoopBoundBox<OnLoop>
 
     init(channel: any Channel) {
         self.channel = channel
-        found = .makeEmptyBox(valueType: ChannelHandlerContext.self, eventLoop: channel.eventLoop)
+        onLoop = .makeBoxSendingValue(OnLoop(), eventLoop: channel.eventLoop)
     }
 
     /// On the channel's loop: the context to write frame bytes from; nil once the WebSocket
     /// handlers are gone (the connection closed).
     func context() -> ChannelHandlerContext? {
-        if let context = found.value { return context }
-        let context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
-        found.value = context
-        return context
+        Self.enter(&onLoop.value, channel: channel, drain: nil, nextSlot: 0)?.0
     }
+
+    /// On the channel's loop, for drain number `drain`: the context, and this output's slot among
+    /// the drain's channels — `nextSlot` if the drain meets it first now, else the slot it was
+    /// given before. Nil once the connection closed.
+    func enter(drain: Int, nextSlot: Int) -> (ChannelHandlerContext, Int)? {
+        Self.enter(&onLoop.value, channel: channel, drain: drain, nextSlot: nextSlot)
+    }
+
+    /// One access to the loop's state (each access checks the thread).
+    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (ChannelHandlerContext, Int)? {
+        if state.context == nil { state.context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) }
+        guard let context = state.context else { return nil }
+        if let drain, state.drain != drain {
+            state.drain = drain
+            state.slot = nextSlot
+        }
+        return (context, state.slot)
+    }
+}
+
+/// Who hears that frames handed to a channel left it (the socket took them, or it closed): a
+/// session's unwritten-bytes bound (`OutboundQueue`).
+protocol ChannelWriteListener: AnyObject, Sendable {
+    func channelWrote(frames: Int, bytes: Int)
+}
+
+/// Frames and bytes to report to a listener once written: a value, so a write allocates no
+/// closure for it.
+struct WriteReceipt: Sendable {
+    let listener: any ChannelWriteListener
+    let frames: Int
+    let bytes: Int
+
+    init(_ listener: any ChannelWriteListener, frames: Int, bytes: Int) {
+        self.listener = listener
+        self.frames = frames
+        self.bytes = bytes
+    }
+
+    func deliver() { listener.channelWrote(frames: frames, bytes: bytes) }
 }
 
 /// The batchers of the server's event loops, one each, made on first use.
@@ -201,8 +276,8 @@ struct ChannelWriter: Sendable {
         self.sendClose = sendClose
     }
 
-    func write(_ frames: [OutboundText], completion: (@Sendable () -> Void)?) {
-        batcher.write(frames, to: output, completion: completion)
+    func write(_ frames: [OutboundText], receipt: WriteReceipt?) {
+        batcher.write(frames, to: output, receipt: receipt)
     }
 
     /// Sends the close frame after everything queued so far.

@@ -5,7 +5,7 @@ import Synchronization
 /// identified, and how it is to be closed. A native session outlives its connections (a resume
 /// attaches a new one). `LiveSocket` attaches the WebSocket's `ChannelWriter` and its reading
 /// handler; frames sent before that wait in the queue.
-final class LiveConnection: Sendable {
+final class LiveConnection: ChannelWriteListener {
     private struct State: Sendable {
         var outbox: OutboundQueue
         var closing: (code: UInt16, reason: String)?
@@ -52,12 +52,13 @@ final class LiveConnection: Sendable {
             }
             // Queued on the channel's loop under this lock: frames keep their order.
             state.outbox.handedToChannel(frames: frames.count, bytes: count)
-            direct.write(frames) { self.channelWrote(frames: frames.count, bytes: count) }
+            direct.write(frames, receipt: WriteReceipt(self, frames: frames.count, bytes: count))
             return true
         }
     }
 
-    private func channelWrote(frames: Int, bytes: Int) {
+    /// The channel took frames handed to it: they no longer count against the bound.
+    func channelWrote(frames: Int, bytes: Int) {
         state.withLock { $0.outbox.channelWrote(frames: frames, bytes: bytes) }
     }
 
@@ -69,7 +70,7 @@ final class LiveConnection: Sendable {
                 // Their bytes are counted already (queued).
                 let count = pending.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending) { self.channelWrote(frames: pending.count, bytes: count) }
+                writer.write(pending, receipt: WriteReceipt(self, frames: pending.count, bytes: count))
             }
             state.direct = writer
             if let closing = state.closing, state.closeTask == nil {

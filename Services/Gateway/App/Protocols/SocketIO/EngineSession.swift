@@ -8,7 +8,7 @@ import Synchronization
 /// WebSocket writer) is resumed outside it.
 ///
 /// Kept small for idle sockets: the queue is empty, the namespaces a short array.
-final class EngineSession: Sendable {
+final class EngineSession: ChannelWriteListener {
     enum Transport: Sendable { case polling, upgrading, websocket }
 
     /// Why `next()` returned no packets.
@@ -90,7 +90,7 @@ final class EngineSession: Sendable {
             if let direct = state.direct {
                 // Queued on the channel's loop under this lock: packets keep their order.
                 state.outbox.handedToChannel(frames: packets.count, bytes: count)
-                direct.write(packets) { self.channelWrote(frames: packets.count, bytes: count) }
+                direct.write(packets, receipt: WriteReceipt(self, frames: packets.count, bytes: count))
                 return (true, nil, [])
             }
             if let waiter = state.waiter {
@@ -106,7 +106,8 @@ final class EngineSession: Sendable {
         return accepted
     }
 
-    private func channelWrote(frames: Int, bytes: Int) {
+    /// The channel took frames handed to it: they no longer count against the bound.
+    func channelWrote(frames: Int, bytes: Int) {
         state.withLock { $0.outbox.channelWrote(frames: frames, bytes: bytes) }
     }
 
@@ -119,7 +120,7 @@ final class EngineSession: Sendable {
                 // The queued packets' bytes are counted already; `first` never was.
                 let count = pending.byteCount - first.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending) { self.channelWrote(frames: pending.count, bytes: count) }
+                writer.write(pending, receipt: WriteReceipt(self, frames: pending.count, bytes: count))
             }
             state.direct = writer
             if state.closed { state.closing = writer.close(code: state.tooSlow ? 1008 : 1000, reason: state.tooSlow ? "too far behind" : nil) }
