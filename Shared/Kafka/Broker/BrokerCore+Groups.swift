@@ -288,6 +288,9 @@ extension BrokerCore {
         }
         var error = KafkaErrorCode.none
         let group = groups[groupId] ?? ConsumerGroup(id: groupId)
+        func code(_ metadata: String?) -> KafkaErrorCode {
+            error == .none && (metadata?.utf8.count ?? 0) > Self.maxOffsetMetadataBytes ? .offsetMetadataTooLarge : error
+        }
         if groupId.isEmpty {
             error = .invalidGroupId
         } else if generation >= 0 || !memberId.isEmpty {
@@ -306,7 +309,9 @@ extension BrokerCore {
         if error == .none {
             groups[groupId] = group
             for (topic, partitions) in topics ?? [] {
-                for (index, offset, metadata) in partitions { group.offsets[TopicPartitionKey(topic: topic, partition: index)] = (offset, metadata) }
+                for (index, offset, metadata) in partitions where code(metadata) == .none {
+                    group.offsets[TopicPartitionKey(topic: topic, partition: index)] = (offset, metadata)
+                }
             }
         }
         var out = newBody()
@@ -315,7 +320,7 @@ extension BrokerCore {
             out.writeKafkaString(topic.0)
             out.writeKafkaArray(topic.1) { out, p in
                 out.writeKafka(p.0)
-                out.writeKafka(error.rawValue)
+                out.writeKafka(code(p.2).rawValue)
             }
         }
         return out
@@ -327,7 +332,10 @@ extension BrokerCore {
         let group = groups[groupId]
         let topics: [(String, [Int32])]
         if let requested {
-            topics = requested
+            // As Kafka, which answers from a map: a partition asked for twice is answered once
+            // (each answer can carry 4 KiB of metadata for the 4 bytes that asked for it).
+            var seen = Set<TopicPartitionKey>()
+            topics = requested.map { name, partitions in (name, partitions.filter { seen.insert(TopicPartitionKey(topic: name, partition: $0)).inserted }) }
         } else {
             // v2+: null asks for every committed offset of the group.
             let keys = group?.offsets.keys.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) } ?? []

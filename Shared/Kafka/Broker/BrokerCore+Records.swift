@@ -208,7 +208,10 @@ extension BrokerCore {
     private func fetchResponse(_ header: RequestHeader, _ request: FetchRequest) -> ByteBuffer {
         var out = newBody()
         out.writeKafka(Int32(0))  // throttle time
-        var budget = Int(max(request.maxBytes, 0))
+        // As Kafka: at most its `fetch.max.bytes` in all, whatever the request asks, and the first
+        // partition within that too (only a first batch may go over). Without the cap, one
+        // partition listed many times made an answer past an int32 frame size.
+        var budget = min(Int(max(request.maxBytes, 0)), Self.maxFetchBytes)
         var anyWritten = false
         out.writeKafkaArray(request.topics) { out, topic in
             out.writeKafkaString(topic.name)
@@ -229,7 +232,7 @@ extension BrokerCore {
                 let lengthIndex = out.writerIndex
                 out.writeKafka(Int32(0))
                 guard inRange, p.offset < log.endOffset, budget > 0 || !anyWritten else { return }
-                let limit = min(Int(max(p.maxBytes, 0)), anyWritten ? budget : Int.max)
+                let limit = min(Int(max(p.maxBytes, 0)), budget)
                 let written = log.read(from: p.offset, maxBytes: limit, into: &out)
                 out.setInteger(Int32(written), at: lengthIndex, endianness: .big)
                 budget -= written

@@ -115,6 +115,12 @@ final class BrokerCore {
     /// The largest record batch a Produce request may carry (Kafka's `message.max.bytes`, whose
     /// default this is); a larger one is refused with MESSAGE_TOO_LARGE.
     var maxBatchBytes = 1_048_588
+    /// The most record bytes a Fetch is answered with (Kafka's `fetch.max.bytes`, whose default
+    /// this is), however many a request asks for.
+    static let maxFetchBytes = 57_671_680
+    /// The longest metadata an offset is committed with (Kafka's `offset.metadata.max.bytes`,
+    /// whose default this is); a longer one is refused with OFFSET_METADATA_TOO_LARGE.
+    static let maxOffsetMetadataBytes = 4_096
     /// Partitions of a topic created because a producer asked for it.
     let autoCreatePartitions: Int
     var allocator = ByteBufferAllocator()
@@ -191,9 +197,12 @@ final class BrokerCore {
         // v0: an empty list means every topic; v1+: null does.
         let names: [String]
         if let requested, !(v == 0 && requested.isEmpty) {
-            names = requested
+            // As Kafka, which reads the names into a set: a topic named twice is answered once (a
+            // short name repeated would otherwise answer with many times the request's bytes).
+            var seen = Set<String>()
+            names = requested.filter { seen.insert($0).inserted }
             if allowAutoCreate {
-                for name in requested where topics[name] == nil && Self.isValidTopicName(name) { createTopic(name, partitions: autoCreatePartitions) }
+                for name in names where topics[name] == nil && Self.isValidTopicName(name) { createTopic(name, partitions: autoCreatePartitions) }
             }
         } else {
             names = topics.keys.sorted()

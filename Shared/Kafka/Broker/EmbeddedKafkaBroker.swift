@@ -254,6 +254,14 @@ final class BrokerConnectionHandler: ChannelInboundHandler, BrokerConnection {
 
     private func write(correlationId: Int32, body: ByteBuffer) {
         guard let context else { return }
+        // An answer past an int32 frame size (possible only once clients made the broker hold
+        // gigabytes, a join leader's members' metadata say) closes the connection, not the broker.
+        guard body.readableBytes <= Int(Int32.max) - 4 else {
+            logger.warning("embedded broker closes a connection: an answer too large for a frame", metadata: ["bytes": "\(body.readableBytes)"])
+            context.close(promise: nil)
+            markClosed()
+            return
+        }
         var frame = context.channel.allocator.buffer(capacity: body.readableBytes + 8)
         frame.writeKafka(Int32(body.readableBytes + 4))
         frame.writeKafka(correlationId)

@@ -44,13 +44,14 @@ struct KafkaReader {
     }
 
     /// An int32-counted array; a null array (-1) reads as nil. The count is checked against what
-    /// is left, so a hostile count cannot make the broker reserve memory.
+    /// is left, and room for at most 1 024 elements is reserved ahead, so a hostile count cannot
+    /// make the broker reserve memory (a 100 MB request may count 100 million elements).
     mutating func array<T>(_ element: (inout KafkaReader) throws -> T) throws -> [T]? {
         let count = try int32()
         if count < 0 { return nil }
         guard Int(count) <= buffer.readableBytes else { throw KafkaWireError("array count beyond the request") }
         var result: [T] = []
-        result.reserveCapacity(Int(count))
+        result.reserveCapacity(min(Int(count), 1_024))
         for _ in 0..<count { result.append(try element(&self)) }
         return result
     }
@@ -147,6 +148,7 @@ struct KafkaErrorCode: Error, Equatable, CustomStringConvertible {
     static let rebalanceInProgress = KafkaErrorCode(RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
     static let unsupportedVersion = KafkaErrorCode(RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION)
     static let invalidRequest = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_REQUEST)
+    static let offsetMetadataTooLarge = KafkaErrorCode(RD_KAFKA_RESP_ERR_OFFSET_METADATA_TOO_LARGE)
     static let outOfOrderSequenceNumber = KafkaErrorCode(RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER)
     static let invalidProducerEpoch = KafkaErrorCode(RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
 }
