@@ -63,9 +63,15 @@ struct SmoothEdgeTests {
     func tooFast() async throws {
         try await Stack.run(services: [.auth, .chat], gateway: ["GATEWAY_ADDRESS_RATE_PER_SECOND": "1", "GATEWAY_ADDRESS_BURST": "5"]) { s in
             var outcomes: [String] = []
+            let started = ContinuousClock.now
             for _ in 0..<12 { outcomes.append(try await s.smooth(.get, "/chat-server/community?ch_id=4242").outcome) }
+            let elapsed = ContinuousClock.now - started
             #expect(outcomes.prefix(5).allSatisfy { $0 == "400 4004" }, "\(outcomes)")
-            #expect(outcomes.suffix(5).allSatisfy { $0 == "429 1429" }, "\(outcomes)")
+            #expect(outcomes.allSatisfy { $0 == "400 4004" || $0 == "429 1429" }, "\(outcomes)")
+            // Past the burst only the budget refilled meanwhile (1 a second) gets through: on a
+            // loaded machine the 12 requests may take seconds.
+            let allowed = 5 + Int(elapsed.components.seconds) + 1
+            #expect(outcomes.count { $0 == "400 4004" } <= allowed, "\(outcomes) in \(elapsed)")
             // The services behind the edge were never reached by the refused ones and still answer.
             let direct = try #require(s.services["chat"])
             #expect(try await direct.execute(uri: "/health/ready", method: .get).status == .ok)
