@@ -69,36 +69,49 @@ struct BrokerRequestFuzzTests {
     static let committedOffset: Int64 = 5
     static let assignment: [UInt8] = [0, 1, 2, 3]
 
+    /// A Produce v3 body (acks=all) of `batch` for "t"[`partition`].
+    static func produceBody(_ batch: [UInt8], partition: Int32) -> Body {
+        var b = Body()
+        b.nullString()  // transactional id
+        b.int16(-1)  // acks=all
+        b.int32(5_000)
+        b.int32(1)
+        b.string("t")
+        b.int32(1)
+        b.int32(partition)
+        b.recordBatch(batch)
+        return b
+    }
+
+    /// A Fetch v4 body for "t" that does not wait: each of `partitions` from `offset` with its own
+    /// limit `partitionMaxBytes`, `maxBytes` in all.
+    static func fetchBody(_ partitions: [Int32], offset: Int64 = 0, maxBytes: Int32, partitionMaxBytes: Int32) -> Body {
+        var b = Body()
+        b.int32(-1)  // replica id
+        b.int32(0)  // max wait: none
+        b.int32(1)
+        b.int32(maxBytes)
+        b.int8(0)
+        b.int32(1)
+        b.string("t")
+        b.int32(Int32(partitions.count))
+        for partition in partitions {
+            b.int32(partition)
+            b.int64(offset)
+            b.int32(partitionMaxBytes)
+        }
+        return b
+    }
+
     /// The one valid body of `api`, at the version returned with it. A join names a new group each
     /// time, so that it never waits for other members.
     static func seed(_ api: BrokerAPI, _ groups: Groups, _ random: inout SplitMix64) -> (version: Int16, body: Body) {
         var b = Body()
         switch api {
         case .produce:
-            b.nullString()  // transactional id
-            b.int16(-1)  // acks=all
-            b.int32(5_000)
-            b.int32(1)
-            b.string("t")
-            b.int32(1)
-            b.int32(0)
-            b.recordBatch(recordBatch(timestamps: [1_000, 1_001, 1_005]))
-            return (3, b)
+            return (3, produceBody(recordBatch(timestamps: [1_000, 1_001, 1_005]), partition: 0))
         case .fetch:
-            b.int32(-1)  // replica id
-            b.int32(0)  // max wait: none
-            b.int32(1)
-            b.int32(1 << 20)
-            b.int8(0)
-            b.int32(1)
-            b.string("t")
-            b.int32(2)
-            for partition: Int32 in [0, 1] {
-                b.int32(partition)
-                b.int64(0)
-                b.int32(1 << 20)
-            }
-            return (4, b)
+            return (4, fetchBody([0, 1], maxBytes: 1 << 20, partitionMaxBytes: 1 << 20))
         case .listOffsets:
             b.int32(-1)
             b.int32(1)
@@ -450,15 +463,7 @@ struct BrokerRequestFuzzTests {
         // A fresh client: a batch stored and read back whole, and a group round.
         let fresh = try RawKafkaClient(bootstrap: broker.bootstrapServers)
         let batch = recordBatch(timestamps: [7_000, 7_001], valueSize: 20)
-        var produce = Body()
-        produce.nullString()
-        produce.int16(-1)
-        produce.int32(5_000)
-        produce.int32(1)
-        produce.string("t")
-        produce.int32(1)
-        produce.int32(1)
-        produce.recordBatch(batch)
+        let produce = Self.produceBody(batch, partition: 1)
         var produced = try fresh.request(api: BrokerAPI.produce.rawValue, version: 3, body: produce.bytes)
         _ = try produced.int32()
         _ = try produced.string()
@@ -467,18 +472,7 @@ struct BrokerRequestFuzzTests {
         #expect(try produced.int16() == 0, "the batch is stored")
         let offset = try produced.int64()
 
-        var fetch = Body()
-        fetch.int32(-1)
-        fetch.int32(0)
-        fetch.int32(1)
-        fetch.int32(1 << 20)
-        fetch.int8(0)
-        fetch.int32(1)
-        fetch.string("t")
-        fetch.int32(1)
-        fetch.int32(1)
-        fetch.int64(offset)
-        fetch.int32(1 << 20)
+        let fetch = Self.fetchBody([1], offset: offset, maxBytes: 1 << 20, partitionMaxBytes: 1 << 20)
         var fetched = try fresh.request(api: BrokerAPI.fetch.rawValue, version: 4, body: fetch.bytes)
         _ = try fetched.int32()
         _ = try fetched.int32()
@@ -572,31 +566,10 @@ struct BrokerRequestFuzzTests {
         // go over): one partition listed 1 000 times gets its first batch once.
         let batch = recordBatch(timestamps: [1], valueSize: 500)
         for _ in 0..<2 {
-            var produce = Body()
-            produce.nullString()
-            produce.int16(-1)
-            produce.int32(5_000)
-            produce.int32(1)
-            produce.string("t")
-            produce.int32(1)
-            produce.int32(0)
-            produce.recordBatch(batch)
+            let produce = Self.produceBody(batch, partition: 0)
             _ = try client.request(api: BrokerAPI.produce.rawValue, version: 3, body: produce.bytes)
         }
-        var fetch = Body()
-        fetch.int32(-1)
-        fetch.int32(0)
-        fetch.int32(1)
-        fetch.int32(100)
-        fetch.int8(0)
-        fetch.int32(1)
-        fetch.string("t")
-        fetch.int32(1_000)
-        for _ in 0..<1_000 {
-            fetch.int32(0)
-            fetch.int64(0)
-            fetch.int32(.max)
-        }
+        let fetch = Self.fetchBody(Array(repeating: 0, count: 1_000), maxBytes: 100, partitionMaxBytes: .max)
         var fetched = try client.request(api: BrokerAPI.fetch.rawValue, version: 4, body: fetch.bytes)
         _ = try fetched.int32()
         #expect(try fetched.int32() == 1)
@@ -614,33 +587,12 @@ struct BrokerRequestFuzzTests {
         // most. Uncapped, the answer passed an int32 frame size and the broker trapped.
         let large = recordBatch(timestamps: [1], valueSize: 1_040_000)
         for _ in 0..<5 {
-            var produce = Body()
-            produce.nullString()
-            produce.int16(-1)
-            produce.int32(5_000)
-            produce.int32(1)
-            produce.string("t")
-            produce.int32(1)
-            produce.int32(1)
-            produce.recordBatch(large)
+            let produce = Self.produceBody(large, partition: 1)
             var produced = try client.request(api: BrokerAPI.produce.rawValue, version: 3, body: produce.bytes)
             _ = try produced.take(4 + 3 + 4 + 4)
             #expect(try produced.int16() == 0)
         }
-        var wide = Body()
-        wide.int32(-1)
-        wide.int32(0)
-        wide.int32(1)
-        wide.int32(.max)
-        wide.int8(0)
-        wide.int32(1)
-        wide.string("t")
-        wide.int32(500)
-        for _ in 0..<500 {
-            wide.int32(1)
-            wide.int64(0)
-            wide.int32(.max)
-        }
+        let wide = Self.fetchBody(Array(repeating: 1, count: 500), maxBytes: .max, partitionMaxBytes: .max)
         var answer = try client.request(api: BrokerAPI.fetch.rawValue, version: 4, body: wide.bytes)
         _ = try answer.take(4 + 4 + 3)
         #expect(try answer.int32() == 500)

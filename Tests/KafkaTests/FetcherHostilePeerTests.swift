@@ -197,10 +197,10 @@ final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
         switch api {
         case 3:
             if script.muteMetadata { return }
-            metadata(into: &answer)
+            answer.writeSingleBrokerMetadata(port: script.port.load(ordering: .relaxed))
         case 2:
             var reader = KafkaReader(request)
-            guard let timestamp = try? Self.listOffsetsTimestamp(&reader) else { return }
+            guard let timestamp = try? Self.firstPartitionValue(&reader, skipping: 4) else { return }  // after the replica id
             let log = script.log
             answer.writeKafkaArray(["t"]) { out, topic in
                 out.writeKafkaString(topic)
@@ -213,7 +213,7 @@ final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
             }
         case 1:
             var reader = KafkaReader(request)
-            guard let offset = try? Self.fetchOffset(&reader) else { return }
+            guard let offset = try? Self.firstPartitionValue(&reader, skipping: 17) else { return }  // after replica, wait, sizes, isolation
             let (log, misbehaviour) = script.nextFetch()
             switch misbehaviour {
             case .silent: return
@@ -254,29 +254,6 @@ final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
         context.writeAndFlush(wrapOutboundOut(answer), promise: nil)
     }
 
-    private func metadata(into answer: inout ByteBuffer) {
-        let port = script.port.load(ordering: .relaxed)
-        answer.writeKafkaArray([1]) { out, node in
-            out.writeKafka(Int32(node))
-            out.writeKafkaString("127.0.0.1")
-            out.writeKafka(Int32(port))
-            out.writeKafkaString(nil)
-        }
-        answer.writeKafka(Int32(1))  // controller
-        answer.writeKafkaArray(["t"]) { out, topic in
-            out.writeKafka(Int16(0))
-            out.writeKafkaString(topic)
-            out.writeKafka(Int8(0))
-            out.writeKafkaArray([Int32(0)]) { out, partition in
-                out.writeKafka(Int16(0))
-                out.writeKafka(partition)
-                out.writeKafka(Int32(1))  // leader
-                out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
-                out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
-            }
-        }
-    }
-
     private func fetchAnswer(offset: Int64, log: Range<Int64>, into answer: inout ByteBuffer) {
         guard offset >= log.lowerBound, offset <= log.upperBound else {
             return partitionAnswer(partition: 0, error: 1, highWatermark: log.upperBound, records: [], into: &answer)  // OFFSET_OUT_OF_RANGE
@@ -311,24 +288,40 @@ final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
         }
     }
 
-    /// The timestamp of a ListOffsets v1 request for one partition.
-    private static func listOffsetsTimestamp(_ reader: inout KafkaReader) throws -> Int64 {
-        _ = try reader.int32()  // replica
+    /// The first partition's first 64-bit field of a request naming one topic (a ListOffsets v1
+    /// timestamp, a Fetch v4 offset), after `skipping` bytes of fields before the topics.
+    private static func firstPartitionValue(_ reader: inout KafkaReader, skipping: Int) throws -> Int64 {
+        for _ in 0..<skipping { _ = try reader.int8() }
         _ = try reader.int32()  // topics
         _ = try reader.string()
         _ = try reader.int32()  // partitions
-        _ = try reader.int32()
+        _ = try reader.int32()  // the partition
         return try reader.int64()
     }
+}
 
-    /// The offset of a Fetch v4 request for one partition.
-    private static func fetchOffset(_ reader: inout KafkaReader) throws -> Int64 {
-        for _ in 0..<4 { _ = try reader.int32() }  // replica, max wait, min bytes, max bytes
-        _ = try reader.int8()  // isolation
-        _ = try reader.int32()  // topics
-        _ = try reader.string()
-        _ = try reader.int32()  // partitions
-        _ = try reader.int32()
-        return try reader.int64()
+extension ByteBuffer {
+    /// A Metadata v1 answer body of a fake broker: itself (node 1 on 127.0.0.1:`port`), leading
+    /// the one partition of topic "t".
+    mutating func writeSingleBrokerMetadata(port: Int) {
+        writeKafkaArray([1]) { out, node in
+            out.writeKafka(Int32(node))
+            out.writeKafkaString("127.0.0.1")
+            out.writeKafka(Int32(port))
+            out.writeKafkaString(nil)
+        }
+        writeKafka(Int32(1))  // controller
+        writeKafkaArray(["t"]) { out, topic in
+            out.writeKafka(Int16(0))
+            out.writeKafkaString(topic)
+            out.writeKafka(Int8(0))
+            out.writeKafkaArray([Int32(0)]) { out, partition in
+                out.writeKafka(Int16(0))
+                out.writeKafka(partition)
+                out.writeKafka(Int32(1))  // leader
+                out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
+                out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
+            }
+        }
     }
 }

@@ -301,25 +301,7 @@ final class IdleClosingBroker: ChannelInboundHandler, Sendable {
         answer.writeInteger(correlationId)
         switch api {
         case 3:
-            answer.writeKafkaArray([1]) { out, node in
-                out.writeKafka(Int32(node))
-                out.writeKafkaString("127.0.0.1")
-                out.writeKafka(Int32(self.port))
-                out.writeKafkaString(nil)
-            }
-            answer.writeKafka(Int32(1))  // controller
-            answer.writeKafkaArray(["t"]) { out, topic in
-                out.writeKafka(Int16(0))
-                out.writeKafkaString(topic)
-                out.writeKafka(Int8(0))
-                out.writeKafkaArray([Int32(0)]) { out, partition in
-                    out.writeKafka(Int16(0))
-                    out.writeKafka(partition)
-                    out.writeKafka(Int32(1))  // leader
-                    out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
-                    out.writeKafkaArray([Int32(1)]) { $0.writeKafka($1) }
-                }
-            }
+            answer.writeSingleBrokerMetadata(port: port)
         case 0:
             let offset = Int64(Self.produced.add(1, ordering: .relaxed).newValue - 1)
             answer.writeKafkaArray(["t"]) { out, topic in
