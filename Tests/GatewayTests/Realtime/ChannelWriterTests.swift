@@ -39,14 +39,16 @@ struct ChannelWriterTests {
         let completions = CountingListener()
         batcher.write([OutboundText("a1"), OutboundText("a2")], to: outA, receipt: WriteReceipt(completions, frames: 1, bytes: 0))
         batcher.write([OutboundText("b1")], to: outB, receipt: WriteReceipt(completions, frames: 1, bytes: 0))
-        batcher.write([OutboundText("a3")], to: outA, receipt: nil)
+        batcher.write([OutboundText("a3")], to: outA, receipt: WriteReceipt(completions, frames: 1, bytes: 2))
         // Nothing is written before the loop runs the drain.
         #expect(try texts(a).isEmpty)
         loop.run()
         #expect(try texts(a) == ["a1", "a2", "a3"])
         #expect(try texts(b) == ["b1"])
         // The socket took everything: reported at once, with no promise.
+        // a's two receipts (one listener) arrive added up, b's on its own: every frame and byte counted.
         #expect(completions.count == 2)
+        #expect(completions.frames == 3 && completions.bytes == 2)
         // A later write schedules a new drain.
         batcher.write([OutboundText("a4")], to: outA, receipt: nil)
         loop.run()
@@ -289,7 +291,15 @@ enum ServerFrames {
 
 /// Counts the receipts delivered to it.
 final class CountingListener: ChannelWriteListener {
-    private let delivered = Mutex(0)
-    var count: Int { delivered.withLock { $0 } }
-    func channelWrote(frames: Int, bytes: Int) { delivered.withLock { $0 += 1 } }
+    private let delivered = Mutex((count: 0, frames: 0, bytes: 0))
+    var count: Int { delivered.withLock { $0.count } }
+    var frames: Int { delivered.withLock { $0.frames } }
+    var bytes: Int { delivered.withLock { $0.bytes } }
+    func channelWrote(frames: Int, bytes: Int) {
+        delivered.withLock {
+            $0.count += 1
+            $0.frames += frames
+            $0.bytes += bytes
+        }
+    }
 }
