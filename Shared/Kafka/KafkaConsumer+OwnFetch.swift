@@ -4,9 +4,11 @@ import Synchronization
 
 extension KafkaConsumer {
     /// Whether `consumeFetchingOnPollThread` fetches itself for `configuration`: a group member on
-    /// a plaintext cluster with a bootstrap list.
+    /// a plaintext cluster with a bootstrap list, starting a partition with no commit from its
+    /// earliest offset (with `latest`, librdkafka could skip records after a hand-over:
+    /// `HandedOverFloors`).
     public static func canFetchItself(_ configuration: KafkaConsumerConfiguration) -> Bool {
-        guard case .group = configuration.mode, configuration.client.security == .plaintext,
+        guard case .group = configuration.mode, configuration.client.security == .plaintext, configuration.autoOffsetReset == .earliest,
             KafkaBrokerAddress.parseList(configuration.client.bootstrapServers) != nil
         else { return false }
         return true
@@ -24,8 +26,9 @@ extension KafkaConsumer {
     /// Uncompressed and lz4 batches are read here. A batch the fetcher cannot read (gzip, snappy
     /// or zstd, or a message format before v2) hands every
     /// partition to librdkafka, each from the next offset not yet handed to `handler`, and the
-    /// loop carries on as `consumeOnPollThread` for good. A configuration `canFetchItself`
-    /// refuses is consumed by `consumeOnPollThread`.
+    /// loop carries on as `consumeOnPollThread` for good, never handing out a record below a
+    /// partition's last one (`HandedOverFloors`). A configuration `canFetchItself` refuses is
+    /// consumed by `consumeOnPollThread`.
     public func consumeFetchingOnPollThread(
         _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
     ) async throws {
@@ -43,6 +46,7 @@ extension KafkaConsumer {
         try await onPollThread { running, stopping in
             let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger) { !running() }
             var generation = -1
+            var handedOver: HandedOverFloors?
             while running() {
                 try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
                 let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
@@ -71,12 +75,30 @@ extension KafkaConsumer {
                 }
                 self.lag.update { fetcher.lag() }
                 if let partition = step.unreadable {
-                    try self.handOver(fetcher.positions, because: partition)
+                    handedOver = try self.handOver(fetcher.positions, because: partition)
                     break
                 }
             }
             // Handed over (or stopping: then this ends at once).
-            while running() { try self.pollAndHandle(handler, stopping) }
+            guard var floors = handedOver else { return }
+            while running() {
+                try self.pollAndHandle(handler, stopping) { polled in
+                    let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
+                    if rebalances != generation, !floors.isEmpty {
+                        let cooperative = String(cString: rd_kafka_rebalance_protocol(self.client.pointer)) == "COOPERATIVE"
+                        floors.retain(cooperative ? self.client.context.assignment.withLock { $0 } : [])
+                    }
+                    generation = rebalances
+                    let (kept, rewound) = floors.filter(polled)
+                    polled = kept
+                    if !rewound.isEmpty {
+                        self.logger.info(
+                            "Kafka consumer: librdkafka went back after the hand-over; records handed out already dropped",
+                            metadata: ["kafka.partitions": "\(rewound.keys.map(\.description).sorted().joined(separator: ","))"])
+                        try self.seek(rewound)
+                    }
+                }
+            }
         }
     }
 
@@ -137,27 +159,42 @@ extension KafkaConsumer {
 
     /// Gives librdkafka the assignment back: each partition with a position from there (a seek,
     /// so nothing it fetched before is handed out), the others from their commit; resumed, as
-    /// every later assignment is.
-    private func handOver(_ positions: [TopicPartition: Int64], because partition: TopicPartition) throws {
+    /// every later assignment is. Returns the positions sought to, as floors.
+    private func handOver(_ positions: [TopicPartition: Int64], because partition: TopicPartition) throws -> HandedOverFloors {
         client.context.onAssign.store(AssignedPartitions.resume.rawValue, ordering: .relaxed)
         let assignment = client.context.assignment.withLock { $0 }
         let known = positions.filter { assignment.contains($0.key) }
         logger.info(
             "Kafka consumer hands its partitions to librdkafka: a record batch it does not read (a codec other than lz4, or an old format)",
             metadata: ["kafka.partition": "\(partition)", "kafka.offset": "\(positions[partition] ?? -1)"])
-        if !known.isEmpty {
-            let list = partitionList(Set(known.keys))
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            for i in 0..<Int(list.pointee.cnt) {
-                guard let topic = list.pointee.elems[i].topic else { continue }
-                list.pointee.elems[i].offset = known[TopicPartition(topic: String(cString: topic), partition: list.pointee.elems[i].partition)] ?? -1001
-            }
-            if let error = rd_kafka_seek_partitions(client.pointer, list, 10_000) { throw KafkaError(error: error) }
-        }
+        try seek(known)
         if !assignment.isEmpty {
             let list = partitionList(assignment)
             defer { rd_kafka_topic_partition_list_destroy(list) }
             _ = rd_kafka_resume_partitions(client.pointer, list)
+        }
+        return HandedOverFloors(known)
+    }
+
+    /// Seeks each partition to its offset; a partition librdkafka refuses is logged (it goes on
+    /// from where librdkafka has it; `HandedOverFloors` drops what was handed out already).
+    private func seek(_ positions: [TopicPartition: Int64]) throws {
+        guard !positions.isEmpty else { return }
+        let list = partitionList(Set(positions.keys))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for i in 0..<Int(list.pointee.cnt) {
+            guard let topic = list.pointee.elems[i].topic else { continue }
+            list.pointee.elems[i].offset = positions[TopicPartition(topic: String(cString: topic), partition: list.pointee.elems[i].partition)] ?? -1001
+        }
+        if let error = rd_kafka_seek_partitions(client.pointer, list, 10_000) { throw KafkaError(error: error) }
+        for i in 0..<Int(list.pointee.cnt) where list.pointee.elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            let element = list.pointee.elems[i]
+            logger.warning(
+                "Kafka seek refused",
+                metadata: [
+                    "kafka.partition": "\(element.topic.map { String(cString: $0) } ?? "?")[\(element.partition)]",
+                    "kafka.error": "\(KafkaError(element.err, "seek"))",
+                ])
         }
     }
 

@@ -244,10 +244,15 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// One blocking poll, its events handed to `handler` (end-of-partition markers only with
-    /// `reportEndOfPartition`), then marked finished. On the consumer's queue.
-    func pollAndHandle(_ handler: ([KafkaConsumerEvent], () -> Bool) throws -> Void, _ stopping: @escaping @Sendable () -> Bool) throws {
-        let polled = try pollBatchBlocking()
+    /// One blocking poll, its events (what `keep` leaves of them) handed to `handler`
+    /// (end-of-partition markers only with `reportEndOfPartition`), then marked finished. On the
+    /// consumer's queue.
+    func pollAndHandle(
+        _ handler: ([KafkaConsumerEvent], () -> Bool) throws -> Void, _ stopping: @escaping @Sendable () -> Bool,
+        keeping keep: (inout [KafkaConsumerEvent]) throws -> Void = { _ in }
+    ) throws {
+        var polled = try pollBatchBlocking()
+        try keep(&polled)
         let batch = configuration.reportEndOfPartition ? polled : polled.filter { if case .message = $0 { true } else { false } }
         if !batch.isEmpty { try handler(batch, stopping) }
         polled.forEach(finished)

@@ -47,6 +47,7 @@ public enum TestKafka {
             mode: .group(id: group, topics: topics)
         )
         config.sessionTimeoutMilliseconds = 6_000
+        if let debug = ProcessInfo.processInfo.environment["TEST_RDKAFKA_DEBUG"] { config.properties["debug"] = debug }
         configure(&config)
         return try KafkaConsumer(configuration: config, logger: logger)
     }
