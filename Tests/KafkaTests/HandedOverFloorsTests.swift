@@ -10,7 +10,9 @@ struct HandedOverFloorsTests {
     private let p1 = TopicPartition(topic: "t", partition: 1)
 
     private func message(_ partition: TopicPartition, _ offset: Int64) -> KafkaConsumerEvent {
-        .message(KafkaConsumerMessage(topic: partition.topic, partition: partition.partition, offset: offset, key: nil, value: nil, headers: [], timestampMilliseconds: nil))
+        .message(
+            KafkaConsumerMessage(
+                topic: partition.topic, partition: partition.partition, offset: offset, key: nil, value: nil, headers: [], timestampMilliseconds: nil))
     }
 
     private func offsets(_ events: [KafkaConsumerEvent]) -> [String] {
