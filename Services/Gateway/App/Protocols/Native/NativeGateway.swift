@@ -15,6 +15,8 @@ final class NativeGateway: Sendable {
     private let checkpoints: SessionCheckpoints
     private let logger: Logger
     private let sessions = Mutex<[String: NativeSession]>([:])
+    /// How long a resume waits for the session reader to read what the topic holds.
+    static let resumeReadLimit: Duration = .seconds(30)
     private let connections = Mutex<[ObjectIdentifier: LiveConnection]>([:])
 
     init(settings: NativeSettings, hub: RealtimeHub, checkpoints: SessionCheckpoints, logger: Logger) {
@@ -161,12 +163,18 @@ final class NativeGateway: Sendable {
 
     /// A session of this gateway, or one rebuilt from its checkpoint — which may take a moment
     /// to arrive (a restarted gateway reads the session topic from its beginning; another
-    /// gateway's checkpoint travels through Kafka): waits up to 10 s for one that has reached
-    /// `seq` (an older one, from an earlier detach or resume, may still be the latest here),
-    /// then takes the latest there is.
+    /// gateway's checkpoint travels through Kafka): waits until the session reader has read
+    /// what the topic held at the request (up to `resumeReadLimit`), then up to 10 s from the
+    /// request for a checkpoint that has reached `seq` (an older one, from an earlier detach or
+    /// resume, may still be the latest here), then takes the latest there is.
     private func resumable(_ sessionId: String, seq: Int) async -> NativeSession? {
         if let session = sessions.withLock({ $0[sessionId] }) { return session }
-        let deadline = ContinuousClock.now + .seconds(10)
+        // First the checkpoints the topic holds now (a reader behind under load may take a
+        // while), then up to 10 s from the request (at least 2 s more) for one still being
+        // written by the gateway the client left: a checkpoint as far as the client's seq.
+        let start = ContinuousClock.now
+        let read = await checkpoints.readToEnd(before: start + Self.resumeReadLimit)
+        let deadline = read ? max(start + .seconds(10), .now + .seconds(2)) : ContinuousClock.now
         while true {
             if let checkpoint = checkpoints.checkpoint(sessionId), checkpoint.seq >= seq || ContinuousClock.now >= deadline {
                 let rebuilt = NativeSession(checkpoint: checkpoint, maxMarks: settings.resumeMarks)

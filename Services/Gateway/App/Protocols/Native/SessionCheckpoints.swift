@@ -18,6 +18,9 @@ final class SessionCheckpoints: Service, Sendable {
     }
 
     private let table = Mutex<[String: Entry]>([:])
+    /// Per partition, the offset after the last record applied to `table`.
+    private let applied = Mutex<[Int32: Int64]>([:])
+    private let consumer = Mutex<KafkaConsumer?>(nil)
     private let configuration: KafkaConsumerConfiguration
     private let retention: Duration
     private let logger: Logger
@@ -33,8 +36,42 @@ final class SessionCheckpoints: Service, Sendable {
         table.withLock { $0[sessionId]?.checkpoint }
     }
 
+    /// Waits until every record the topic held when this was called has been applied, or until
+    /// `deadline`; true when it was. A resume on a gateway that just started (or whose reader
+    /// lags under load) so sees the checkpoint its old gateway wrote before the client came back.
+    func readToEnd(before deadline: ContinuousClock.Instant) async -> Bool {
+        var ends: [Int32: Int64]?
+        while ContinuousClock.now < deadline {
+            if ends == nil, let consumer = consumer.withLock({ $0 }), !consumer.assignment.isEmpty {
+                ends = await Self.ends(of: consumer, before: deadline)
+            }
+            if let ends {
+                let applied = applied.withLock { $0 }
+                if ends.allSatisfy({ applied[$0.key, default: 0] >= $0.value }) { return true }
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    /// Each assigned partition's end (the offset after its last record, as the broker reports
+    /// it); a partition holding nothing is left out. Nil when the broker could not say.
+    private static func ends(of consumer: KafkaConsumer, before deadline: ContinuousClock.Instant) async -> [Int32: Int64]? {
+        var ends: [Int32: Int64] = [:]
+        for partition in consumer.assignment {
+            let timeout = min(.seconds(5), ContinuousClock.now.duration(to: deadline))
+            guard timeout > .zero, let (low, high) = try? await consumer.watermarks(topic: partition.topic, partition: partition.partition, timeout: timeout)
+            else { return nil }
+            if high > low { ends[partition.partition] = high }
+        }
+        return ends
+    }
+
     func run() async throws {
-        try await KafkaConsumer.consume(configuration, logger: logger) { self.apply($0) }
+        try await KafkaConsumer.consume(configuration, logger: logger, started: { consumer in self.consumer.withLock { $0 = consumer } }) { message in
+            self.apply(message)
+            self.applied.withLock { $0[message.partition] = message.offset + 1 }
+        }
     }
 
     private func apply(_ message: KafkaConsumerMessage) {
