@@ -2,6 +2,7 @@ import Configuration
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 import UnixSignals
 
@@ -18,6 +19,9 @@ public enum ServiceMain {
     ) async -> Never {
         let settings = ServiceSettings(serviceName: service, defaults: defaults)
         do {
+            // Before anything uses NIO's shared event loops (they are made on first use).
+            let loops = try settings.eventLoops
+            if loops > 0 { NIOSingletons.groupLoopCountSuggestion = loops }
             try Observability.bootstrap(service: service, logFormat: try settings.logFormat)
             let logger = Observability.logger(service: service, level: try settings.logLevel)
             let app = try await build(settings, logger)

@@ -38,6 +38,7 @@ public struct ServiceSettings: Sendable {
         "inbox.retention-hours": 192,
         "inbox.prune-interval-seconds": 3600,
         "memory.trim-interval-seconds": 30,
+        "event-loops": 0,
         "jwt.audience": "chatsuite",
         "jwt.issuer": "chatsuite-auth",
     ]
@@ -78,6 +79,16 @@ public struct ServiceSettings: Sendable {
                 throw StartupError("invalid log.level (LOG_LEVEL, --log-level) '\(text)': use trace, debug, info, notice, warning, error or critical")
             }
             return level
+        }
+    }
+    /// NIO event loops of the process (its server, HTTP and Kafka clients): 0 is one per core.
+    public var eventLoops: Int {
+        get throws {
+            let loops = try int("event-loops")
+            guard (0...256).contains(loops) else {
+                throw StartupError("invalid event-loops (EVENT_LOOPS, --event-loops) \(loops): use 0 (one per core) up to 256")
+            }
+            return loops
         }
     }
     public var logFormat: Observability.LogFormat {

@@ -31,6 +31,17 @@ struct ServiceSettingsTests {
         #expect(throws: StartupError.self) { try settings.logLevel }
     }
 
+    @Test("event loops: 0 (one per core) unless set, from the environment or a flag; a negative count, too many or a word refused at startup")
+    func eventLoops() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).eventLoops == 0)
+        #expect(try ServiceSettings(serviceName: "x", environment: ["EVENT_LOOPS": "1"], arguments: ["x"]).eventLoops == 1)
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--event-loops", "4"]).eventLoops == 4)
+        for bad in ["-1", "257", "many"] {
+            let settings = ServiceSettings(serviceName: "x", environment: ["EVENT_LOOPS": bad], arguments: ["x"])
+            #expect(throws: StartupError.self, "\(bad)") { try settings.eventLoops }
+        }
+    }
+
     @Test("the real-time consumers' fetch.min.bytes: 1 unless set, a count of bytes, 0 or a word refused at startup")
     func deliveryFetchMinBytes() throws {
         #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchMinBytes == 1)
