@@ -85,8 +85,7 @@ extension KafkaConsumer {
                 try self.pollAndHandle(handler, stopping) { polled in
                     let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
                     if rebalances != generation, !floors.isEmpty {
-                        let cooperative = String(cString: rd_kafka_rebalance_protocol(self.client.pointer)) == "COOPERATIVE"
-                        floors.retain(cooperative ? self.client.context.assignment.withLock { $0 } : [])
+                        floors.retain(usesCooperativeRebalance(self.client.pointer) ? self.client.context.assignment.withLock { $0 } : [])
                     }
                     generation = rebalances
                     let (kept, rewound) = floors.filter(polled)
@@ -128,7 +127,7 @@ extension KafkaConsumer {
     /// could not be had (tried again on the next turn).
     private func reassign(_ fetcher: BlockingPartitionFetcher) -> Bool {
         let assignment = client.context.assignment.withLock { $0 }
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(client.pointer)) == "COOPERATIVE"
+        let cooperative = usesCooperativeRebalance(client.pointer)
         let fresh = cooperative ? assignment.subtracting(fetcher.partitions) : assignment
         var committed: [TopicPartition: Int64] = [:]
         if !assignment.isEmpty {

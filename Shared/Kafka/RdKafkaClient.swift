@@ -275,12 +275,17 @@ private let kafkaDeliveryCallback: @convention(c) (OpaquePointer?, UnsafePointer
     waiter?.complete(result)
 }
 
+/// Whether the client's group uses the cooperative (incremental) rebalance protocol.
+func usesCooperativeRebalance(_ rk: OpaquePointer) -> Bool {
+    String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+}
+
 private let kafkaRebalanceCallback:
     @convention(c) (OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, UnsafeMutableRawPointer?) -> Void = {
         rk, err, partitions, opaque in
         guard let rk, let ctx = context(from: opaque) else { return }
         let list = partitions.map(topicPartitions(from:)) ?? []
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        let cooperative = usesCooperativeRebalance(rk)
         _ = ctx.rebalances.add(1, ordering: .relaxed)
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
