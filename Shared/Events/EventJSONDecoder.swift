@@ -7,6 +7,9 @@ import Foundation
 /// bytes instead of building a dictionary per object. Deliveries are decoded on every gateway and
 /// consumer, once per event, so this is on the real-time path (docs/benchmarks.md, part 12).
 ///
+/// The events decoded once per message (`EventJSONReadable`) are read without Codable's
+/// containers; the others, and any JSON such a reading does not read, go through Codable.
+///
 /// Dates are RFC 3339 strings (`Timestamp.parse`), `UUID`s and `URL`s strings, `Data` base64, as
 /// with `EventCoding.decoder()`. Tests decode every event type both ways and compare
 /// (`EventJSONDecoderTests`).
@@ -15,6 +18,13 @@ public struct EventJSONDecoder: Sendable {
 
     public func decode<T: Decodable>(_ type: T.Type, from bytes: some Collection<UInt8>) throws -> T {
         let document = try EventJSONDocument(Array(bytes))
+        // The hot events are read without Codable; anything such a reading does not read is
+        // decoded again with Codable, for its error.
+        if let readable = T.self as? any EventJSONReadable.Type,
+            let value = (try? readable.init(reading: EventJSONNode(document: document, index: 0))) as? T
+        {
+            return value
+        }
         return try JSONNodeDecoder(document: document, index: 0, parentPath: [], key: nil).decodeValue(T.self)
     }
 }

@@ -67,7 +67,12 @@ public enum Timestamp {
     }
 
     public static func parseMilliseconds(_ string: String) -> Int64? {
-        let b = Array(string.utf8)
+        var string = string
+        return string.withUTF8 { parseMilliseconds(utf8: $0) }
+    }
+
+    /// `parseMilliseconds` of a timestamp's UTF-8 bytes (a JSON string read in place).
+    static func parseMilliseconds(utf8 b: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard b.count >= 20 else { return nil }
         func num(_ from: Int, _ len: Int) -> Int? {
             guard from + len <= b.count else { return nil }

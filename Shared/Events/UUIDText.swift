@@ -12,7 +12,8 @@ extension UUID {
         self = parsed
     }
 
-    private static func parse(_ b: UnsafeBufferPointer<UInt8>) -> UUID? {
+    /// The canonical form's UTF-8 bytes (a JSON string read in place).
+    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard b.count == 36, b[8] == 0x2D, b[13] == 0x2D, b[18] == 0x2D, b[23] == 0x2D else { return nil }
         var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var i = 0
