@@ -36,7 +36,7 @@ struct BillingResponse: ResponseEncodable, Sendable {
     var paidAt: String
 
     init(_ billing: BillingRecord) {
-        billing_id = billing.id.uuidString.lowercased()
+        billing_id = billing.id.lowercased
         merchant_uid = billing.merchantUID
         buyer_id = billing.buyer
         productName = billing.item.item

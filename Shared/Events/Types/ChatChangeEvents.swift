@@ -28,7 +28,7 @@ extension ChatEvents {
             Self(kind: .dm, id: id.uuid, participants: participants, alias: alias)
         }
 
-        public var key: String { id.uuidString.lowercased() }
+        public var key: String { id.lowercased }
 
         enum CodingKeys: String, CodingKey { case kind, id, participants, alias }
 

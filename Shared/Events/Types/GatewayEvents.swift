@@ -118,7 +118,7 @@ extension GatewayEvents {
         /// The channel id or DM room id.
         public var conversationId: UUID
         public var interested: Bool
-        public var subject: String { "\(gatewayId)/\(conversationId.uuidString.lowercased())" }
+        public var subject: String { "\(gatewayId)/\(conversationId.lowercased)" }
 
         public init(gatewayId: String, conversationId: UUID, interested: Bool) {
             self.gatewayId = gatewayId

@@ -114,7 +114,7 @@ extension GatewayEvents {
         /// The name the typing client shows (a STOMP client's `content`, ≤ 64 bytes); absent
         /// from native sessions, whose receivers know the member by id.
         public var name: String?
-        public var subject: String { conversationId.uuidString.lowercased() }
+        public var subject: String { conversationId.lowercased }
 
         public init(conversationId: UUID, kind: ChatEvents.Conversation.Kind, userId: UserID, startedAt: Date, name: String? = nil) {
             self.conversationId = conversationId
@@ -148,7 +148,7 @@ extension GatewayEvents {
         /// The client's signal type (`before-enter`; ≤ 32 bytes of `[a-z-]`).
         public var signal: String
         public var at: Date
-        public var subject: String { communityId.uuidString.lowercased() }
+        public var subject: String { communityId.lowercased }
 
         public init(communityId: UUID, userId: UserID, signal: String, at: Date) {
             self.communityId = communityId

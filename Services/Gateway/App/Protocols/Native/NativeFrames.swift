@@ -26,7 +26,7 @@ enum NativeFrames {
     }
 
     static func subscribed(_ conversation: UUID) -> String {
-        #"{"op":"subscribed","d":{"conversation_id":"\#(conversation.uuidString.lowercased())"}}"#
+        #"{"op":"subscribed","d":{"conversation_id":"\#(conversation.lowercased)"}}"#
     }
 
     static func error(code: Int, message: String) -> String {
@@ -38,7 +38,7 @@ enum NativeFrames {
     }
 
     static func typing(conversation: UUID, user: String, kind: String) -> String {
-        #"{"conversation_id":"\#(conversation.uuidString.lowercased())","user_id":"\#(user)","kind":"\#(kind)"}"#
+        #"{"conversation_id":"\#(conversation.lowercased)","user_id":"\#(user)","kind":"\#(kind)"}"#
     }
 
     /// A client frame: `op` and the members of `d` the gateway reads (others are ignored; a

@@ -39,8 +39,8 @@ enum ConversationNamespace: Sendable, Hashable {
     /// The namespace as clients name it (lowercase id, as the REST answers print it).
     var name: String {
         switch self {
-        case .channel(let id): "/ws-channel-\(id.uuidString.lowercased())"
-        case .dm(let id): "/ws-dm-\(id.uuidString.lowercased())"
+        case .channel(let id): "/ws-channel-\(id.lowercased)"
+        case .dm(let id): "/ws-dm-\(id.lowercased)"
         case .generationAChannel(let alias, _): "/ws-channel-\(alias)"
         }
     }
