@@ -51,6 +51,35 @@ struct SessionCheckpointsTests {
         #expect(checkpoints.checkpoint("s-0")?.seq == 4)
     }
 
+    @Test("200 resumes asking at once share a few questions of the topic's ends, and each waits for what the topic held when it asked")
+    func resumesShareTheirQuestions() async throws {
+        let cluster = try TestKafka.catalogCluster(brokers: 1)
+        let producer = try TestKafka.producer(cluster)
+        for result in await producer.sendAllAndAwait(try records(sessions: 0..<2_000, seq: 1)) { _ = try result.get() }
+        let client = KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "test-gateway")
+        let checkpoints = SessionCheckpoints(client: client, fetchWaitMilliseconds: 5, retention: .seconds(600), logger: TestKafka.logger)
+        let running = Task { try await checkpoints.run() }
+        defer { running.cancel() }
+        #expect(await checkpoints.readToEnd(before: .now + .seconds(60)))
+        let before = checkpoints.endsQueriesAsked
+
+        // A burst of resumes while a later checkpoint is being written.
+        let later = try records(sessions: 0..<2_000, seq: 2)
+        async let written = producer.sendAllAndAwait(later)
+        let answers = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<200 { group.addTask { await checkpoints.readToEnd(before: .now + .seconds(60)) } }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        for result in await written { _ = try result.get() }
+        #expect(answers.count == 200 && answers.allSatisfy { $0 })
+        let asked = checkpoints.endsQueriesAsked - before
+        #expect(asked >= 1 && asked <= 10, "\(asked) questions for 200 resumes")
+
+        // Asked after the burst was written: waits for all of it.
+        #expect(await checkpoints.readToEnd(before: .now + .seconds(30)))
+        for session in [0, 1_999] { #expect(checkpoints.checkpoint("s-\(session)")?.seq == 2) }
+    }
+
     @Test("the brokers gone: false at the deadline, not before and not much after")
     func brokersGone() async throws {
         let cluster = try TestKafka.catalogCluster(brokers: 1)

@@ -21,6 +21,7 @@ final class SessionCheckpoints: Service, Sendable {
     /// Per partition, the offset after the last record applied to `table`.
     private let applied = Mutex<[Int32: Int64]>([:])
     private let consumer = Mutex<KafkaConsumer?>(nil)
+    private let endsQueries = Mutex(EndsQueries())
     private let configuration: KafkaConsumerConfiguration
     private let retention: Duration
     private let logger: Logger
@@ -40,10 +41,11 @@ final class SessionCheckpoints: Service, Sendable {
     /// `deadline`; true when it was. A resume on a gateway that just started (or whose reader
     /// lags under load) so sees the checkpoint its old gateway wrote before the client came back.
     func readToEnd(before deadline: ContinuousClock.Instant) async -> Bool {
+        let start = ContinuousClock.now
         var ends: [Int32: Int64]?
         while ContinuousClock.now < deadline {
             if ends == nil, let consumer = consumer.withLock({ $0 }), !consumer.assignment.isEmpty {
-                ends = await Self.ends(of: consumer, before: deadline)
+                ends = await self.ends(askedSince: start, of: consumer, before: deadline)
             }
             if let ends {
                 let applied = applied.withLock { $0 }
@@ -52,6 +54,43 @@ final class SessionCheckpoints: Service, Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return false
+    }
+
+    /// The questions of the topic's ends asked of the broker: the one in flight, shared by every
+    /// resume that may take its answer.
+    private struct EndsQueries {
+        var inFlight: (number: Int, asked: ContinuousClock.Instant, answer: Task<[Int32: Int64]?, Never>)?
+        /// Questions asked so far.
+        var asked = 0
+    }
+
+    /// How many times the broker was asked for the topic's ends.
+    var endsQueriesAsked: Int { endsQueries.withLock { $0.asked } }
+
+    /// The topic's ends as the broker reported them after `start`. Resumes asking together
+    /// share one question: a question asked after a resume came in answers it (the topic then
+    /// held at least what it held at the resume); one asked before may miss records written
+    /// since, so that resume waits for it to end and asks again, with every other resume that
+    /// came in meanwhile. A reconnect storm after a restart so costs a few round trips per
+    /// partition, not a round trip per partition per resume.
+    private func ends(askedSince start: ContinuousClock.Instant, of consumer: KafkaConsumer, before deadline: ContinuousClock.Instant) async
+        -> [Int32: Int64]?
+    {
+        while ContinuousClock.now < deadline {
+            let query = endsQueries.withLock { queries in
+                if let current = queries.inFlight { return current }
+                queries.asked += 1
+                let query = (number: queries.asked, asked: ContinuousClock.now, answer: Task { await Self.ends(of: consumer, before: deadline) })
+                queries.inFlight = query
+                return query
+            }
+            let answer = await query.answer.value
+            endsQueries.withLock { queries in
+                if queries.inFlight?.number == query.number { queries.inFlight = nil }
+            }
+            if query.asked >= start { return answer }
+        }
+        return nil
     }
 
     /// Each assigned partition's end (the offset after its last record, as the broker reports
