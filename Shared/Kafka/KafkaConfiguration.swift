@@ -87,6 +87,17 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var heartbeatIntervalMilliseconds: Int = 1_000
     /// Maximum time a fetch waits at the broker for data; lower favours latency on idle topics.
     public var fetchWaitMaxMilliseconds: Int = 100
+    /// After a fetch that brought records, how long the next one asks the broker to hold it for
+    /// more (up to `batchFetchMinBytes`): under load each fetch carries what arrived meanwhile, at
+    /// most this much later, instead of one fetch and one wake-up per record. After an empty
+    /// answer fetches wait as `fetchWaitMaxMilliseconds` and `fetch.min.bytes` say, so an idle
+    /// consumer polls no more often and the first record after a quiet spell is answered at once.
+    /// 0: off. Read by the suite's own fetchers (`KafkaPartitionReader`,
+    /// `consumeFetchingOnPollThread`); librdkafka's consumer ignores it.
+    public var fetchBatchWaitMilliseconds: Int = 0
+    /// The `min_bytes` of a batching fetch (`fetchBatchWaitMilliseconds`): an answer that full
+    /// goes out before the wait is over.
+    public static let batchFetchMinBytes: Int32 = 64 << 10
     /// How often stored offsets are committed in the background (also committed on rebalance and close).
     public var autoCommitIntervalMilliseconds: Int = 500
     /// Hand `.endOfPartition` events to the application when the consumer reaches the end of a

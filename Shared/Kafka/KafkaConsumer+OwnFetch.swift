@@ -39,6 +39,7 @@ extension KafkaConsumer {
             clientId: configuration.client.clientId, bootstrap: bootstrap,
             maxWaitMilliseconds: Int32(clamping: max(0, configuration.fetchWaitMaxMilliseconds)),
             minBytes: Int32(clamping: max(1, Int(configuration.properties["fetch.min.bytes"] ?? "") ?? 1)),
+            batchWaitMilliseconds: Int32(clamping: max(0, configuration.fetchBatchWaitMilliseconds)),
             resetToEarliest: configuration.autoOffsetReset == .earliest)
         let reportEnds = configuration.reportEndOfPartition
         let maxBatch = max(1, configuration.maxBatchSize)

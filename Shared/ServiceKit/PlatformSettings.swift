@@ -18,6 +18,7 @@ public struct PlatformSettings: Sendable {
     /// chat-fanout's message consumer and the gateway's delivery consumer.
     public var kafkaDeliveryFetchWaitMilliseconds: Int
     public var kafkaDeliveryFetchMinBytes: Int
+    public var kafkaDeliveryFetchBatchMilliseconds: Int
     /// The gateway's delivery consumer: `KafkaPartitionReader` (true) or librdkafka.
     public var kafkaDeliveryReaderIsNative: Bool
     /// chat-fanout's delivery producer: `KafkaRecordWriter` (true) or librdkafka.
@@ -40,6 +41,7 @@ public struct PlatformSettings: Sendable {
         kafkaFetchWaitMilliseconds = try settings.kafkaFetchWaitMilliseconds
         kafkaDeliveryFetchWaitMilliseconds = try settings.kafkaDeliveryFetchWaitMilliseconds
         kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
+        kafkaDeliveryFetchBatchMilliseconds = try settings.kafkaDeliveryFetchBatchMilliseconds
         kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
         kafkaDeliveryWriterIsNative = try settings.kafkaDeliveryWriterIsNative
         kafkaFanoutReaderIsNative = try settings.kafkaFanoutReaderIsNative

@@ -26,6 +26,7 @@ public struct ServiceSettings: Sendable {
         "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 100,
         "kafka.delivery-fetch-min-bytes": 1,
+        "kafka.delivery-fetch-batch-ms": 0,
         "kafka.delivery-reader": "native",
         "kafka.delivery-writer": "native",
         "kafka.fanout-reader": "native",
@@ -151,6 +152,19 @@ public struct ServiceSettings: Sendable {
         get throws {
             let value = try int("kafka.delivery-fetch-min-bytes")
             guard value >= 1 else { throw StartupError("kafka.delivery-fetch-min-bytes must be at least 1, not \(value)") }
+            return value
+        }
+    }
+    /// The real-time path's two consumers under load: after a fetch that brought records, the next
+    /// one waits up to this many milliseconds for more (`KafkaConsumerConfiguration.fetchBatchWaitMilliseconds`),
+    /// so a busy consumer fetches and wakes up once per batch, not once per record; an idle one
+    /// polls as before. 0 (default): off. At most 1 000.
+    public var kafkaDeliveryFetchBatchMilliseconds: Int {
+        get throws {
+            let value = try int("kafka.delivery-fetch-batch-ms")
+            guard (0...1_000).contains(value) else {
+                throw StartupError("kafka.delivery-fetch-batch-ms must be between 0 and 1000, not \(value)")
+            }
             return value
         }
     }

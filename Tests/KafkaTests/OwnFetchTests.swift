@@ -94,6 +94,29 @@ struct OwnFetchTests {
     }
 
     @Test(
+        "fetches that batch under load (fetchBatchWaitMilliseconds): 200 records trickled in one by one are handled once and in order, in far fewer batches than records"
+    )
+    func batchesUnderLoad() async throws {
+        let (cluster, topic) = try clusterWithTopic("own-fetch-batch", brokers: 1, engine: .swift, partitions: 1)
+        let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic]) { $0.fetchBatchWaitMilliseconds = 100 }
+        let handled = Handled()
+        let running = run(consumer, into: handled)
+        let producer = try TestKafka.producer(cluster) { $0.compression = "none" }
+        for i in 0..<200 {
+            try await producer.send(KafkaProducerMessage(topic: topic, key: "k\(i)", value: Array("v\(i)".utf8), partition: 0))
+            try await producer.flush()
+            // The member fetching before the trickle starts (the first record is handled alone).
+            if i == 0 { try await waitFor("the first record") { handled.count >= 1 } }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        try await waitFor("200 records") { handled.count >= 200 }
+        expectEachOffsetOnce(handled, partitions: 1, count: 200)
+        let batches = handled.batchSizes.withLock { $0.count }
+        #expect(batches <= 40, "\(batches) batches for 200 records ~3 ms apart with a 100 ms batch wait")
+        await stop(running, consumer)
+    }
+
+    @Test(
         "lz4 batches are fetched and decoded by the poll thread: nothing handed to librdkafka, nothing lost or twice", arguments: EmbeddedKafkaEngine.allCases)
     func lz4Batches(engine: EmbeddedKafkaEngine) async throws {
         let (cluster, topic) = try clusterWithTopic("own-fetch-lz4", brokers: 3, engine: engine, partitions: 2)

@@ -19,10 +19,13 @@ struct PartitionReaderTests {
     final class Received: Sendable {
         let messages = Mutex<[KafkaConsumerMessage]>([])
         let onLoop = Atomic<Bool>(true)
+        /// Handler calls: one per fetch that brought records.
+        let batches = Atomic<Int>(0)
 
         func handler(_ loop: any EventLoop) -> @Sendable ([KafkaConsumerMessage]) -> Void {
             { batch in
                 if !loop.inEventLoop { self.onLoop.store(false, ordering: .relaxed) }
+                self.batches.add(1, ordering: .relaxed)
                 self.messages.withLock { $0.append(contentsOf: batch) }
             }
         }
@@ -70,6 +73,34 @@ struct PartitionReaderTests {
 
     private func send(_ producer: KafkaProducer, _ messages: [KafkaProducerMessage]) async throws {
         for result in await producer.sendAllAndAwait(messages) { _ = try result.get() }
+    }
+
+    @Test(
+        "fetches that batch under load (kafka.delivery-fetch-batch-ms): 200 records trickled in one by one arrive once and in order, in far fewer fetches than records; without it, about one fetch per record"
+    )
+    func batchesUnderLoad() async throws {
+        var batchesSeen: [Int: Int] = [:]
+        for batchWait in [0, 100] {
+            let (cluster, topic, producer) = try freshTopic(brokers: 1, engine: .swift, partitions: 1)
+            var configuration = readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning)
+            configuration.fetchBatchWaitMilliseconds = batchWait
+            let running = try Running(configuration)
+            defer { running.task.cancel() }
+            for i in 0..<200 {
+                try await send(producer, records(topic, partition: 0, i..<(i + 1), tag: "trickle"))
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            try await withTimeout(.seconds(30), "200 records") {
+                while running.received.count < 200 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(running.received.messages.withLock { $0.map(\.offset) } == Array(0..<200), "batch wait \(batchWait): each record once, in order")
+            batchesSeen[batchWait] = running.received.batches.load(ordering: .relaxed)
+        }
+        let unbatched = batchesSeen[0] ?? 0
+        let batched = batchesSeen[100] ?? 0
+        // Records come ~3 ms apart; a fetch held 100 ms carries dozens of them.
+        #expect(batched <= 40, "\(batched) fetches with records with a 100 ms batch wait (\(unbatched) without)")
+        #expect(batched * 3 <= unbatched, "\(batched) fetches with records with a 100 ms batch wait, \(unbatched) without")
     }
 
     @Test("from the end: only what is produced after it started, in order, with keys, values, headers and timestamps", arguments: EmbeddedKafkaEngine.allCases)

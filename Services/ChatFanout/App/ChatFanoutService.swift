@@ -33,7 +33,8 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     platform.addService(interest)
     let consumerConfiguration = FanoutConsumer.configuration(
         client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
-        fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes, batchSize: batchSize)
+        fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes,
+        fetchBatchMilliseconds: platform.platformSettings.kafkaDeliveryFetchBatchMilliseconds, batchSize: batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     // Deliveries on a producer of their own, which the consumer's poll thread blocks on until
     // every record of a poll is acknowledged. On a plaintext cluster the suite's own writer

@@ -51,9 +51,9 @@ final class FanoutConsumer: Service, Sendable {
     }
 
     /// The group consumer's configuration for this replica.
-    static func configuration(client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, batchSize: Int)
-        -> KafkaConsumerConfiguration
-    {
+    static func configuration(
+        client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, fetchBatchMilliseconds: Int = 0, batchSize: Int
+    ) -> KafkaConsumerConfiguration {
         var config = KafkaConsumerConfiguration(
             client: client,
             mode: .group(
@@ -61,6 +61,7 @@ final class FanoutConsumer: Service, Sendable {
         config.client.clientId = "\(client.clientId)-\(group)"
         config.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         config.properties["fetch.min.bytes"] = String(fetchMinBytes)
+        config.fetchBatchWaitMilliseconds = fetchBatchMilliseconds
         config.maxBatchSize = batchSize
         return config
     }

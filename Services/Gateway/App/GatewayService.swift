@@ -204,11 +204,12 @@ private func realtime(
     platform.addGatedService { MembershipWatcher(hub: hub, client: client, fetchWaitMilliseconds: fetchWait, logger: logger) }
     let deliveryFetchWait = platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds
     let deliveryFetchMinBytes = platform.platformSettings.kafkaDeliveryFetchMinBytes
+    let deliveryFetchBatch = platform.platformSettings.kafkaDeliveryFetchBatchMilliseconds
     let nativeDeliveryReader = platform.platformSettings.kafkaDeliveryReaderIsNative
     platform.addGatedService {
         DeliveryConsumer(
-            hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes, nativeReader: nativeDeliveryReader,
-            logger: logger)
+            hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes,
+            fetchBatchMilliseconds: deliveryFetchBatch, nativeReader: nativeDeliveryReader, logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)

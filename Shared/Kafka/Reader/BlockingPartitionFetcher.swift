@@ -27,6 +27,9 @@ final class BlockingPartitionFetcher {
         /// How long the broker may hold a fetch for `minBytes` to arrive.
         var maxWaitMilliseconds: Int32
         var minBytes: Int32
+        /// After an answer with records, the next fetch to that leader waits this long for more
+        /// (`KafkaConsumerConfiguration.fetchBatchWaitMilliseconds`); 0: never.
+        var batchWaitMilliseconds: Int32 = 0
         /// Where a partition without a committed offset starts.
         var resetToEarliest: Bool
     }
@@ -84,6 +87,8 @@ final class BlockingPartitionFetcher {
     private var controlConnections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
     /// Per leader with a fetch out: the slots and offsets it asked for, and when the answer is overdue.
     private var inFlight: [KafkaBrokerAddress: (slots: [Int], offsets: [Int64], deadline: ContinuousClock.Instant)] = [:]
+    /// Leaders whose last answer brought records: their next fetch waits `batchWaitMilliseconds`.
+    private var batching: Set<KafkaBrokerAddress> = []
     private var retryAt: ContinuousClock.Instant?
     private var backoff: Duration = .milliseconds(100)
 
@@ -271,8 +276,15 @@ final class BlockingPartitionFetcher {
         let plans = self.plans ?? makePlans()
         self.plans = plans
         for (leader, plan) in plans where inFlight[leader] == nil {
-            let deadline = ContinuousClock.now + .milliseconds(Int(settings.maxWaitMilliseconds)) + Self.answerGrace
+            let batch = settings.batchWaitMilliseconds > 0 && batching.contains(leader)
+            let wait = batch ? settings.batchWaitMilliseconds : settings.maxWaitMilliseconds
+            let deadline = ContinuousClock.now + .milliseconds(Int(wait)) + Self.answerGrace
             var body = plan.body
+            if batch {
+                body.setInteger(wait, at: KafkaClientMessages.fetchMaxWaitAt, endianness: .big)
+                body.setInteger(
+                    max(settings.minBytes, KafkaConsumerConfiguration.batchFetchMinBytes), at: KafkaClientMessages.fetchMinBytesAt, endianness: .big)
+            }
             var offsets: [Int64] = []
             offsets.reserveCapacity(plan.slots.count)
             for (slot, at) in zip(plan.slots, plan.offsetAt) {
@@ -304,6 +316,7 @@ final class BlockingPartitionFetcher {
             return failed(leader, error)
         }
         inFlight[leader] = nil
+        batching.remove(leader)
         var trouble: (TopicPartition, any Error)?
         if answer.count < request.slots.count {
             // A partition asked for and not answered: ask for its leader again.
@@ -339,6 +352,7 @@ final class BlockingPartitionFetcher {
             do {
                 let decoded = try FetchedRecords(records, topic: partition.topic, partition: partition.partition, from: offset)
                 step.records.append(contentsOf: decoded.messages)
+                if !decoded.messages.isEmpty { batching.insert(leader) }
                 let next = decoded.unreadableAt ?? decoded.nextOffset
                 slots[slot].position = next
                 step.answered.append((partition, fetched.highWatermark, next))

@@ -133,6 +133,11 @@ enum KafkaClientMessages {
         fetchRequestAndOffsetPositions(partitions, maxWaitMilliseconds: maxWaitMilliseconds, minBytes: minBytes, maxBytes: maxBytes).body
     }
 
+    /// Where a fetch request's wait and `min_bytes` sit in its body (after the replica id), for a
+    /// caller that patches them per send.
+    static let fetchMaxWaitAt = 4
+    static let fetchMinBytesAt = 8
+
     /// `fetchRequest`, and where each partition's offset sits in the body (in the order given), for
     /// a caller that sends the same request again from other offsets. Partitions are sent grouped by
     /// topic, in the order each topic first appears.

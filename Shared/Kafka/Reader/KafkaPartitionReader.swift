@@ -209,9 +209,11 @@ private final class FetchLoop: Sendable {
     let lag: Gauge
     let handler: @Sendable ([KafkaConsumerMessage]) -> Void
     let end: EventLoopPromise<KafkaPartitionReader.SessionEnd>
-    private let state: NIOLoopBoundBox<(offset: Int64, maxBytes: Int32, progressed: Bool)>
+    /// `batching`: the last answer brought records, so the next fetch waits `batchWait` for more.
+    private let state: NIOLoopBoundBox<(offset: Int64, maxBytes: Int32, progressed: Bool, batching: Bool)>
     private let maxWait: Int32
     private let minBytes: Int32
+    private let batchWait: Int32
 
     init(
         connection: KafkaClientConnection, topic: String, partition: Int32, offset: Int64, configuration: KafkaConsumerConfiguration,
@@ -226,24 +228,28 @@ private final class FetchLoop: Sendable {
         self.lag = lag
         self.handler = handler
         self.end = end
-        self.state = .makeBoxSendingValue((offset, 1 << 20, false), eventLoop: connection.eventLoop)
+        self.state = .makeBoxSendingValue((offset, 1 << 20, false, false), eventLoop: connection.eventLoop)
         self.maxWait = Int32(clamping: configuration.fetchWaitMaxMilliseconds)
         self.minBytes = Int32(clamping: Int(configuration.properties["fetch.min.bytes"] ?? "") ?? 1)
+        self.batchWait = Int32(clamping: max(0, configuration.fetchBatchWaitMilliseconds))
     }
 
     /// On the loop.
     func fetch() {
-        let (offset, maxBytes, _) = state.value
+        let (offset, maxBytes, _, batching) = state.value
+        let batch = batching && batchWait > 0
+        let wait = batch ? batchWait : maxWait
         let body = KafkaClientMessages.fetchRequest(
-            topic: topic, partition: partition, offset: offset, maxWaitMilliseconds: maxWait, minBytes: minBytes, maxBytes: maxBytes)
+            topic: topic, partition: partition, offset: offset, maxWaitMilliseconds: wait,
+            minBytes: batch ? max(minBytes, KafkaConsumerConfiguration.batchFetchMinBytes) : minBytes, maxBytes: maxBytes)
         // The broker holds a fetch up to its wait; past that and 30 s more it went silent.
-        connection.send(.fetch, version: KafkaClientMessages.fetchVersion, body: body, timeout: .milliseconds(Int64(maxWait) + 30_000))
+        connection.send(.fetch, version: KafkaClientMessages.fetchVersion, body: body, timeout: .milliseconds(Int64(wait) + 30_000))
             .assumeIsolated()
             .whenComplete { self.answered($0) }
     }
 
     private func finish(_ reason: KafkaPartitionReader.SessionEnd.Reason) {
-        let (offset, _, progressed) = state.value
+        let (offset, _, progressed, _) = state.value
         end.succeed(.init(reason: reason, offset: offset, progressed: progressed))
     }
 
@@ -255,6 +261,7 @@ private final class FetchLoop: Sendable {
             let records = try FetchedRecords(fetched.records ?? ByteBuffer(), topic: topic, partition: partition, from: state.value.offset)
             if !records.messages.isEmpty { handler(records.messages) }
             state.value.offset = records.nextOffset
+            state.value.batching = !records.messages.isEmpty
             lag.record(max(0, fetched.highWatermark - records.nextOffset))
             if records.nextOffset >= fetched.highWatermark {
                 catchUp.processed(.endOfPartition(TopicPartition(topic: topic, partition: partition), offset: records.nextOffset))

@@ -36,7 +36,8 @@ final class DeliveryConsumer: Service, Sendable {
     let readsWithLibrdkafka = Atomic<Bool>(false)
 
     init(
-        hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, nativeReader: Bool = true,
+        hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, fetchBatchMilliseconds: Int = 0,
+        nativeReader: Bool = true,
         logger: Logger
     ) {
         self.hub = hub
@@ -50,6 +51,7 @@ final class DeliveryConsumer: Service, Sendable {
         configuration.client.clientId = "\(client.clientId)-delivery"
         configuration.fetchWaitMaxMilliseconds = fetchWaitMilliseconds
         configuration.properties["fetch.min.bytes"] = String(fetchMinBytes)
+        configuration.fetchBatchWaitMilliseconds = fetchBatchMilliseconds
         configuration.announceForReadiness()  // the consumer is created when the service runs
         self.configuration = configuration
     }
