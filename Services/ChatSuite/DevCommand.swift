@@ -118,9 +118,6 @@ struct DevCommand: AsyncParsableCommand {
             // bounds latency. Elsewhere the wait only bounds idle polling: the default stays.
             if env["KAFKA_FETCH_WAIT_MS"] == nil, cluster?.engine == .mock { env["KAFKA_FETCH_WAIT_MS"] = "5" }
             if env["KAFKA_COMPRESSION"] == nil { env["KAFKA_COMPRESSION"] = "none" }
-            // Under load the real-time path's fetches gather what arrives within 1 ms: chat-fanout
-            // −30 % at 1 000 msgs/s, p50 within the target, idle polling unchanged (docs/benchmarks.md, part 24).
-            if env["KAFKA_DELIVERY_FETCH_BATCH_MS"] == nil { env["KAFKA_DELIVERY_FETCH_BATCH_MS"] = "1" }
             env["LOG_LEVEL"] = logLevel
             env["INSTANCE_ID"] = "\(service.name)-dev"
             // Every event's `dataschema` names this suite's gateway (GET /v1/schemas/<type>.json).

@@ -87,12 +87,13 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var heartbeatIntervalMilliseconds: Int = 1_000
     /// Maximum time a fetch waits at the broker for data; lower favours latency on idle topics.
     public var fetchWaitMaxMilliseconds: Int = 100
-    /// After a fetch that brought records, how long the next one asks the broker to hold it for
-    /// more (up to `batchFetchMinBytes`): under load each fetch carries what arrived meanwhile, at
-    /// most this much later, instead of one fetch and one wake-up per record. After an empty
-    /// answer fetches wait as `fetchWaitMaxMilliseconds` and `fetch.min.bytes` say, so an idle
-    /// consumer polls no more often and the first record after a quiet spell is answered at once.
-    /// 0: off. Read by the suite's own fetchers (`KafkaPartitionReader`,
+    /// Under load, how long the next fetch asks the broker to hold it for more (up to
+    /// `batchFetchMinBytes`): each fetch then carries what arrived meanwhile, at most this much
+    /// later, instead of one fetch and one wake-up per record. Under load: the last answer brought
+    /// records and was itself such a fetch or came within this wait. Otherwise fetches wait as
+    /// `fetchWaitMaxMilliseconds` and `fetch.min.bytes` say, so an idle consumer polls no more
+    /// often, records further apart cost no extra empty fetch each, and the first record after a
+    /// quiet spell is answered at once. 0: off. Read by the suite's own fetchers (`KafkaPartitionReader`,
     /// `consumeFetchingOnPollThread`); librdkafka's consumer ignores it.
     public var fetchBatchWaitMilliseconds: Int = 0
     /// The `min_bytes` of a batching fetch (`fetchBatchWaitMilliseconds`): an answer that full

@@ -86,8 +86,14 @@ final class BlockingPartitionFetcher {
     private var fetchConnections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
     private var controlConnections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
     /// Per leader with a fetch out: the slots and offsets it asked for, and when the answer is overdue.
-    private var inFlight: [KafkaBrokerAddress: (slots: [Int], offsets: [Int64], deadline: ContinuousClock.Instant)] = [:]
-    /// Leaders whose last answer brought records: their next fetch waits `batchWaitMilliseconds`.
+    /// `sent` and `batch` (a fetch waiting `batchWaitMilliseconds` for more) decide whether the
+    /// leader's next fetch batches.
+    private var inFlight:
+        [KafkaBrokerAddress: (slots: [Int], offsets: [Int64], deadline: ContinuousClock.Instant, sent: ContinuousClock.Instant, batch: Bool)] = [:]
+    /// Leaders under load: their last answer brought records, and it was a batching fetch or came
+    /// within `batchWaitMilliseconds` (records arrive at least that often). Their next fetch waits
+    /// `batchWaitMilliseconds` for more; a leader whose records come further apart is fetched as
+    /// before, with no extra empty fetch after each record.
     private var batching: Set<KafkaBrokerAddress> = []
     private var retryAt: ContinuousClock.Instant?
     private var backoff: Duration = .milliseconds(100)
@@ -295,7 +301,7 @@ final class BlockingPartitionFetcher {
             do {
                 let connection = try fetchConnection(leader, until: deadline)
                 try connection.send(.fetch, version: KafkaClientMessages.fetchVersion, body: body, until: deadline)
-                inFlight[leader] = (plan.slots, offsets, deadline)
+                inFlight[leader] = (plan.slots, offsets, deadline, .now, batch)
             } catch {
                 failed(leader, error)
             }
@@ -317,6 +323,7 @@ final class BlockingPartitionFetcher {
         }
         inFlight[leader] = nil
         batching.remove(leader)
+        let underLoad = request.batch || ContinuousClock.now - request.sent <= .milliseconds(Int(settings.batchWaitMilliseconds))
         var trouble: (TopicPartition, any Error)?
         if answer.count < request.slots.count {
             // A partition asked for and not answered: ask for its leader again.
@@ -352,7 +359,7 @@ final class BlockingPartitionFetcher {
             do {
                 let decoded = try FetchedRecords(records, topic: partition.topic, partition: partition.partition, from: offset)
                 step.records.append(contentsOf: decoded.messages)
-                if !decoded.messages.isEmpty { batching.insert(leader) }
+                if underLoad, !decoded.messages.isEmpty { batching.insert(leader) }
                 let next = decoded.unreadableAt ?? decoded.nextOffset
                 slots[slot].position = next
                 step.answered.append((partition, fetched.highWatermark, next))

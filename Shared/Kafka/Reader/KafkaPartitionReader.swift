@@ -209,8 +209,10 @@ private final class FetchLoop: Sendable {
     let lag: Gauge
     let handler: @Sendable ([KafkaConsumerMessage]) -> Void
     let end: EventLoopPromise<KafkaPartitionReader.SessionEnd>
-    /// `batching`: the last answer brought records, so the next fetch waits `batchWait` for more.
-    private let state: NIOLoopBoundBox<(offset: Int64, maxBytes: Int32, progressed: Bool, batching: Bool)>
+    /// `batching`: under load (the last answer brought records, and it was a batching fetch or came
+    /// within `batchWait`), so the next fetch waits `batchWait` for more; records further apart
+    /// are fetched as before, with no extra empty fetch after each. `sent`: when the fetch out went.
+    private let state: NIOLoopBoundBox<(offset: Int64, maxBytes: Int32, progressed: Bool, batching: Bool, sent: NIODeadline)>
     private let maxWait: Int32
     private let minBytes: Int32
     private let batchWait: Int32
@@ -228,7 +230,7 @@ private final class FetchLoop: Sendable {
         self.lag = lag
         self.handler = handler
         self.end = end
-        self.state = .makeBoxSendingValue((offset, 1 << 20, false, false), eventLoop: connection.eventLoop)
+        self.state = .makeBoxSendingValue((offset, 1 << 20, false, false, .now()), eventLoop: connection.eventLoop)
         self.maxWait = Int32(clamping: configuration.fetchWaitMaxMilliseconds)
         self.minBytes = Int32(clamping: Int(configuration.properties["fetch.min.bytes"] ?? "") ?? 1)
         self.batchWait = Int32(clamping: max(0, configuration.fetchBatchWaitMilliseconds))
@@ -236,8 +238,9 @@ private final class FetchLoop: Sendable {
 
     /// On the loop.
     func fetch() {
-        let (offset, maxBytes, _, batching) = state.value
+        let (offset, maxBytes, _, batching, _) = state.value
         let batch = batching && batchWait > 0
+        state.value.sent = .now()
         let wait = batch ? batchWait : maxWait
         let body = KafkaClientMessages.fetchRequest(
             topic: topic, partition: partition, offset: offset, maxWaitMilliseconds: wait,
@@ -249,7 +252,7 @@ private final class FetchLoop: Sendable {
     }
 
     private func finish(_ reason: KafkaPartitionReader.SessionEnd.Reason) {
-        let (offset, _, progressed, _) = state.value
+        let (offset, _, progressed, _, _) = state.value
         end.succeed(.init(reason: reason, offset: offset, progressed: progressed))
     }
 
@@ -261,7 +264,8 @@ private final class FetchLoop: Sendable {
             let records = try FetchedRecords(fetched.records ?? ByteBuffer(), topic: topic, partition: partition, from: state.value.offset)
             if !records.messages.isEmpty { handler(records.messages) }
             state.value.offset = records.nextOffset
-            state.value.batching = !records.messages.isEmpty
+            let underLoad = state.value.batching || .now() - state.value.sent <= .milliseconds(Int64(batchWait))
+            state.value.batching = underLoad && !records.messages.isEmpty
             lag.record(max(0, fetched.highWatermark - records.nextOffset))
             if records.nextOffset >= fetched.highWatermark {
                 catchUp.processed(.endOfPartition(TopicPartition(topic: topic, partition: partition), offset: records.nextOffset))
