@@ -257,7 +257,7 @@ var targets: [Target] = [
         name: "GatewayTests",
         dependencies: [
             "SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
-            hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration,
+            hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration, lifecycle,
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ],

@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import ServiceCatalog
 import ServiceKit
+import ServiceLifecycle
 import SuiteTesting
 import TestSupport
 import Testing
@@ -47,7 +48,17 @@ struct TracingTests {
         setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:\(collectorPort)", 1)
         setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", 1)
         setenv("OTEL_BSP_SCHEDULE_DELAY", "100", 1)
-        try Observability.bootstrap(service: "chatsuite-test", logFormat: .text)
+        // The test runs the exporter itself: handed to the process's first platform, it would stop
+        // with whichever test (running in parallel) made that platform.
+        let exporters = try Observability.bootstrap(service: "chatsuite-test", logFormat: .text, runsExportersItself: true)
+        try #require(!exporters.isEmpty, "the OTLP exporters (this is the process's only tracing bootstrap)")
+        let exporting = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for exporter in exporters { group.addTask { try await exporter.run() } }
+                try await group.waitForAll()
+            }
+        }
+        defer { exporting.cancel() }
 
         try await Stack.run(services: [.auth, .workspace, .chat, Self.fanout]) { s in
             let a = try await s.user("추적")

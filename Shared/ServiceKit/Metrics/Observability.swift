@@ -51,16 +51,24 @@ public enum Observability {
 
     /// Bootstraps metrics (Prometheus, plus OTLP when asked), tracing (OTLP when asked) and
     /// logging in `format` (plus OTLP when asked), once per process: later calls change nothing.
-    /// - Parameter service: the OpenTelemetry service name unless `OTEL_SERVICE_NAME` sets one.
+    /// - Parameters:
+    ///   - service: the OpenTelemetry service name unless `OTEL_SERVICE_NAME` sets one.
+    ///   - runsExportersItself: the exporters are returned to the caller, which runs them, instead
+    ///     of going to the process's first `ServicePlatform` (a test process, where many platforms
+    ///     come and go, would otherwise stop exporting when that platform's test ends).
+    /// - Returns: the exporters when `runsExportersItself` and this call bootstrapped, else none.
     /// The `OTEL_*` variables are read from the process environment (swift-otel reads them there).
-    public static func bootstrap(service: String = "chatsuite", logFormat: LogFormat = .text) throws {
+    @discardableResult
+    public static func bootstrap(service: String = "chatsuite", logFormat: LogFormat = .text, runsExportersItself: Bool = false) throws
+        -> [any Service]
+    {
         let first = state.withLock { state in
             defer { state.logging = true }
             return !state.logging
         }
-        guard first else { return }
+        guard first else { return [] }
         let otel = try OpenTelemetry.make(service: service, environment: ProcessInfo.processInfo.environment)
-        state.withLock { $0.services = otel.services }
+        if !runsExportersItself { state.withLock { $0.services = otel.services } }
         let metricsFirst = state.withLock { state in
             defer { state.metrics = true }
             return !state.metrics
@@ -83,6 +91,7 @@ public enum Observability {
                 guard let exported else { return local }
                 return MultiplexLogHandler([local, exported(label)])
             }, metadataProvider: otel.traceMetadata)
+        return runsExportersItself ? otel.services : []
     }
 
     /// The service's root logger: carries `service` metadata and the configured level.
