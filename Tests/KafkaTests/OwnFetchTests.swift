@@ -111,9 +111,53 @@ struct OwnFetchTests {
         }
         try await waitFor("200 records") { handled.count >= 200 }
         expectEachOffsetOnce(handled, partitions: 1, count: 200)
-        let batches = handled.batchSizes.withLock { $0.count }
+        let batches = handled.batchSizes.withLock { $0.count { $0 > 0 } }
         #expect(batches <= 40, "\(batches) batches for 200 records ~3 ms apart with a 100 ms batch wait")
         await stop(running, consumer)
+    }
+
+    @Test(
+        "the handler gets an empty batch on each quiet turn and once when the loop ends: work it left pending (offsets stored a batch late) is finished, and the next member starts after it"
+    )
+    func quietTurns() async throws {
+        let (cluster, topic) = try clusterWithTopic("own-fetch-quiet", brokers: 1, engine: .swift, partitions: 2)
+        try await produce(cluster, topic, 0..<20, partitions: 2)
+        let group = "g-\(topic)"
+        let consumer = try TestKafka.groupConsumer(cluster, group: group, topics: [topic]) { $0.fetchWaitMaxMilliseconds = 20 }
+        // As chat-fanout with a pipelined writer: a batch's offsets are stored by the next call.
+        let deferred = Mutex<[KafkaConsumerMessage]>([])
+        let calls = Mutex<(records: Int, emptyAfterAll: Int, stoppingCalls: Int)>((0, 0, 0))
+        let running = Task {
+            try await consumer.consumeFetchingOnPollThread { batch, stopping in
+                for message in deferred.withLock({ $0 }) { try consumer.storeOffset(message) }
+                var messages: [KafkaConsumerMessage] = []
+                for case .message(let message) in batch { messages.append(message) }
+                deferred.withLock { $0 = messages }
+                calls.withLock {
+                    $0.records += messages.count
+                    if batch.isEmpty, $0.records >= 20 { $0.emptyAfterAll += 1 }
+                    if stopping() { $0.stoppingCalls += 1 }
+                }
+            }
+        }
+        try await waitFor("20 records, then quiet turns") { calls.withLock { $0.records >= 20 && $0.emptyAfterAll >= 3 } }
+        #expect(deferred.withLock { $0.isEmpty }, "a quiet turn found nothing new: the last batch's offsets are stored")
+        try await produce(cluster, topic, 20..<22, partitions: 2)
+        try await waitFor("two more") { calls.withLock { $0.records >= 22 } }
+        running.cancel()
+        _ = await running.result
+        #expect(calls.withLock { $0.stoppingCalls } >= 1, "a last call once the loop ended")
+        await consumer.close()
+        #expect(calls.withLock { $0.records } == 22)
+
+        try await produce(cluster, topic, 22..<24, partitions: 2)
+        let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic], clientId: "next")
+        let afterCommit = Handled()
+        let nextRunning = run(next, into: afterCommit)
+        try await waitFor("the two new records") { afterCommit.count >= 2 }
+        try await Task.sleep(for: .milliseconds(300))  // nothing older follows
+        #expect(afterCommit.distinct == ["v22", "v23"], "every batch of the first member was committed, the last one by its final call")
+        await stop(nextRunning, next)
     }
 
     @Test(

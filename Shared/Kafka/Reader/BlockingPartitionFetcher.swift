@@ -137,6 +137,8 @@ final class BlockingPartitionFetcher {
         plans = nil
         for address in inFlight.keys { fetchConnections.removeValue(forKey: address)?.close() }
         inFlight.removeAll()
+        // A new assignment starts from unbatched fetches: the load seen before was another set's.
+        batching.removeAll()
     }
 
     /// Records behind the end per topic (the high watermarks of the last answers minus the positions).
