@@ -63,6 +63,22 @@ struct OwnFetchTests {
         try await producer.flush()
     }
 
+    /// Produces `range` and expects the group's next member to handle exactly those records:
+    /// everything before was committed.
+    private func expectNextMemberHandlesOnly(
+        _ range: Range<Int>, _ cluster: EmbeddedKafkaCluster, _ topic: String, partitions: Int32, group: String
+    ) async throws {
+        try await produce(cluster, topic, range, partitions: partitions)
+        let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic], clientId: "next")
+        let afterCommit = Handled()
+        let nextRunning = run(next, into: afterCommit)
+        try await waitFor("the \(range.count) new records") { afterCommit.count >= range.count }
+        try await Task.sleep(for: .milliseconds(300))  // nothing older follows
+        #expect(afterCommit.distinct == Set(range.map { "v\($0)" }))
+        #expect(afterCommit.count == range.count)
+        await stop(nextRunning, next)
+    }
+
     @Test(
         "every record once and in order per partition, from partitions on different leaders; caught up at the end; what was stored is committed: the group's next member starts after it",
         arguments: EmbeddedKafkaEngine.allCases)
@@ -82,15 +98,7 @@ struct OwnFetchTests {
         #expect(handled.batchSizes.withLock { $0.allSatisfy { $0 <= 40 } }, "no batch over maxBatchSize")
         await stop(running, consumer)
 
-        try await produce(cluster, topic, 330..<336, partitions: 3)
-        let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic], clientId: "next")
-        let afterCommit = Handled()
-        let nextRunning = run(next, into: afterCommit)
-        try await waitFor("the six new records") { afterCommit.count >= 6 }
-        try await Task.sleep(for: .milliseconds(300))  // nothing older follows
-        #expect(afterCommit.distinct == Set((330..<336).map { "v\($0)" }))
-        #expect(afterCommit.count == 6)
-        await stop(nextRunning, next)
+        try await expectNextMemberHandlesOnly(330..<336, cluster, topic, partitions: 3, group: group)
     }
 
     @Test(
@@ -150,14 +158,8 @@ struct OwnFetchTests {
         await consumer.close()
         #expect(calls.withLock { $0.records } == 22)
 
-        try await produce(cluster, topic, 22..<24, partitions: 2)
-        let next = try TestKafka.groupConsumer(cluster, group: group, topics: [topic], clientId: "next")
-        let afterCommit = Handled()
-        let nextRunning = run(next, into: afterCommit)
-        try await waitFor("the two new records") { afterCommit.count >= 2 }
-        try await Task.sleep(for: .milliseconds(300))  // nothing older follows
-        #expect(afterCommit.distinct == ["v22", "v23"], "every batch of the first member was committed, the last one by its final call")
-        await stop(nextRunning, next)
+        // Every batch of the first member was committed, the last one by its final call.
+        try await expectNextMemberHandlesOnly(22..<24, cluster, topic, partitions: 2, group: group)
     }
 
     @Test(
