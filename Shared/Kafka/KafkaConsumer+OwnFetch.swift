@@ -29,10 +29,6 @@ extension KafkaConsumer {
     /// loop carries on as `consumeOnPollThread` for good, never handing out a record below a
     /// partition's last one (`HandedOverFloors`). A configuration `canFetchItself` refuses is
     /// consumed by `consumeOnPollThread`.
-    ///
-    /// `handler` also gets an empty batch after each turn that brought no records, and once when
-    /// the loop ends, so work it left pending (deliveries whose acknowledgements it has not read
-    /// yet) is finished while the partitions are quiet.
     public func consumeFetchingOnPollThread(
         _ handler: @escaping @Sendable (_ batch: [KafkaConsumerEvent], _ stopping: () -> Bool) throws -> Void
     ) async throws {
@@ -52,7 +48,6 @@ extension KafkaConsumer {
             let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger) { !running() }
             var generation = -1
             var handedOver: HandedOverFloors?
-            defer { try? handler([], stopping) }
             while running() {
                 try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
                 let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
@@ -67,7 +62,6 @@ extension KafkaConsumer {
                 for answered in step.answered where withoutEnd.contains(answered.partition) {
                     if catchUp.observed(low: -1, high: answered.highWatermark, for: answered.partition) { self.logCaughtUp() }
                 }
-                if step.records.isEmpty { try handler([], stopping) }
                 var start = 0
                 while start < step.records.count {
                     let chunk = step.records[start..<min(start + maxBatch, step.records.count)].map(KafkaConsumerEvent.message)
@@ -89,7 +83,6 @@ extension KafkaConsumer {
             // Handed over (or stopping: then this ends at once).
             guard var floors = handedOver else { return }
             while running() {
-                var quiet = true
                 try self.pollAndHandle(handler, stopping) { polled in
                     let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
                     if rebalances != generation, !floors.isEmpty {
@@ -98,7 +91,6 @@ extension KafkaConsumer {
                     generation = rebalances
                     let (kept, rewound) = floors.filter(polled)
                     polled = kept
-                    quiet = !kept.contains { if case .message = $0 { true } else { false } }
                     if !rewound.isEmpty {
                         self.logger.info(
                             "Kafka consumer: librdkafka went back after the hand-over; records handed out already dropped",
@@ -106,7 +98,6 @@ extension KafkaConsumer {
                         try self.seek(rewound)
                     }
                 }
-                if quiet { try handler([], stopping) }
             }
         }
     }

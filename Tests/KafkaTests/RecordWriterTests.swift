@@ -98,65 +98,6 @@ struct RecordWriterTests {
         #expect(read.map(\.value) == messages.prefix(10).map(\.value), "in order, across batches")
     }
 
-    /// `body(writer)` on a thread of its own (`begin` and `outcomes(of:)` may block their caller).
-    private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
-        }
-    }
-
-    @Test(
-        "begin sends without reading the answers: outcomes(of:) reads them, a later call reads them first and keeps them, each ticket's outcomes once and in order",
-        arguments: EmbeddedKafkaEngine.allCases)
-    func pipelinedSends(engine: EmbeddedKafkaEngine) async throws {
-        let (cluster, topic) = try clusterWithTopic("writer", brokers: 3, engine: engine, partitions: 3)
-        let writer = try writer(cluster)
-        let first = (0..<9).map { record(topic, Int32($0 % 3), $0) }
-        let second = (9..<12).map { record(topic, Int32($0 % 3), $0) }
-        let third = (12..<15).map { record(topic, Int32($0 % 3), $0) }
-        let (firstOutcomes, secondOutcomes, thirdOutcomes, again, unknown) = await onThread {
-            let a = writer.begin(first)
-            let b = writer.begin(second)  // reads a's answers first
-            let c = writer.sendAll(third)  // reads b's
-            let (aOutcomes, bOutcomes) = (writer.outcomes(of: a), writer.outcomes(of: b))
-            return (aOutcomes, bOutcomes, c, writer.outcomes(of: a), writer.outcomes(of: KafkaSendTicket(id: 999)))
-        }
-        #expect(again.isEmpty, "a ticket's outcomes are handed out once")
-        #expect(unknown.isEmpty)
-        let offsets = try (firstOutcomes + secondOutcomes + thirdOutcomes).map { try $0.get() }
-        #expect(offsets.count == 15)
-        for partition in Int32(0)..<3 {
-            #expect(offsets.filter { $0.partition == partition }.map(\.offset) == Array(0..<5), "partition \(partition): in call order")
-        }
-        for partition in Int32(0)..<3 {
-            let sent = (first + second + third).filter { $0.partition == partition }
-            let read = try await readBack(cluster, topic, partition: partition, count: sent.count)
-            #expect(read.map(\.value) == sent.map(\.value), "partition \(partition): written once each, in order")
-        }
-    }
-
-    @Test("begin: a refused request's records fail in its outcomes; a call larger than one request per leader is written whole before begin returns")
-    func pipelinedFailuresAndLargeCalls() async throws {
-        let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: .swift, partitions: 1)
-        try cluster.setMaxBatchBytes(2_000)
-        let writer = try writer(cluster) { $0.properties["message.max.bytes"] = "2000" }
-        cluster.failNextProduceRequests(1, code: 6)  // NOT_LEADER_OR_FOLLOWER
-        let small = [record(topic, 0, 1), record(topic, 0, 2)]
-        let large = (0..<6).map { i in KafkaProducerMessage(topic: topic, key: "k", value: Array(repeating: UInt8(i), count: 600), partition: 0) }
-        let (refused, retried, largeOutcomes) = await onThread {
-            let refused = writer.outcomes(of: writer.begin(small))
-            let retried = writer.outcomes(of: writer.begin(small))
-            let ticket = writer.begin(large)
-            return (refused, retried, writer.outcomes(of: ticket))
-        }
-        #expect(refused.count == 2)
-        #expect(refused.allSatisfy { (try? $0.get()) == nil }, "the refused request's records failed")
-        #expect(try retried.map { try $0.get().offset } == [0, 1], "the refused records were not written")
-        #expect(try largeOutcomes.map { try $0.get().offset } == Array(2..<8), "three batches of two, in order")
-        let read = try await readBack(cluster, topic, partition: 0, count: 8)
-        #expect(read.map(\.value) == (small + large).map(\.value))
-    }
-
     @Test("a batch refused mid-call: that partition's later batches are not sent, so a retry keeps the order")
     func refusedBatchStopsItsPartition() async throws {
         let (cluster, topic) = try clusterWithTopic("writer", brokers: 1, engine: .swift, partitions: 1)

@@ -7,7 +7,6 @@ import Messaging
 import Metrics
 import ServiceKit
 import ServiceLifecycle
-import Synchronization
 
 /// The `chat-fanout` consumer group over `chat.message.v1` and `gateway.typing.v1` (typing
 /// indicators of native sessions, keyed by conversation like messages), `presence.v1` (routed by
@@ -16,17 +15,11 @@ import Synchronization
 /// it learn of it), and `study.v1` (a study chat, routed by its recipient's live route; the rest
 /// of the topic reaches no gateway). For each poll's batch it produces one
 /// delivery per (record, interested gateway) to `gateway.delivery.v1` — the record's value and
-/// headers unchanged, keyed by the gateway id, into the gateway's own partition — and stores the
-/// batch's offsets only once every delivery is acknowledged. At-least-once: a replica that dies
+/// headers unchanged, keyed by the gateway id, into the gateway's own partition — waits for every
+/// delivery report, and only then stores the batch's offsets. At-least-once: a replica that dies
 /// mid-batch has stored nothing for it, and the partition's next owner re-reads from the last
-/// commit (gateways de-duplicate by event id). Batches are processed one after another, and a
-/// batch's deliveries are produced only after the previous batch's are all acknowledged, so
-/// per-partition (per-conversation) order is kept per gateway.
-///
-/// With the suite's own writer (`KafkaPipelinedSender`) the poll thread does not sleep for the
-/// acknowledgements: it sends a batch's deliveries, goes back to waiting for the next fetch's
-/// answer, and reads them when it next wakes (the next batch, or a quiet turn of the consumer),
-/// where they are already in. One wake-up per message instead of two (docs/benchmarks.md, part 25).
+/// commit (gateways de-duplicate by event id). Batches are processed one after another and
+/// deliveries enqueued in poll order, so per-partition (per-conversation) order is kept per gateway.
 final class FanoutConsumer: Service, Sendable {
     static let group = "chat-fanout"
 
@@ -42,15 +35,6 @@ final class FanoutConsumer: Service, Sendable {
     private let skippedUninterested = Counter(label: "fanout_messages_skipped_total", dimensions: [("reason", "no_interest")])
     private let skippedUnreadable = Counter(label: "fanout_messages_skipped_total", dimensions: [("reason", "unreadable")])
     private let deliveryFailures = Counter(label: "fanout_delivery_failures_total")
-    /// The batch whose deliveries were sent and whose acknowledgements are still to be read: its
-    /// deliveries and the records whose offsets to store then. Only the poll thread touches it.
-    private let inFlight = Mutex<InFlight?>(nil)
-
-    private struct InFlight {
-        let ticket: KafkaSendTicket
-        let outgoing: [KafkaProducerMessage]
-        let offsets: [KafkaConsumerMessage]
-    }
 
     /// - Parameter interestLoaded: whether the interest table is complete (`InterestReader.isCaughtUp`);
     ///   the group is joined only once it is.
@@ -117,16 +101,9 @@ final class FanoutConsumer: Service, Sendable {
         await consumer.close()
     }
 
-    /// On the consumer's poll thread: finishes the batch in flight (its acknowledgements, then its
-    /// offsets), then routes `batch` and produces its deliveries; their offsets are stored once
-    /// they are acknowledged, in this call with a sender that cannot pipeline, else in the next.
-    /// An empty `batch` only finishes the one in flight. `stopping` ends the retries (shutdown).
+    /// On the consumer's poll thread: routes `batch`, produces its deliveries and waits for their
+    /// acknowledgements, then stores its offsets. `stopping` ends the retries (shutdown).
     func process(_ batch: [KafkaConsumerEvent], consumer: KafkaConsumer, stopping: () -> Bool) throws {
-        if let previous = inFlight.withLock({ $0.take() }) {
-            let pipelined = producer as? any KafkaPipelinedSender
-            try deliver(previous.outgoing, first: pipelined?.outcomes(of: previous.ticket), stopping: stopping)
-            for record in previous.offsets { try consumer.storeOffset(record) }
-        }
         var records: [KafkaConsumerMessage] = []
         records.reserveCapacity(batch.count)
         for case .message(let message) in batch { records.append(message) }
@@ -192,30 +169,22 @@ final class FanoutConsumer: Service, Sendable {
             }
         }
         if uninterested > 0 { skippedUninterested.increment(by: uninterested) }
+        try deliver(outgoing, stopping: stopping)
 
         // Offsets only after every delivery was acknowledged: the last record of each partition
         // of each topic (the topics share partition numbers).
         var last: [TopicPartition: KafkaConsumerMessage] = [:]
         for record in records { last[TopicPartition(topic: record.topic, partition: record.partition)] = record }
-        if !outgoing.isEmpty, let pipelined = producer as? any KafkaPipelinedSender {
-            let ticket = pipelined.begin(outgoing)
-            inFlight.withLock { $0 = InFlight(ticket: ticket, outgoing: outgoing, offsets: Array(last.values)) }
-            return
-        }
-        try deliver(outgoing, stopping: stopping)
         for record in last.values { try consumer.storeOffset(record) }
     }
 
-    /// Produces `outgoing` (unless `first` holds the outcomes of a send of it already made) and
-    /// waits for every delivery report; failed records are produced again (in their order) with
-    /// backoff until acknowledged. Throws only on shutdown or a fatal error.
-    private func deliver(_ outgoing: [KafkaProducerMessage], first: [Result<KafkaDeliveryReport, any Error>]? = nil, stopping: () -> Bool) throws {
+    /// Produces `outgoing` and waits for every delivery report; failed records are produced again
+    /// (in their order) with backoff until acknowledged. Throws only on shutdown or a fatal error.
+    private func deliver(_ outgoing: [KafkaProducerMessage], stopping: () -> Bool) throws {
         var pending = outgoing
         var backoff = Duration.milliseconds(50)
-        var sent = first.flatMap { $0.count == outgoing.count ? $0 : nil }
         while !pending.isEmpty {
-            let results = sent ?? producer.sendAll(pending)
-            sent = nil
+            let results = producer.sendAll(pending)
             var failed: [KafkaProducerMessage] = []
             var firstError: (any Error)?
             for (message, result) in zip(pending, results) {

@@ -15,26 +15,6 @@ public protocol KafkaBlockingSender: Sendable {
 
 extension KafkaBlockingProducer: KafkaBlockingSender {}
 
-/// A blocking sender whose caller can send a batch now and read its outcomes later, so the
-/// thread need not sleep for the acknowledgements while it has something else to wait for
-/// (chat-fanout: the next fetch's answer, which finds them already in; docs/benchmarks.md, part 25).
-public protocol KafkaPipelinedSender: KafkaBlockingSender {
-    /// Sends `messages` and returns without waiting for their answers; `outcomes(of:)` reads
-    /// them. Any later call (`begin`, `sendAll`) first reads the answers of a send still unread
-    /// and keeps its outcomes for `outcomes(of:)`. Order within a partition holds as with
-    /// `sendAll`: when the caller reads each send's outcomes, and sends its failures again,
-    /// before its next send.
-    func begin(_ messages: [KafkaProducerMessage]) -> KafkaSendTicket
-    /// Blocks until each record of `ticket`'s send has its outcome, in order; a ticket already
-    /// read (or never issued) has none.
-    func outcomes(of ticket: KafkaSendTicket) -> [Result<KafkaDeliveryReport, any Error>]
-}
-
-/// A send of `KafkaPipelinedSender.begin` whose outcomes are still to be read.
-public struct KafkaSendTicket: Sendable, Hashable {
-    let id: Int
-}
-
 /// Writes records to the partitions they name over the Kafka protocol, on the calling thread,
 /// without librdkafka: per call, one Produce request per leader carrying each partition's records
 /// as one uncompressed batch (more requests, one after another, for records that exceed a
@@ -52,10 +32,8 @@ public struct KafkaSendTicket: Sendable, Hashable {
 /// record whose acknowledgement was lost may then be written twice (at least once, like any
 /// producer without idempotence). It finds leaders with Metadata, keeps one connection per broker,
 /// and forgets a partition's leader (asking again next time) when a request for it fails. Calls
-/// from several threads are served one after another. `begin` sends without reading the answers,
-/// which `outcomes(of:)` (or the next call) reads: the caller can sleep on something else
-/// meanwhile and find them already in.
-public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
+/// from several threads are served one after another.
+public final class KafkaRecordWriter: Service, KafkaBlockingSender, Sendable {
     public let configuration: KafkaProducerConfiguration
     private let bootstrap: [KafkaBrokerAddress]
     private let state: Mutex<State>
@@ -68,20 +46,6 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
         var leaders: [TopicPartition: KafkaBrokerAddress] = [:]
         var connections: [KafkaBrokerAddress: BlockingKafkaConnection] = [:]
         var closed = false
-        /// The send of `begin` whose answers are not read yet (at most one: any call reads it first).
-        var unread: Unread?
-        /// Outcomes read for tickets not yet asked for.
-        var finished: [Int: [Outcome]] = [:]
-        var lastTicket = 0
-    }
-
-    /// A send's Produce requests out, their answers not read: the records' outcomes so far (the
-    /// failures met before sending) and the connections to read each leader's answer from.
-    private struct Unread {
-        let ticket: Int
-        var outcomes: [Outcome?]
-        let waiting: [(BlockingKafkaConnection, [(TopicPartition, [Int])])]
-        let deadline: ContinuousClock.Instant
     }
 
     /// The writer has been stopped (its service's graceful shutdown).
@@ -112,38 +76,13 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
     /// Writes `messages` (each with its `partition` set), blocking the calling thread until every
     /// record has its outcome, in order: a record's error is its outcome.
     public func sendAll(_ messages: [KafkaProducerMessage]) -> [Result<KafkaDeliveryReport, any Error>] {
-        state.withLock { state in
-            readUnread(&state)
-            return write(messages, &state, ticket: nil)
-        }
-    }
-
-    /// Sends `messages` (each with its `partition` set) and returns before their answers: a call
-    /// that fits in one Produce request per leader (the records of each partition within
-    /// `message.max.bytes`) leaves them to `outcomes(of:)`; a larger one is written whole now.
-    public func begin(_ messages: [KafkaProducerMessage]) -> KafkaSendTicket {
-        state.withLock { state in
-            readUnread(&state)
-            state.lastTicket += 1
-            let ticket = state.lastTicket
-            let outcomes = write(messages, &state, ticket: ticket)
-            if state.unread?.ticket != ticket { state.finished[ticket] = outcomes }
-            return KafkaSendTicket(id: ticket)
-        }
-    }
-
-    public func outcomes(of ticket: KafkaSendTicket) -> [Result<KafkaDeliveryReport, any Error>] {
-        state.withLock { state in
-            if state.unread?.ticket == ticket.id { readUnread(&state) }
-            return state.finished.removeValue(forKey: ticket.id) ?? []
-        }
+        state.withLock { state in write(messages, &state) }
     }
 
     /// Waits for graceful shutdown, then closes the connections; later calls fail with `Stopped`.
     public func run() async throws {
         try? await gracefulShutdown()
         state.withLock { state in
-            readUnread(&state)
             state.closed = true
             for connection in state.connections.values { connection.close() }
             state.connections.removeAll()
@@ -154,9 +93,7 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
 
     private typealias Outcome = Result<KafkaDeliveryReport, any Error>
 
-    /// Writes `messages`; with a `ticket`, a call of one round leaves its answers unread
-    /// (`state.unread`), and the outcomes returned are then not yet complete.
-    private func write(_ messages: [KafkaProducerMessage], _ state: inout State, ticket: Int?) -> [Outcome] {
+    private func write(_ messages: [KafkaProducerMessage], _ state: inout State) -> [Outcome] {
         guard !state.closed else { return messages.map { _ in .failure(Stopped()) } }
         // The whole call, metadata and connections included, ends 5 s after the request timeout.
         let timeout = Int32(clamping: configuration.messageTimeoutMilliseconds)
@@ -202,8 +139,7 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
         }
         let timestamp = Int64((Date().timeIntervalSince1970 * 1000).rounded())
         var failed: [TopicPartition: any Error] = [:]
-        let rounds = batches.map(\.batches.count).max() ?? 0
-        for round in 0..<rounds {
+        for round in 0..<(batches.map(\.batches.count).max() ?? 0) {
             var byLeader: [(KafkaBrokerAddress, [(TopicPartition, [Int])])] = []
             for entry in batches where round < entry.batches.count {
                 if let error = failed[entry.partition] {
@@ -216,32 +152,19 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
                     byLeader.append((entry.leader, [(entry.partition, entry.batches[round])]))
                 }
             }
-            let (waiting, unsent) = sendProduce(byLeader, of: messages, timeout: timeout, timestamp: timestamp, until: deadline, &outcomes, &state)
-            if let ticket, rounds == 1 {
-                state.unread = Unread(ticket: ticket, outcomes: outcomes, waiting: waiting, deadline: deadline)
-                return []
-            }
-            failed.merge(unsent) { first, _ in first }
-            failed.merge(receiveProduced(waiting, until: deadline, &outcomes, &state)) { first, _ in first }
+            failed.merge(
+                produce(byLeader, of: messages, timeout: timeout, timestamp: timestamp, until: deadline, &outcomes, &state)
+            ) { first, _ in first }
         }
         return outcomes.map { $0 ?? .failure(KafkaErrorCode.leaderNotAvailable) }
     }
 
-    /// Reads the answers of the send left unread, if any, and keeps its outcomes for its ticket.
-    private func readUnread(_ state: inout State) {
-        guard var unread = state.unread else { return }
-        state.unread = nil
-        _ = receiveProduced(unread.waiting, until: unread.deadline, &unread.outcomes, &state)
-        state.finished[unread.ticket] = unread.outcomes.map { $0 ?? .failure(KafkaErrorCode.leaderNotAvailable) }
-    }
-
-    /// One Produce request per leader, every request sent before any answer is awaited: the
-    /// connections to read the answers from, and the partitions whose request could not be sent
-    /// (their records' outcomes filled), with their error.
-    private func sendProduce(
+    /// One Produce request per leader, every request sent before any answer is awaited; fills the
+    /// records' outcomes and returns the partitions that failed, with their error.
+    private func produce(
         _ byLeader: [(KafkaBrokerAddress, [(TopicPartition, [Int])])], of messages: [KafkaProducerMessage], timeout: Int32, timestamp: Int64,
         until deadline: ContinuousClock.Instant, _ outcomes: inout [Outcome?], _ state: inout State
-    ) -> (waiting: [(BlockingKafkaConnection, [(TopicPartition, [Int])])], failed: [TopicPartition: any Error]) {
+    ) -> [TopicPartition: any Error] {
         var failed: [TopicPartition: any Error] = [:]
         var waiting: [(BlockingKafkaConnection, [(TopicPartition, [Int])])] = []
         for (leader, leaderPartitions) in byLeader {
@@ -257,16 +180,6 @@ public final class KafkaRecordWriter: Service, KafkaPipelinedSender, Sendable {
                 for (partition, _) in leaderPartitions { failed[partition] = error }
             }
         }
-        return (waiting, failed)
-    }
-
-    /// Reads each leader's answer to `sendProduce`'s request; fills the records' outcomes and
-    /// returns the partitions that failed, with their error.
-    private func receiveProduced(
-        _ waiting: [(BlockingKafkaConnection, [(TopicPartition, [Int])])], until deadline: ContinuousClock.Instant, _ outcomes: inout [Outcome?],
-        _ state: inout State
-    ) -> [TopicPartition: any Error] {
-        var failed: [TopicPartition: any Error] = [:]
         for (connection, leaderPartitions) in waiting {
             let produced: [TopicPartition: (error: Int16, baseOffset: Int64)]
             do {
