@@ -15,11 +15,13 @@ import TestSupport
 /// its limit or its stop.
 @Suite("The own fetch against a misbehaving broker")
 struct FetcherHostilePeerTests {
-    private func fetcher(port: Int, giveUp: @escaping @Sendable () -> Bool = { false }) -> BlockingPartitionFetcher {
+    private func fetcher(
+        port: Int, maxWait: Int32 = 50, batchWait: Int32 = 0, giveUp: @escaping @Sendable () -> Bool = { false }
+    ) -> BlockingPartitionFetcher {
         BlockingPartitionFetcher(
             settings: .init(
-                clientId: "hostile-test", bootstrap: [KafkaBrokerAddress(host: "127.0.0.1", port: port)], maxWaitMilliseconds: 50, minBytes: 1,
-                resetToEarliest: true),
+                clientId: "hostile-test", bootstrap: [KafkaBrokerAddress(host: "127.0.0.1", port: port)], maxWaitMilliseconds: maxWait, minBytes: 1,
+                batchWaitMilliseconds: batchWait, resetToEarliest: true),
             logger: TestKafka.logger, giveUp: giveUp)
     }
 
@@ -120,6 +122,28 @@ struct FetcherHostilePeerTests {
         #expect(afterStop < .seconds(2), "ended soon after the stop, not at the 5 s metadata wait (\(afterStop))")
         #expect(stopped.idleUntil != nil, "and backs off")
     }
+
+    @Test(
+        "fetches that batch under load (kafka.delivery-fetch-batch-ms) start over unbatched on a new assignment: the load seen was another set's"
+    )
+    func newAssignmentUnbatched() async throws {
+        let script = ScriptedBroker(log: 0..<5, misbehave: [])
+        let (server, port) = try await start(script)
+        defer { server.close(promise: nil) }
+        // A batch wait longer than any answer takes here, so the answers with records count as
+        // under load however slow the machine; the scripted broker answers at once either way.
+        let fetcher = fetcher(port: port, maxWait: 500, batchWait: 5_000)
+        fetcher.assign(keeping: [], starting: [Self.partition: 0])
+        #expect(fetch(fetcher, count: 5).map(\.offset) == Array(0..<5))
+        script.append(5..<8)
+        #expect(fetch(fetcher, count: 3).map(\.offset) == [5, 6, 7])
+        #expect(script.fetchWaits == [500, 5_000], "the first fetch unbatched, the one after an answer with records batching")
+
+        fetcher.assign(keeping: [Self.partition], starting: [:])  // a rebalance that keeps the partition
+        script.append(8..<10)
+        #expect(fetch(fetcher, count: 2).map(\.offset) == [8, 9], "kept its position")
+        #expect(script.fetchWaits.dropFirst(2).first == 500, "the first fetch after the new assignment is unbatched: \(script.fetchWaits)")
+    }
 }
 
 /// What a `ScriptedBrokerHandler` serves: one topic "t" with one partition whose log holds one
@@ -154,6 +178,8 @@ final class ScriptedBroker: Sendable {
 
     let port = Atomic<Int>(0)
     let fetches = Atomic<Int>(0)
+    /// Each fetch's max wait, in the order they came.
+    private let waits = Mutex<[Int32]>([])
     let connections = Atomic<Int>(0)
     let muteMetadata: Bool
     private let state: Mutex<(log: Range<Int64>, misbehave: [Misbehaviour])>
@@ -176,6 +202,10 @@ final class ScriptedBroker: Sendable {
     }
 
     var log: Range<Int64> { state.withLock { $0.log } }
+
+    var fetchWaits: [Int32] { waits.withLock { $0 } }
+
+    func recordWait(_ wait: Int32) { waits.withLock { $0.append(wait) } }
 }
 
 final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
@@ -218,6 +248,7 @@ final class ScriptedBrokerHandler: ChannelInboundHandler, Sendable {
             }
         case 1:
             var reader = KafkaReader(request)
+            if let wait = request.getInteger(at: request.readerIndex + KafkaClientMessages.fetchMaxWaitAt, as: Int32.self) { script.recordWait(wait) }
             guard let offset = try? Self.firstPartitionValue(&reader, skipping: 17) else { return }  // after replica, wait, sizes, isolation
             let (log, misbehaviour) = script.nextFetch()
             switch misbehaviour {
