@@ -103,20 +103,22 @@ public final class InboxEventConsumer: Service, Sendable {
     static let eventsPerTransaction = 100
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            for try await batch in self.consumer.batches {
-                let messages = batch.compactMap { event -> KafkaConsumerMessage? in
-                    if case .message(let message) = event { return message }
-                    return nil
-                }
-                var start = 0
-                while start < messages.count {
-                    let chunk = Array(messages[start..<min(messages.count, start + Self.eventsPerTransaction)])
-                    start += chunk.count
-                    if try await self.processTogether(chunk) { continue }
-                    for message in chunk { try await self.process(message) }
+        do {
+            // The poll thread fetches the records itself (docs/benchmarks.md, part 26) and waits
+            // while a batch is applied here.
+            try await cancelWhenGracefulShutdown {
+                try await self.consumer.consumeFetching { messages in
+                    var start = 0
+                    while start < messages.count {
+                        let chunk = Array(messages[start..<min(messages.count, start + Self.eventsPerTransaction)])
+                        start += chunk.count
+                        if try await self.processTogether(chunk) { continue }
+                        for message in chunk { try await self.process(message) }
+                    }
                 }
             }
+        } catch is CancellationError {
+            // Shut down mid-batch: what was not applied was not stored, the group re-delivers it.
         }
         await consumer.close()
     }

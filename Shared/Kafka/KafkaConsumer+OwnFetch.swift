@@ -21,7 +21,8 @@ extension KafkaConsumer {
     /// what `storeOffset` stored. A poll's records reach `handler` with one thread wake-up (the
     /// answer's), not librdkafka's three (its broker thread reading the answer, its queue, the
     /// poll thread). Batches hold at most `maxBatchSize` records, end-of-partition markers only
-    /// with `reportEndOfPartition`.
+    /// with `reportEndOfPartition`. With a `batchLingerMilliseconds`, the records fetched within
+    /// it of a batch's first are handed out together (rebalances wait for them to be handled).
     ///
     /// Uncompressed and lz4 batches are read here. A batch the fetcher cannot read (gzip, snappy
     /// or zstd, or a message format before v2) hands every
@@ -43,39 +44,62 @@ extension KafkaConsumer {
             resetToEarliest: configuration.autoOffsetReset == .earliest)
         let reportEnds = configuration.reportEndOfPartition
         let maxBatch = max(1, configuration.maxBatchSize)
+        let linger = Duration.milliseconds(max(0, configuration.batchLingerMilliseconds))
         client.context.onAssign.store(AssignedPartitions.pause.rawValue, ordering: .relaxed)
         try await onPollThread { running, stopping in
             let fetcher = BlockingPartitionFetcher(settings: settings, logger: self.logger) { !running() }
             var generation = -1
             var handedOver: HandedOverFloors?
+            // What the steps brought and was not handed out yet: with a linger, the records that
+            // came within it of the first; end-of-partition markers after them.
+            var held: [KafkaConsumerMessage] = []
+            var heldEnds: [KafkaConsumerEvent] = []
+            var lingerEnd: ContinuousClock.Instant?
             while running() {
-                try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
-                let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
-                if rebalances != generation {
-                    guard self.reassign(fetcher) else { continue }
-                    generation = rebalances
+                if held.isEmpty {
+                    // Callbacks (a rebalance) only with nothing held: a revoke must not come
+                    // between records fetched and their handling.
+                    try self.serveCallbacks(waitingUntil: fetcher.idleUntil)
+                    let rebalances = self.client.context.rebalances.load(ordering: .relaxed)
+                    if rebalances != generation {
+                        guard self.reassign(fetcher) else { continue }
+                        generation = rebalances
+                    }
+                    guard fetcher.idleUntil == nil else { continue }
                 }
-                guard fetcher.idleUntil == nil else { continue }
-                let step = fetcher.step(until: .now + .milliseconds(100))
-                let catchUp = self.client.context.catchUp
-                let withoutEnd = step.answered.isEmpty ? [] : catchUp.partitionsWithoutEnd()
-                for answered in step.answered where withoutEnd.contains(answered.partition) {
-                    if catchUp.observed(low: -1, high: answered.highWatermark, for: answered.partition) { self.logCaughtUp() }
+                var unreadable: TopicPartition?
+                if fetcher.idleUntil == nil {
+                    let step = fetcher.step(until: min(.now + .milliseconds(100), lingerEnd ?? .now + .milliseconds(100)))
+                    let catchUp = self.client.context.catchUp
+                    let withoutEnd = step.answered.isEmpty ? [] : catchUp.partitionsWithoutEnd()
+                    for answered in step.answered where withoutEnd.contains(answered.partition) {
+                        if catchUp.observed(low: -1, high: answered.highWatermark, for: answered.partition) { self.logCaughtUp() }
+                    }
+                    held += step.records
+                    for answered in step.answered where answered.next >= answered.highWatermark {
+                        heldEnds.append(.endOfPartition(answered.partition, offset: answered.next))
+                    }
+                    self.lag.update { fetcher.lag() }
+                    unreadable = step.unreadable
+                    if !held.isEmpty, lingerEnd == nil { lingerEnd = .now + linger }
                 }
-                var start = 0
-                while start < step.records.count {
-                    let chunk = step.records[start..<min(start + maxBatch, step.records.count)].map(KafkaConsumerEvent.message)
-                    try handler(chunk, stopping)
-                    chunk.forEach(self.finished)
-                    start += chunk.count
+                // Handed out: a full batch, the linger over, a back-off or a hand-over ahead.
+                let due = held.isEmpty || held.count >= maxBatch || (lingerEnd ?? .now) <= .now || fetcher.idleUntil != nil || unreadable != nil
+                if due, running() {
+                    var start = 0
+                    while start < held.count {
+                        let chunk = held[start..<min(start + maxBatch, held.count)].map(KafkaConsumerEvent.message)
+                        try handler(chunk, stopping)
+                        chunk.forEach(self.finished)
+                        start += chunk.count
+                    }
+                    for end in heldEnds {
+                        if reportEnds { try handler([end], stopping) }
+                        self.finished(end)
+                    }
+                    (held, heldEnds, lingerEnd) = ([], [], nil)
                 }
-                for answered in step.answered where answered.next >= answered.highWatermark {
-                    let end = KafkaConsumerEvent.endOfPartition(answered.partition, offset: answered.next)
-                    if reportEnds { try handler([end], stopping) }
-                    self.finished(end)
-                }
-                self.lag.update { fetcher.lag() }
-                if let partition = step.unreadable {
+                if let partition = unreadable {
                     handedOver = try self.handOver(fetcher.positions, because: partition)
                     break
                 }
