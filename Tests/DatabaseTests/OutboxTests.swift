@@ -304,12 +304,15 @@ struct InboxTests {
             let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
             let inbox = InboxEventConsumer(name: "poison", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger)
             let task = Task { try await inbox.run() }
-            defer { task.cancel() }
             let deadline = ContinuousClock.now + .seconds(30)
-            while try await count(client, "SELECT count(*)::int FROM seen") == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            while (try? await count(client, "SELECT count(*)::int FROM seen")) == 0, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(50))
             }
-            #expect(try await count(client, "SELECT count(*)::int FROM seen WHERE seq = 7") == 1, "the good event after two poison records is applied")
+            let applied = try? await count(client, "SELECT count(*)::int FROM seen WHERE seq = 7")
+            // The consumer leaves the group while the broker is still there.
+            task.cancel()
+            _ = await task.result
+            #expect(applied == 1, "the good event after two poison records is applied")
         }
     }
 
