@@ -86,9 +86,16 @@ public final class InboxEventConsumer: Service, Sendable {
     private let processed: Counter
     private let failures: Counter
     private let skipped: Counter
+    /// The consumer's poll thread fetches the records itself (`KafkaConsumer.consumeFetching`).
+    private let fetchesItself: Bool
 
-    /// - Parameter name: the inbox's consumer name (stable; usually the consumer group id).
-    public init(name: String, consumer: KafkaConsumer, postgres: PostgresClient, router: EventRouter, logger: Logger) {
+    /// - Parameters:
+    ///   - name: the inbox's consumer name (stable; usually the consumer group id).
+    ///   - fetchesItself: `kafka.inbox-reader` is `native`: the consumer's poll thread fetches
+    ///     the records (on a plaintext cluster) and waits while a batch is applied; false:
+    ///     librdkafka fetches and the batches are polled from here (`KafkaConsumer.batches`).
+    public init(name: String, consumer: KafkaConsumer, postgres: PostgresClient, router: EventRouter, logger: Logger, fetchesItself: Bool = true) {
+        self.fetchesItself = fetchesItself
         self.name = name
         self.consumer = consumer
         self.postgres = postgres
@@ -104,16 +111,18 @@ public final class InboxEventConsumer: Service, Sendable {
 
     public func run() async throws {
         do {
-            // The poll thread fetches the records itself (docs/benchmarks.md, part 26) and waits
-            // while a batch is applied here.
             try await cancelWhenGracefulShutdown {
-                try await self.consumer.consumeFetching { messages in
-                    var start = 0
-                    while start < messages.count {
-                        let chunk = Array(messages[start..<min(messages.count, start + Self.eventsPerTransaction)])
-                        start += chunk.count
-                        if try await self.processTogether(chunk) { continue }
-                        for message in chunk { try await self.process(message) }
+                if self.fetchesItself {
+                    // The poll thread fetches the records itself (docs/benchmarks.md, part 26)
+                    // and waits while a batch is applied here.
+                    try await self.consumer.consumeFetching { try await self.apply($0) }
+                } else {
+                    for try await batch in self.consumer.batches {
+                        try await self.apply(
+                            batch.compactMap { event -> KafkaConsumerMessage? in
+                                if case .message(let message) = event { return message }
+                                return nil
+                            })
                     }
                 }
             }
@@ -121,6 +130,17 @@ public final class InboxEventConsumer: Service, Sendable {
             // Shut down mid-batch: what was not applied was not stored, the group re-delivers it.
         }
         await consumer.close()
+    }
+
+    /// Applies a poll's records in order, `eventsPerTransaction` to a shared transaction.
+    private func apply(_ messages: [KafkaConsumerMessage]) async throws {
+        var start = 0
+        while start < messages.count {
+            let chunk = Array(messages[start..<min(messages.count, start + Self.eventsPerTransaction)])
+            start += chunk.count
+            if try await processTogether(chunk) { continue }
+            for message in chunk { try await process(message) }
+        }
     }
 
     /// Applies the events of `messages` that have a handler in one transaction and stores every

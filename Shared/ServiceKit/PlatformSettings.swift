@@ -25,6 +25,8 @@ public struct PlatformSettings: Sendable {
     public var kafkaDeliveryWriterIsNative: Bool
     /// chat-fanout's message consumer: its poll thread fetching itself (true) or librdkafka.
     public var kafkaFanoutReaderIsNative: Bool
+    /// The inbox consumers: their poll threads fetching themselves (true) or librdkafka.
+    public var kafkaInboxReaderIsNative: Bool
     public var kafkaStartupTimeout: Duration
     /// TLS / SASL towards the brokers. Holds the SASL password: log its `description` only.
     public var kafkaSecurity: KafkaSecurity
@@ -45,6 +47,7 @@ public struct PlatformSettings: Sendable {
         kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
         kafkaDeliveryWriterIsNative = try settings.kafkaDeliveryWriterIsNative
         kafkaFanoutReaderIsNative = try settings.kafkaFanoutReaderIsNative
+        kafkaInboxReaderIsNative = try settings.kafkaInboxReaderIsNative
         kafkaStartupTimeout = try settings.kafkaStartupTimeout
         kafkaSecurity = try settings.kafkaSecurity
         httpHost = try settings.httpHost

@@ -289,10 +289,12 @@ extension ServicePlatform where Storage == ServiceDatabase {
         let logger = self.logger
         let postgres = self.postgres
         let consumerConfig = config
+        let fetchesItself = platformSettings.kafkaInboxReaderIsNative
         consumers.append(
             GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
                 let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
-                return InboxEventConsumer(name: group, consumer: consumer, postgres: postgres, router: router, logger: logger)
+                return InboxEventConsumer(
+                    name: group, consumer: consumer, postgres: postgres, router: router, logger: logger, fetchesItself: fetchesItself)
             })
         if !prunesInbox {
             // One pruner per database, whatever the number of inbox consumers writing to it.

@@ -30,6 +30,7 @@ public struct ServiceSettings: Sendable {
         "kafka.delivery-reader": "native",
         "kafka.delivery-writer": "native",
         "kafka.fanout-reader": "native",
+        "kafka.inbox-reader": "native",
         "kafka.security-protocol": "plaintext",
         "database.startup-timeout-seconds": 10,
         "database.max-connections": 20,
@@ -181,6 +182,10 @@ public struct ServiceSettings: Sendable {
     /// librdkafka keeps the group, for a plaintext cluster; uncompressed and lz4 batches are read
     /// there, a batch of another codec hands them back to librdkafka) or `librdkafka` (librdkafka fetches, as under TLS and SASL always).
     public var kafkaFanoutReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.fanout-reader") } }
+    /// How the services' inbox consumers read their topics: `native` (default; the consumer's
+    /// poll thread fetches the assigned partitions itself and waits while a batch is applied, for
+    /// a plaintext cluster, as `kafka.fanout-reader`) or `librdkafka` (librdkafka fetches).
+    public var kafkaInboxReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.inbox-reader") } }
 
     private func nativeOrLibrdkafka(_ key: String) throws -> Bool {
         let value = try string(key)

@@ -286,8 +286,10 @@ struct OutboxTests {
 
 @Suite("Inbox")
 struct InboxTests {
-    @Test("records that can never be applied (not a CloudEvent, or data not matching its type) are skipped, not retried forever")
-    func poisonRecordsDoNotBlockThePartition() async throws {
+    @Test(
+        "records that can never be applied (not a CloudEvent, or data not matching its type) are skipped, not retried forever, whoever fetches (kafka.inbox-reader)",
+        arguments: [true, false])
+    func poisonRecordsDoNotBlockThePartition(fetchesItself: Bool) async throws {
         let f = try await OutboxFixture.make(prefix: "poison", partitions: 1)
         let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
         let good = CloudEvent(source: "test", data: OutboxTestEvent(key: "a", seq: 7))
@@ -302,7 +304,8 @@ struct InboxTests {
                 _ = try await ctx.connection.query("INSERT INTO seen (seq) VALUES (\(event.data.seq))", logger: ctx.logger)
             }
             let consumer = try TestKafka.groupConsumer(cluster, group: "g-\(topic)", topics: [topic])
-            let inbox = InboxEventConsumer(name: "poison", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger)
+            let inbox = InboxEventConsumer(
+                name: "poison", consumer: consumer, postgres: client, router: router, logger: TestDatabase.logger, fetchesItself: fetchesItself)
             let task = Task { try await inbox.run() }
             let deadline = ContinuousClock.now + .seconds(30)
             while (try? await count(client, "SELECT count(*)::int FROM seen")) == 0, ContinuousClock.now < deadline {

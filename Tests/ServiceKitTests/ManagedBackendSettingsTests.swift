@@ -101,6 +101,14 @@ struct ManagedBackendSettingsTests {
         #expect(Self.startupError { try PlatformSettings(Self.settings(["KAFKA_SECURITY_PROTOCOL": "tls"])) } != nil)
     }
 
+    @Test("the inbox consumers' reader: native by default, librdkafka by KAFKA_INBOX_READER, anything else a startup error naming the setting")
+    func inboxReader() throws {
+        #expect(try PlatformSettings(Self.settings([:])).kafkaInboxReaderIsNative)
+        #expect(try !PlatformSettings(Self.settings(["KAFKA_INBOX_READER": "librdkafka"])).kafkaInboxReaderIsNative)
+        let refusal = Self.startupError { try PlatformSettings(Self.settings(["KAFKA_INBOX_READER": "rdkafka"])) }
+        #expect(refusal?.contains("kafka.inbox-reader") == true, "\(refusal ?? "accepted")")
+    }
+
     @Test("PostgreSQL sslmode from the URL or DATABASE_SSLMODE (the URL wins); disable by default")
     func postgresSSLMode() throws {
         let url = "postgres://u:p@db.example.com:5432/app"
