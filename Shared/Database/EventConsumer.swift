@@ -117,13 +117,7 @@ public final class InboxEventConsumer: Service, Sendable {
                     // and waits while a batch is applied here.
                     try await self.consumer.consumeFetching { try await self.apply($0) }
                 } else {
-                    for try await batch in self.consumer.batches {
-                        try await self.apply(
-                            batch.compactMap { event -> KafkaConsumerMessage? in
-                                if case .message(let message) = event { return message }
-                                return nil
-                            })
-                    }
+                    for try await batch in self.consumer.batches { try await self.apply(batch.compactMap(\.message)) }
                 }
             }
         } catch is CancellationError {

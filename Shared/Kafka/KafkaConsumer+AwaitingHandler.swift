@@ -9,10 +9,7 @@ extension KafkaConsumer {
     /// the batch being handled; what `handler` throws ends the loop and is rethrown.
     public func consumeFetching(_ handler: @escaping @Sendable (_ batch: [KafkaConsumerMessage]) async throws -> Void) async throws {
         try await consumeFetchingOnPollThread { events, stopping in
-            let batch = events.compactMap { event -> KafkaConsumerMessage? in
-                if case .message(let message) = event { return message }
-                return nil
-            }
+            let batch = events.compactMap(\.message)
             guard !batch.isEmpty else { return }
             let outcome = AwaitedOutcome()
             let task = Task { await outcome.finish(Result(catching: { try await handler(batch) })) }

@@ -81,10 +81,7 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Only the messages of `events`.
     public var messages: some AsyncSequence<KafkaConsumerMessage, any Error> & Sendable {
-        events.compactMap { event -> KafkaConsumerMessage? in
-            if case .message(let m) = event { return m }
-            return nil
-        }
+        events.compactMap(\.message)
     }
 
     /// One element per poll: the events one blocking poll returned (never empty), in partition

@@ -102,4 +102,10 @@ public enum KafkaConsumerEvent: Sendable, Hashable {
     case message(KafkaConsumerMessage)
     /// Emitted when `reportEndOfPartition` is on and the consumer caught up with a partition.
     case endOfPartition(TopicPartition, offset: Int64)
+
+    /// The record, for `.message`; nil for a marker.
+    public var message: KafkaConsumerMessage? {
+        if case .message(let message) = self { return message }
+        return nil
+    }
 }
