@@ -151,4 +151,46 @@ struct AwaitingHandlerTests {
         #expect(batches[1_000] == [4], "with a 1 s linger the four came in one batch: \(batches)")
         #expect((batches[0]?.count ?? 0) > 1, "without a linger they came in several: \(batches)")
     }
+
+    /// The records a member holds in its linger are handled (and their offsets stored) before it
+    /// serves a rebalance: a revoke in between would commit without them, and the partition's
+    /// next owner would fetch them again.
+    @Test("a member joining during another's linger gets none of the held records again: the rebalance waits for them to be handled")
+    func rebalanceWaitsForHeld() async throws {
+        let (cluster, topic) = try clusterWithTopic("awaiting-held", brokers: 1, engine: .swift, partitions: 1)
+        let group = "g-\(topic)"
+        func member(_ seen: Seen) throws -> (KafkaConsumer, Task<Void, any Error>) {
+            let consumer = try TestKafka.groupConsumer(cluster, group: group, topics: [topic]) {
+                $0.batchLingerMilliseconds = 3_000
+                $0.fetchWaitMaxMilliseconds = 5
+            }
+            let running = Task {
+                try await consumer.consumeFetching { batch in
+                    for message in batch {
+                        seen.values.withLock { $0.append(String(decoding: message.value ?? [], as: UTF8.self)) }
+                        try consumer.storeOffset(message)
+                    }
+                }
+            }
+            return (consumer, running)
+        }
+        let (first, second) = (Seen(), Seen())
+        let (a, aRunning) = try member(first)
+        try await produce(cluster, topic, 0..<1)  // a owns the partition and fetches at its end once this is handled
+        try await waitFor("the first record") { first.count >= 1 }
+        try await produce(cluster, topic, 1..<4)
+        try await Task.sleep(for: .milliseconds(500))  // a has fetched them and holds them for 3 s
+        let (b, bRunning) = try member(second)
+        try await waitFor("the held records") { first.count >= 4 }
+        try await produce(cluster, topic, 4..<7)  // to whichever member owns the partition now
+        try await waitFor("every record") { first.count + second.count >= 7 }
+        try await Task.sleep(for: .milliseconds(500))  // a duplicate would show up by now
+        for running in [aRunning, bRunning] { running.cancel() }
+        _ = await (aRunning.result, bRunning.result)
+        await a.close()
+        await b.close()
+        let (byA, byB) = (first.values.withLock { $0 }, second.values.withLock { $0 })
+        #expect((byA + byB).sorted() == (0..<7).map { "v\($0)" }, "each record once, whichever member handled it: a \(byA), b \(byB)")
+        #expect(Array(byA.prefix(4)) == (0..<4).map { "v\($0)" }, "a handled what it held")
+    }
 }
