@@ -82,7 +82,7 @@ final class DeliveryConsumer: Service, Sendable {
             // Decoding and routing never wait, so they run on the consumer's poll thread: a poll's
             // records reach the event loops without a hop through the cooperative pool.
             try await consumer.consumeOnPollThread { batch, _ in
-                self.deliver(batch.compactMap { if case .message(let message) = $0 { message } else { nil } })
+                self.deliver(batch.compactMap(\.message))
             }
         }
         await consumer.close()
