@@ -27,6 +27,8 @@ public final class KafkaConsumer: Service, Sendable {
     private let closeRequested = Atomic<Bool>(false)
     public let configuration: KafkaConsumerConfiguration
     let lag: ConsumerLag
+    /// Partitions whose end offsets were asked of the broker for the catch-up (once each).
+    private let endsAsked = Mutex<Set<TopicPartition>>([])
 
     public init(configuration: KafkaConsumerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -55,7 +57,9 @@ public final class KafkaConsumer: Service, Sendable {
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err, "assign failed") }
             let assigned = partitions.map { TopicPartition(topic: $0.topic, partition: $0.partition) }
             client.context.assignment.withLock { $0 = Set(assigned) }
-            client.context.catchUp.assigned(assigned)
+            // A partition read from its end held nothing to process when assigned: it is not
+            // waited for (its first fetch answer would come only once a long poll is over).
+            client.context.catchUp.assigned(partitions.filter { $0.offset != .end }.map { TopicPartition(topic: $0.topic, partition: $0.partition) })
         }
         configuration.client.readiness?.register(configuration, client.context.catchUp)
     }
@@ -279,18 +283,26 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Until caught up: the end offsets of newly assigned partitions, as the fetcher last saw them
-    /// (cached by librdkafka from fetch responses; no broker round trip). On the consumer queue.
+    /// (cached by librdkafka from fetch responses), or asked of the broker once before the first
+    /// fetch answer. On the consumer queue.
     private func observeEndOffsets() {
         let catchUp = client.context.catchUp
         for partition in catchUp.partitionsWithoutEnd() {
             var low: Int64 = -1
             var high: Int64 = -1
-            guard rd_kafka_get_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                continue
+            let cached = rd_kafka_get_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high)
+            if cached != RD_KAFKA_RESP_ERR_NO_ERROR || high < 0 {
+                // Nothing fetched yet: the broker is asked once (a ListOffsets round trip), so a
+                // partition at its end is caught up without waiting out a long poll there.
+                guard endsAsked.withLock({ $0.insert(partition).inserted }),
+                    rd_kafka_query_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high, 1_000)
+                        == RD_KAFKA_RESP_ERR_NO_ERROR
+                else { continue }
             }
             if catchUp.observed(low: low, high: high, for: partition) { logCaughtUp() }
         }
     }
+
 }
 
 public struct KafkaConsumerEvents: AsyncSequence, Sendable {

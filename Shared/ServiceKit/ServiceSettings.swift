@@ -24,7 +24,7 @@ public struct ServiceSettings: Sendable {
         "kafka.startup-timeout-seconds": 10,
         "kafka.linger-ms": 0.5,
         "kafka.compression": "lz4",
-        "kafka.fetch-wait-ms": 100,
+        "kafka.fetch-wait-ms": 500,
         "kafka.delivery-fetch-min-bytes": 1,
         "kafka.delivery-fetch-batch-ms": 0,
         "kafka.delivery-reader": "native",

@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import NIOPosix
 import Testing
 import TestSupport
 
@@ -73,6 +74,50 @@ struct CatchUpTests {
         await member.close()
         await reader.close()
         tasks.forEach { $0.cancel() }
+    }
+
+    /// The services' idle fetches wait long at the broker (`kafka.fetch-wait-ms`); a consumer at
+    /// its partitions' ends must not wait one of them out before it counts as caught up.
+    @Test(
+        "with a 10 s fetch wait, consumers with nothing to read catch up at once: librdkafka's member and reader from the end, the own fetch's member, the partition reader",
+        arguments: EmbeddedKafkaEngine.allCases)
+    func longFetchWait(engine: EmbeddedKafkaEngine) async throws {
+        let cluster = try TestKafka.cluster(brokers: 1, engine: engine)
+        let empty = TestKafka.uniqueTopic()
+        let busy = TestKafka.uniqueTopic()
+        try cluster.createTopic(empty, partitions: 2)
+        try cluster.createTopic(busy, partitions: 1)
+        let producer = try TestKafka.producer(cluster)
+        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: busy, key: "k", value: [1]))
+
+        let started = ContinuousClock.now
+        let readiness = KafkaReadiness()
+        func long(_ configuration: inout KafkaConsumerConfiguration) {
+            configuration.fetchWaitMaxMilliseconds = 10_000
+            configuration.client.readiness = readiness
+        }
+        let member = try TestKafka.groupConsumer(cluster, group: "g-\(empty)", topics: [empty], clientId: "member", configure: long)
+        let fetching = try TestKafka.groupConsumer(cluster, group: "g2-\(empty)", topics: [empty], clientId: "fetching", configure: long)
+        var fromEnd = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, clientId: "from-end"),
+            mode: .assignment([TopicPartitionOffset(topic: busy, partition: 0, offset: .end)]))
+        long(&fromEnd)
+        let reader = try KafkaConsumer(configuration: fromEnd, logger: TestKafka.logger)
+        fromEnd.client.clientId = "partition-reader"
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let partitionReader = try KafkaPartitionReader(configuration: fromEnd, eventLoop: loop, logger: TestKafka.logger)
+        let tasks = [
+            Task { for try await _ in member.messages {} },
+            Task { for try await _ in reader.messages {} },
+            Task { try await fetching.consumeFetchingOnPollThread { _, _ in } },
+            Task { try await partitionReader.run { _ in } },
+        ]
+        try await Self.waitUntil("all caught up") { readiness.pending.isEmpty }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(5), "caught up after \(elapsed), not after a 10 s long poll")
+        tasks.forEach { $0.cancel() }
+        for task in tasks { _ = await task.result }
+        for consumer in [member, fetching, reader] { await consumer.close() }
     }
 
     @Test("an announced consumer counts before it exists; a hold until it is released")

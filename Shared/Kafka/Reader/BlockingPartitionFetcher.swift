@@ -285,10 +285,15 @@ final class BlockingPartitionFetcher {
         self.plans = plans
         for (leader, plan) in plans where inFlight[leader] == nil {
             let batch = settings.batchWaitMilliseconds > 0 && batching.contains(leader)
-            let wait = batch ? settings.batchWaitMilliseconds : settings.maxWaitMilliseconds
+            // A partition whose end is not known yet (just assigned) is answered at once: its end
+            // (the consumer's catch-up) is not held up by a long poll at an end it already sits at.
+            let learning = plan.slots.contains { slots[$0].highWatermark == nil }
+            let wait = learning ? 0 : batch ? settings.batchWaitMilliseconds : settings.maxWaitMilliseconds
             let deadline = ContinuousClock.now + .milliseconds(Int(wait)) + Self.answerGrace
             var body = plan.body
-            if batch {
+            if learning {
+                body.setInteger(Int32(0), at: KafkaClientMessages.fetchMaxWaitAt, endianness: .big)
+            } else if batch {
                 body.setInteger(wait, at: KafkaClientMessages.fetchMaxWaitAt, endianness: .big)
                 body.setInteger(
                     max(settings.minBytes, KafkaConsumerConfiguration.batchFetchMinBytes), at: KafkaClientMessages.fetchMinBytesAt, endianness: .big)

@@ -238,10 +238,12 @@ private final class FetchLoop: Sendable {
 
     /// On the loop.
     func fetch() {
-        let (offset, maxBytes, _, batching, _) = state.value
+        let (offset, maxBytes, progressed, batching, _) = state.value
         let batch = batching && batchWait > 0
         state.value.sent = .now()
-        let wait = batch ? batchWait : maxWait
+        // The first fetch is answered at once: the partition's end (the catch-up) is not held up
+        // by a long poll at an end the reader already sits at.
+        let wait = !progressed ? 0 : batch ? batchWait : maxWait
         let body = KafkaClientMessages.fetchRequest(
             topic: topic, partition: partition, offset: offset, maxWaitMilliseconds: wait,
             minBytes: batch ? max(minBytes, KafkaConsumerConfiguration.batchFetchMinBytes) : minBytes, maxBytes: maxBytes)
