@@ -75,7 +75,7 @@ struct ServiceSettingsTests {
 
     @Test("the real-time consumers' fetch wait follows kafka.fetch-wait-ms unless set itself")
     func deliveryFetchWait() throws {
-        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchWaitMilliseconds == 100)
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchWaitMilliseconds == 500)
         #expect(try ServiceSettings(serviceName: "x", environment: ["KAFKA_FETCH_WAIT_MS": "5"], arguments: ["x"]).kafkaDeliveryFetchWaitMilliseconds == 5)
         let own = ServiceSettings(serviceName: "x", environment: ["KAFKA_FETCH_WAIT_MS": "5", "KAFKA_DELIVERY_FETCH_WAIT_MS": "1"], arguments: ["x"])
         #expect(try own.kafkaDeliveryFetchWaitMilliseconds == 1)
