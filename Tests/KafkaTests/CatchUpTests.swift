@@ -46,13 +46,7 @@ struct CatchUpTests {
 
     @Test("nothing to read: a group member of an empty topic and a reader from the end catch up without a record")
     func nothingToRead() async throws {
-        let cluster = try TestKafka.cluster(brokers: 1)
-        let empty = TestKafka.uniqueTopic()
-        let busy = TestKafka.uniqueTopic()
-        try cluster.createTopic(empty, partitions: 2)
-        try cluster.createTopic(busy, partitions: 1)
-        let producer = try TestKafka.producer(cluster)
-        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: busy, key: "k", value: [1]))
+        let (cluster, empty, busy) = try await Self.emptyAndBusy()
 
         let readiness = KafkaReadiness()
         let member = try TestKafka.groupConsumer(cluster, group: "g-\(empty)", topics: [empty], clientId: "member") { $0.client.readiness = readiness }
@@ -82,13 +76,7 @@ struct CatchUpTests {
         "with a 10 s fetch wait, consumers with nothing to read catch up at once: librdkafka's member and reader from the end, the own fetch's member, the partition reader",
         arguments: EmbeddedKafkaEngine.allCases)
     func longFetchWait(engine: EmbeddedKafkaEngine) async throws {
-        let cluster = try TestKafka.cluster(brokers: 1, engine: engine)
-        let empty = TestKafka.uniqueTopic()
-        let busy = TestKafka.uniqueTopic()
-        try cluster.createTopic(empty, partitions: 2)
-        try cluster.createTopic(busy, partitions: 1)
-        let producer = try TestKafka.producer(cluster)
-        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: busy, key: "k", value: [1]))
+        let (cluster, empty, busy) = try await Self.emptyAndBusy(engine: engine)
 
         let started = ContinuousClock.now
         let readiness = KafkaReadiness()
@@ -134,6 +122,19 @@ struct CatchUpTests {
         let consumer = try KafkaConsumer(configuration: configuration, logger: TestKafka.logger)
         #expect(readiness.pending == ["later: waiting for assignment"])
         withExtendedLifetime(consumer) {}
+    }
+
+    /// A one-broker cluster with an empty topic of two partitions and a topic of one partition
+    /// holding one record.
+    static func emptyAndBusy(engine: EmbeddedKafkaEngine = .fromEnvironment) async throws -> (EmbeddedKafkaCluster, empty: String, busy: String) {
+        let cluster = try TestKafka.cluster(brokers: 1, engine: engine)
+        let empty = TestKafka.uniqueTopic()
+        let busy = TestKafka.uniqueTopic()
+        try cluster.createTopic(empty, partitions: 2)
+        try cluster.createTopic(busy, partitions: 1)
+        let producer = try TestKafka.producer(cluster)
+        _ = try await producer.sendAndAwait(KafkaProducerMessage(topic: busy, key: "k", value: [1]))
+        return (cluster, empty, busy)
     }
 
     static func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: @escaping @Sendable () -> Bool) async throws {
