@@ -284,9 +284,12 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Until caught up: the end offsets of newly assigned partitions, as the fetcher last saw them
     /// (cached by librdkafka from fetch responses), or asked of the broker once before the first
-    /// fetch answer. On the consumer queue.
+    /// fetch answer. On the consumer queue; the questions of one call take at most
+    /// `endQuestionsBudget`, so a broker that does not answer holds up the poll loop (and a
+    /// shutdown) no longer than that per turn, however many partitions there are.
     private func observeEndOffsets() {
         let catchUp = client.context.catchUp
+        let budgetEnd = ContinuousClock.now + Self.endQuestionsBudget
         for partition in catchUp.partitionsWithoutEnd() {
             var low: Int64 = -1
             var high: Int64 = -1
@@ -294,8 +297,9 @@ public final class KafkaConsumer: Service, Sendable {
             if cached != RD_KAFKA_RESP_ERR_NO_ERROR || high < 0 {
                 // Nothing fetched yet: the broker is asked once (a ListOffsets round trip), so a
                 // partition at its end is caught up without waiting out a long poll there.
-                guard endsAsked.withLock({ $0.insert(partition).inserted }),
-                    rd_kafka_query_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high, 1_000)
+                let left = ContinuousClock.now.duration(to: budgetEnd)
+                guard left > .milliseconds(1), endsAsked.withLock({ $0.insert(partition).inserted }),
+                    rd_kafka_query_watermark_offsets(client.pointer, partition.topic, partition.partition, &low, &high, left.librdkafkaMilliseconds)
                         == RD_KAFKA_RESP_ERR_NO_ERROR
                 else { continue }
             }
@@ -303,6 +307,8 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// The longest one turn of the poll loop spends asking the broker for partitions' ends.
+    static let endQuestionsBudget = Duration.seconds(1)
 }
 
 public struct KafkaConsumerEvents: AsyncSequence, Sendable {
