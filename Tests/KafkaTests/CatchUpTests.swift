@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import Kafka
+import NIOCore
 import NIOPosix
 import Testing
 import TestSupport
@@ -106,6 +107,31 @@ struct CatchUpTests {
         tasks.forEach { $0.cancel() }
         for task in tasks { _ = await task.result }
         for consumer in [member, fetching, reader] { await consumer.close() }
+    }
+
+    /// librdkafka's consumers ask the broker for a partition's end on the poll loop's queue, where
+    /// `close()` runs too; a broker that never answers must not hold the loop a second per partition.
+    @Test("a broker that never answers: a reader of ten partitions still closes within seconds (its end-offset questions take at most 1 s per turn)")
+    func silentBrokerDoesNotHoldClose() async throws {
+        let (peer, port) = try await startPeer { _ in }  // accepts, reads, never answers
+        defer { peer.close(promise: nil) }
+        let topic = TestKafka.uniqueTopic()
+        var configuration = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:\(port)", clientId: "silent"),
+            mode: .assignment((0..<10).map { TopicPartitionOffset(topic: topic, partition: Int32($0), offset: .beginning) }))
+        configuration.closeTimeout = .seconds(1)
+        let reader = try KafkaConsumer(configuration: configuration, logger: TestKafka.logger)
+        let task = Task { for try await _ in reader.messages {} }
+        try await Task.sleep(for: .milliseconds(300))  // the loop is asking by now
+        let start = ContinuousClock.now
+        try await withTimeout(.seconds(30), "close with a silent broker") { await reader.close() }
+        let elapsed = ContinuousClock.now - start
+        // 1 s for the turn in progress, 1 s for the close, slack for a loaded machine; asking each
+        // partition for up to 1 s took 10 s here.
+        #expect(elapsed < .seconds(5), "close took \(elapsed)")
+        #expect(!reader.isCaughtUp)
+        task.cancel()
+        _ = await task.result
     }
 
     @Test("an announced consumer counts before it exists; a hold until it is released")
