@@ -96,6 +96,23 @@ public final class KafkaCatchUp: Sendable {
         }
     }
 
+    /// Where the consumer starts reading a partition still behind (a group member's committed
+    /// offset): a start at or past the end to reach leaves nothing to process there.
+    @discardableResult
+    func starts(at offset: Int64, for partition: TopicPartition) -> Bool {
+        guard !done.load(ordering: .acquiring), offset >= 0 else { return false }
+        return state.withLock { s in
+            guard let end = s.behind[partition] else { return false }
+            if let end, offset >= end {
+                s.behind[partition] = nil
+                s.position[partition] = nil
+            } else {
+                s.position[partition] = max(s.position[partition] ?? offset, offset)
+            }
+            return completeIfDone(&s)
+        }
+    }
+
     /// The application is done with `event`. Returns true when this completed the catch-up.
     @discardableResult
     func processed(_ event: KafkaConsumerEvent) -> Bool {

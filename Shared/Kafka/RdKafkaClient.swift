@@ -290,6 +290,15 @@ private let kafkaRebalanceCallback:
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             ctx.logger.info("Kafka partitions assigned", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
+            // Until caught up, librdkafka's own fetching (not the poll thread's, which learns a
+            // partition's end from its first fetch, sent without a wait) is told first where the
+            // partitions start and end.
+            let bounds =
+                if let partitions, !ctx.catchUp.isCaughtUp, ctx.onAssign.load(ordering: .relaxed) != AssignedPartitions.pause.rawValue {
+                    AssignedBounds.ask(rk, partitions, within: assignedBoundsBudget)
+                } else {
+                    AssignedBounds()
+                }
             if cooperative {
                 if let error = rd_kafka_incremental_assign(rk, partitions) { _ = KafkaError(error: error) }
                 ctx.assignment.withLock { $0.formUnion(list) }
@@ -306,6 +315,8 @@ private let kafkaRebalanceCallback:
             }
             if ctx.catchUp.assigned(list) {
                 ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "none assigned"])
+            } else if bounds.tell(ctx.catchUp) {
+                ctx.logger.info("Kafka consumer caught up", metadata: ["kafka.partitions": "at their ends when assigned"])
             }
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
@@ -330,6 +341,9 @@ private let kafkaRebalanceCallback:
             ctx.catchUp.revoked(list, all: true)
         }
     }
+
+/// How long the rebalance callback asks where newly assigned partitions start and end.
+let assignedBoundsBudget: Duration = .seconds(1)
 
 /// How long the final commit of a revoke waits for the coordinator.
 let revokeCommitTimeout: Duration = .seconds(5)

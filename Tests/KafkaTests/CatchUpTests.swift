@@ -109,6 +109,41 @@ struct CatchUpTests {
         for consumer in [member, fetching, reader] { await consumer.close() }
     }
 
+    /// A restarted service's librdkafka group member (the event exporter) usually finds its group
+    /// committed up to the end of partitions that hold records.
+    @Test(
+        "with a 10 s fetch wait, a librdkafka group member whose group committed everything catches up at once",
+        arguments: EmbeddedKafkaEngine.allCases)
+    func committedToTheEnd(engine: EmbeddedKafkaEngine) async throws {
+        let (cluster, _, busy) = try await Self.emptyAndBusy(engine: engine)
+        let group = "g-\(busy)"
+        let first = try TestKafka.groupConsumer(cluster, group: group, topics: [busy], clientId: "first")
+        let record = try await withTimeout(.seconds(20), "the record") {
+            for try await message in first.messages { return message }
+            throw TimeoutError(what: "stream ended")
+        }
+        try first.storeOffset(record)
+        await first.close()  // commits offset 1, the partition's end
+
+        let readiness = KafkaReadiness()
+        let again = try TestKafka.groupConsumer(cluster, group: group, topics: [busy], clientId: "again") {
+            $0.fetchWaitMaxMilliseconds = 10_000
+            $0.client.readiness = readiness
+        }
+        let received = Locked(0)
+        let task = Task { for try await _ in again.messages { received.withLock { $0 += 1 } } }
+        // Timed from the assignment: the mock cluster's group takes seconds to take a new member.
+        try await Self.waitUntil("assigned") { again.catchUpSummary != "waiting for assignment" }
+        let assigned = ContinuousClock.now
+        try await Self.waitUntil("caught up") { readiness.pending.isEmpty }
+        let elapsed = ContinuousClock.now - assigned
+        #expect(elapsed < .seconds(5), "caught up \(elapsed) after the assignment, not after a 10 s long poll")
+        #expect(received.value == 0, "nothing after the commit")
+        task.cancel()
+        _ = await task.result
+        await again.close()
+    }
+
     /// librdkafka's consumers ask the broker for a partition's end on the poll loop's queue, where
     /// `close()` runs too; a broker that never answers must not hold the loop a second per partition.
     @Test("a broker that never answers: a reader of ten partitions still closes within seconds (its end-offset questions take at most 1 s per turn)")
