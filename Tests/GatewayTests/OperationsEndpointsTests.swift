@@ -64,5 +64,13 @@ struct MetricsExposition {
             if parts.count == 4 { types[String(parts[2])] = String(parts[3]) }
         }
         self.types = types
+        self.text = text
+    }
+
+    let text: String
+
+    /// The value of the sample named exactly `sample` (with its labels, if any); nil if absent.
+    func value(_ sample: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
     }
 }

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import ChatFanoutApp
 import Common
 import Configuration
@@ -5,6 +6,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Kafka
+import NIOCore
 import ServiceKit
 import SuiteTesting
 import Testing
@@ -15,12 +17,28 @@ import TestSupport
 /// python-socketio clients.
 @Suite("Real-time path with the real chat-fanout", .serialized)
 struct RealFanoutTests {
+    /// The gateway timed each delivery it read (age since chat-fanout produced it) and each drain
+    /// that wrote deliveries to sockets (its wait for the loop, its length).
+    static func expectDeliveryPathTimed(_ s: Stack, deliveries: Int) async throws {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(s.gatewayAdminPort)/metrics"), timeout: .seconds(5))
+        let metrics = MetricsExposition(String(buffer: try await response.body.collect(upTo: 16 << 20)))
+        let read = try #require(metrics.value("gateway_delivery_age_at_read_seconds_count"), "\(metrics.text.prefix(3000))")
+        #expect(read >= Double(deliveries))
+        // Produced and read on one machine within the test: none is older than 10 s, or negative.
+        #expect(metrics.value(#"gateway_delivery_age_at_read_seconds_bucket{le="10.0"}"#) == read, "\(metrics.text.prefix(3000))")
+        #expect((metrics.value("gateway_delivery_age_at_read_seconds_sum") ?? -1) >= 0)
+        for drains in ["gateway_write_drain_seconds_count", "gateway_write_drain_wait_seconds_count"] {
+            #expect((metrics.value(drains) ?? 0) >= 1, "\(drains)")
+        }
+    }
+
     static func startReplica(_ s: Stack, _ name: String) async throws -> RunningService {
         try await s.startFanoutReplica(name)
     }
 
     @Test("40 channel messages and 10 DMs posted over REST reach EIO4 and EIO3 clients exactly once each through two fan-out replicas, one stopped mid-run")
     func wholePath() async throws {
+        Observability.bootstrapMetrics()  // before the gateway makes its timers
         let gatewayId = "gw-e2e-\(UUID().uuidString.prefix(8).lowercased())"
         try await Stack.run(services: [.auth, .workspace, .chat], gateway: ["GATEWAY_ID": gatewayId]) { s in
             let owner = try await s.user("주인")
@@ -69,6 +87,7 @@ struct RealFanoutTests {
                     && Set(dmIds).isSubset(of: Set(received(modern, "dm", "dm_id")))
             }
             try await Task.sleep(for: .seconds(1))  // a late duplicate would show now
+            try await Self.expectDeliveryPathTimed(s, deliveries: channelIds.count + dmIds.count)
             for (client, event, key) in [(modern, "channel", "chat_id"), (legacy, "channel", "chat_id"), (modern, "dm", "dm_id")] {
                 let ids = received(client, event, key)
                 #expect(ids.count == Set(ids).count, "a \(event) arrived twice at one socket")

@@ -1,3 +1,4 @@
+import Metrics
 import NIOCore
 import NIOWebSocket
 import Synchronization
@@ -23,8 +24,9 @@ final class EventLoopWriteBatcher: Sendable {
 
     private struct State {
         var pending: [Pending] = []
-        /// A drain is queued on the loop.
+        /// A drain is queued on the loop (since when).
         var scheduled = false
+        var scheduledAt = ContinuousClock.now
         /// Open `hold()`s: writes queue without waking the loop.
         var holds = 0
     }
@@ -58,6 +60,10 @@ final class EventLoopWriteBatcher: Sendable {
 
     let eventLoop: any EventLoop
     private let state = Mutex(State())
+    /// How long a queued drain waited for its loop, and how long it took: where a delivery's
+    /// time goes between the gateway reading it and the sockets taking it.
+    private let drainWait = Timer(label: "gateway_write_drain_wait", preferredDisplayUnit: .seconds)
+    private let drainTime = Timer(label: "gateway_write_drain", preferredDisplayUnit: .seconds)
     /// Drains begun, over every batcher: each drain's number marks the outputs it has met.
     private static let drains = Atomic<Int>(0)
 
@@ -103,18 +109,22 @@ final class EventLoopWriteBatcher: Sendable {
     private static func claimDrain(_ state: inout State, holding: Bool) -> Bool {
         guard !state.pending.isEmpty, !state.scheduled, !holding || state.holds == 0 else { return false }
         state.scheduled = true
+        state.scheduledAt = .now
         return true
     }
 
     private func drain() {
-        let batch = state.withLock { state -> [Pending] in
+        let (batch, scheduledAt) = state.withLock { state -> ([Pending], ContinuousClock.Instant) in
             defer {
                 state.pending = []
                 state.scheduled = false
             }
-            return state.pending
+            return (state.pending, state.scheduledAt)
         }
         guard !batch.isEmpty else { return }
+        let start = ContinuousClock.now
+        drainWait.record(duration: scheduledAt.duration(to: start))
+        defer { drainTime.record(duration: start.duration(to: .now)) }
         let drainNumber = Self.drains.wrappingAdd(1, ordering: .relaxed).newValue
         // Per channel, in the order first written to: its context and its receipts. An output
         // remembers its place in this drain, so a socket written twice is flushed once, with no

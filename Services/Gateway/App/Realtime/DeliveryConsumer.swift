@@ -88,10 +88,16 @@ final class DeliveryConsumer: Service, Sendable {
         await consumer.close()
     }
 
+    /// How old a delivery is when read: from chat-fanout producing it (the record's timestamp) to
+    /// now, on the wall clock (milliseconds; 0 when the clocks disagree).
+    private let ageAtRead = Metrics.Timer(label: "gateway_delivery_age_at_read", preferredDisplayUnit: .seconds)
+
     /// One fetch's or poll's deliveries: each event loop gets them in one wake-up.
     private func deliver(_ messages: [KafkaConsumerMessage]) {
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         hub.writeBatchers.holding {
             for message in messages where message.keyString == gatewayId {
+                if let produced = message.timestampMilliseconds { ageAtRead.recordMilliseconds(max(0, now - produced)) }
                 // The last span of a message's trace, its delivery to this gateway's sockets, for
                 // a record that carries one (as chat-fanout's route span): a record without a
                 // trace starts none, and skips the span machinery.
