@@ -21,8 +21,6 @@ public struct PlatformSettings: Sendable {
     public var kafkaDeliveryFetchBatchMilliseconds: Int
     /// The gateway's delivery consumer: `KafkaPartitionReader` (true) or librdkafka.
     public var kafkaDeliveryReaderIsNative: Bool
-    /// The gateway's own delivery reader on a thread of its own (true) or a server event loop.
-    public var kafkaDeliveryReaderHasOwnThread: Bool
     /// chat-fanout's delivery producer: `KafkaRecordWriter` (true) or librdkafka.
     public var kafkaDeliveryWriterIsNative: Bool
     /// chat-fanout's message consumer: its poll thread fetching itself (true) or librdkafka.
@@ -47,7 +45,6 @@ public struct PlatformSettings: Sendable {
         kafkaDeliveryFetchMinBytes = try settings.kafkaDeliveryFetchMinBytes
         kafkaDeliveryFetchBatchMilliseconds = try settings.kafkaDeliveryFetchBatchMilliseconds
         kafkaDeliveryReaderIsNative = try settings.kafkaDeliveryReaderIsNative
-        kafkaDeliveryReaderHasOwnThread = try settings.kafkaDeliveryReaderHasOwnThread
         kafkaDeliveryWriterIsNative = try settings.kafkaDeliveryWriterIsNative
         kafkaFanoutReaderIsNative = try settings.kafkaFanoutReaderIsNative
         kafkaInboxReaderIsNative = try settings.kafkaInboxReaderIsNative

@@ -28,7 +28,6 @@ public struct ServiceSettings: Sendable {
         "kafka.delivery-fetch-min-bytes": 1,
         "kafka.delivery-fetch-batch-ms": 0,
         "kafka.delivery-reader": "native",
-        "kafka.delivery-reader-thread": "shared",
         "kafka.delivery-writer": "native",
         "kafka.fanout-reader": "native",
         "kafka.inbox-reader": "native",
@@ -174,19 +173,6 @@ public struct ServiceSettings: Sendable {
     /// loop, for a plaintext cluster) or `librdkafka` (a librdkafka consumer, as TLS and SASL
     /// always are).
     public var kafkaDeliveryReaderIsNative: Bool { get throws { try nativeOrLibrdkafka("kafka.delivery-reader") } }
-    /// Where the gateway's own delivery reader runs: on one of the server's event loops (`shared`,
-    /// default: the fewest thread wake-ups) or on a thread of its own (`own`: a fetch's answer
-    /// never waits behind that loop's sockets, for a shorter latency tail at some CPU).
-    public var kafkaDeliveryReaderHasOwnThread: Bool {
-        get throws {
-            let value = try string("kafka.delivery-reader-thread")
-            switch value {
-            case "shared": return false
-            case "own": return true
-            default: throw StartupError("kafka.delivery-reader-thread must be shared or own, not \(value)")
-            }
-        }
-    }
     /// How chat-fanout writes deliveries: `native` (default; `KafkaRecordWriter`, its consumer's
     /// poll thread sending and awaiting the Produce requests itself, for a plaintext cluster) or
     /// `librdkafka` (an idempotent librdkafka producer, as TLS and SASL always are).

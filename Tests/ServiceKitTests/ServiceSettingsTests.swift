@@ -64,18 +64,6 @@ struct ServiceSettingsTests {
         }
     }
 
-    @Test("the gateway's delivery reader: on a server event loop unless set to its own thread; anything else refused at startup")
-    func deliveryReaderThread() throws {
-        #expect(try !ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryReaderHasOwnThread)
-        #expect(try ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_READER_THREAD": "own"], arguments: ["x"]).kafkaDeliveryReaderHasOwnThread)
-        let flag = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--kafka-delivery-reader-thread", "own"])
-        #expect(try flag.kafkaDeliveryReaderHasOwnThread)
-        for bad in ["", "dedicated", "OWN"] {
-            let settings = ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_READER_THREAD": bad], arguments: ["x"])
-            #expect(throws: StartupError.self, "\(bad)") { try settings.kafkaDeliveryReaderHasOwnThread }
-        }
-    }
-
     @Test("the producers' codec: lz4 unless set, any librdkafka codec by name, anything else refused at startup")
     func kafkaCompression() throws {
         #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaCompression == "lz4")

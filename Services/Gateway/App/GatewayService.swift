@@ -206,11 +206,10 @@ private func realtime(
     let deliveryFetchMinBytes = platform.platformSettings.kafkaDeliveryFetchMinBytes
     let deliveryFetchBatch = platform.platformSettings.kafkaDeliveryFetchBatchMilliseconds
     let nativeDeliveryReader = platform.platformSettings.kafkaDeliveryReaderIsNative
-    let deliveryReaderThread = platform.platformSettings.kafkaDeliveryReaderHasOwnThread
     platform.addGatedService {
         DeliveryConsumer(
             hub: hub, client: client, fetchWaitMilliseconds: deliveryFetchWait, fetchMinBytes: deliveryFetchMinBytes,
-            fetchBatchMilliseconds: deliveryFetchBatch, nativeReader: nativeDeliveryReader, ownThread: deliveryReaderThread, logger: logger)
+            fetchBatchMilliseconds: deliveryFetchBatch, nativeReader: nativeDeliveryReader, logger: logger)
     }
     PollingTransport(server: server).addRoutes(to: router)
     let socketIOWebSocket = WebSocketTransport(server: server, trustedProxies: trustedProxies)

@@ -4,9 +4,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
-import NIOCore
 import NIOEmbedded
-import NIOPosix
 import SuiteTesting
 import Synchronization
 import Testing
@@ -23,7 +21,7 @@ struct DeliveryHoldTests {
     /// Notes, for each delivery, whether `batcher` was held at that moment.
     final class Probe: LiveSubscriber {
         let batcher: EventLoopWriteBatcher
-        let seen = Mutex<[(id: UUID, held: Bool, onServerLoop: Bool)]>([])
+        let seen = Mutex<[(id: UUID, held: Bool)]>([])
 
         init(batcher: EventLoopWriteBatcher) {
             self.batcher = batcher
@@ -32,8 +30,7 @@ struct DeliveryHoldTests {
         func deliver(_ delivery: LiveDelivery, for follow: LiveFollow) {
             guard case .channelMessage(let message) = delivery.event else { return }
             let held = batcher.isHeld
-            let onServerLoop = MultiThreadedEventLoopGroup.singleton.makeIterator().contains { $0.inEventLoop }
-            seen.withLock { $0.append((message.messageId.uuid, held, onServerLoop)) }
+            seen.withLock { $0.append((message.messageId.uuid, held)) }
         }
 
         func revoked(_ follow: LiveFollow) {}
@@ -41,11 +38,10 @@ struct DeliveryHoldTests {
         var presenceUpdates: PresenceUpdates { .none }
     }
 
-    /// How the deliveries are read: the suite's own reader (on a server loop or on a thread of its
-    /// own), librdkafka, or the own reader meeting compressed batches and handing the partition to
-    /// librdkafka.
+    /// How the deliveries are read: the suite's own reader, librdkafka, or the own reader
+    /// meeting compressed batches and handing the partition to librdkafka.
     enum Reader: String, CaseIterable, CustomTestStringConvertible {
-        case native, nativeOwnThread, librdkafka, nativeThenLibrdkafka
+        case native, librdkafka, nativeThenLibrdkafka
         var testDescription: String { rawValue }
     }
 
@@ -69,9 +65,7 @@ struct DeliveryHoldTests {
         let channel = ChannelID.generate()
         hub.follow(probe, LiveFollow(id: channel.uuid, kind: .channel, workspaceId: nil, userId: nil))
 
-        let consumer = DeliveryConsumer(
-            hub: hub, client: client, fetchWaitMilliseconds: 5, nativeReader: reader != .librdkafka, ownThread: reader == .nativeOwnThread,
-            logger: TestKafka.logger)
+        let consumer = DeliveryConsumer(hub: hub, client: client, fetchWaitMilliseconds: 5, nativeReader: reader != .librdkafka, logger: TestKafka.logger)
         let running = Task { try await consumer.run() }
         defer { running.cancel() }
 
@@ -113,9 +107,6 @@ struct DeliveryHoldTests {
         #expect(unheld == 0, "\(unheld) of \(seen.count) events were delivered without a hold")
         #expect(!probe.batcher.isHeld)
         let byLibrdkafka = consumer.readsWithLibrdkafka.load(ordering: .relaxed)
-        #expect(byLibrdkafka == (reader == .librdkafka || reader == .nativeThenLibrdkafka), "read by librdkafka: \(byLibrdkafka)")
-        // The own reader hands them over on the server's loop it reads on, or on its own thread.
-        let onServerLoop = seen.filter(\.onServerLoop).count
-        #expect(onServerLoop == (reader == .native ? seen.count : 0), "\(onServerLoop) of \(seen.count) on a server loop")
+        #expect(byLibrdkafka == (reader != .native), "read by librdkafka: \(byLibrdkafka)")
     }
 }

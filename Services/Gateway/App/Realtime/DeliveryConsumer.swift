@@ -22,9 +22,8 @@ import Synchronization
 /// id on at most once.
 ///
 /// A plaintext cluster's deliveries are read by `KafkaPartitionReader` on one of the server's
-/// event loops, or on a thread of its own with `kafka.delivery-reader-thread` `own`
-/// (`kafka.delivery-reader` native, the default): a fetch's records reach the hub there, without
-/// librdkafka's broker and poll threads. A batch it cannot read (compressed:
+/// event loops (`kafka.delivery-reader` native, the default): a fetch's records reach the hub
+/// there, without librdkafka's broker and poll threads. A batch it cannot read (compressed:
 /// chat-fanout produces deliveries uncompressed) hands the partition to librdkafka from that
 /// offset, for the rest of the process's life, as does TLS or SASL from the start.
 final class DeliveryConsumer: Service, Sendable {
@@ -32,20 +31,17 @@ final class DeliveryConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let gatewayId: String
     private let nativeReader: Bool
-    /// The own reader runs on a thread of its own, not on one of the server's event loops.
-    private let ownThread: Bool
     private let logger: Logger
     /// The deliveries are read by librdkafka (by configuration, or since a batch only it reads).
     let readsWithLibrdkafka = Atomic<Bool>(false)
 
     init(
         hub: RealtimeHub, client: KafkaClientConfiguration, fetchWaitMilliseconds: Int, fetchMinBytes: Int = 1, fetchBatchMilliseconds: Int = 0,
-        nativeReader: Bool = true, ownThread: Bool = false,
+        nativeReader: Bool = true,
         logger: Logger
     ) {
         self.hub = hub
         self.nativeReader = nativeReader
-        self.ownThread = ownThread
         self.gatewayId = hub.settings.gatewayId
         self.logger = logger
         let partition = GatewayEvents.deliveryPartition(for: gatewayId)
@@ -62,30 +58,21 @@ final class DeliveryConsumer: Service, Sendable {
 
     func run() async throws {
         guard nativeReader, KafkaPartitionReader.canRead(configuration) else { return try await runWithLibrdkafka(configuration) }
-        // On its own thread a fetch's answer is read at once, not after what the loop's sockets
-        // have queued (docs/benchmarks.md, part 28).
-        let own = ownThread ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
-        let outcome: Result<Void, any Error>
+        let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         do {
-            let reader = try KafkaPartitionReader(configuration: configuration, eventLoop: (own ?? .singleton).next(), logger: logger)
             // Decoding and routing never wait, so they run on the reader's event loop.
             try await cancelWhenGracefulShutdown { try await reader.run { self.deliver($0) } }
-            outcome = .success(())
-        } catch {
-            outcome = .failure(error)
+        } catch let unreadable as KafkaPartitionReader.UnreadableBatch {
+            logger.warning(
+                "a delivery batch only librdkafka reads (is chat-fanout's delivery producer compressing?); reading on with librdkafka",
+                metadata: ["error": "\(unreadable)"])
+            // The same partition, from the batch the reader could not read.
+            var rest = configuration
+            if case .assignment(let partitions) = configuration.mode {
+                rest.mode = .assignment(partitions.map { TopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: .exact(unreadable.offset)) })
+            }
+            try await runWithLibrdkafka(rest)
         }
-        try? await own?.shutdownGracefully()
-        guard case .failure(let error) = outcome else { return }
-        guard let unreadable = error as? KafkaPartitionReader.UnreadableBatch else { throw error }
-        logger.warning(
-            "a delivery batch only librdkafka reads (is chat-fanout's delivery producer compressing?); reading on with librdkafka",
-            metadata: ["error": "\(unreadable)"])
-        // The same partition, from the batch the reader could not read.
-        var rest = configuration
-        if case .assignment(let partitions) = configuration.mode {
-            rest.mode = .assignment(partitions.map { TopicPartitionOffset(topic: $0.topic, partition: $0.partition, offset: .exact(unreadable.offset)) })
-        }
-        try await runWithLibrdkafka(rest)
     }
 
     private func runWithLibrdkafka(_ configuration: KafkaConsumerConfiguration) async throws {
