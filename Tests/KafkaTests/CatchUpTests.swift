@@ -1,6 +1,7 @@
+import CRdKafka
 import Common
 import Foundation
-import Kafka
+@testable import Kafka
 import NIOCore
 import NIOPosix
 import Testing
@@ -167,6 +168,30 @@ struct CatchUpTests {
         #expect(!reader.isCaughtUp)
         task.cancel()
         _ = await task.result
+    }
+
+    /// A group member's rebalance callback asks where new partitions start and end before it assigns
+    /// them (`AssignedBounds`); the callback runs on the poll loop, so both questions together must
+    /// hold it no longer than their budget, however many partitions and whoever does not answer.
+    @Test("a coordinator and leaders that never answer: the assignment's two questions take their budget together, not each")
+    func silentBoundsKeepTheirBudget() async throws {
+        let (peer, port) = try await startPeer { _ in }  // accepts, reads, never answers
+        defer { peer.close(promise: nil) }
+        let client = try RdKafkaClient(
+            kind: .consumer, properties: ["bootstrap.servers": "127.0.0.1:\(port)", "group.id": "silent-bounds"], logger: TestKafka.logger)
+        let topic = TestKafka.uniqueTopic()
+        let partitions = try #require(rd_kafka_topic_partition_list_new(10))
+        defer { rd_kafka_topic_partition_list_destroy(partitions) }
+        for partition in 0..<Int32(10) { _ = rd_kafka_topic_partition_list_add(partitions, topic, partition) }
+        let budget = Duration.seconds(2)
+        let start = ContinuousClock.now
+        let bounds = AssignedBounds.ask(client.pointer, partitions, within: budget)
+        let elapsed = ContinuousClock.now - start
+        #expect(bounds.starts.isEmpty && bounds.ends.isEmpty, "nothing known from a silent peer")
+        // It did wait (the peer is silent, not refusing), and the second question got only what the
+        // first left: the budget each would take 4 s.
+        #expect(elapsed >= .milliseconds(1_500), "asked for \(elapsed): the questions did not wait for the peer")
+        #expect(elapsed < .milliseconds(3_200), "asked for \(elapsed) with a budget of \(budget)")
     }
 
     @Test("an announced consumer counts before it exists; a hold until it is released")
