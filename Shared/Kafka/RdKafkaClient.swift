@@ -18,6 +18,8 @@ final class KafkaCallbackContext: Sendable {
     let catchUp = KafkaCatchUp()
     /// What the rebalance callback does with the partitions it assigns (`AssignedPartitions`).
     let onAssign = Atomic<UInt8>(AssignedPartitions.leave.rawValue)
+    /// While `closeConsumer` runs, its deadline: the final revoke's commit keeps to it.
+    let closeDeadline = Mutex<ContinuousClock.Instant?>(nil)
 
     init(logger: Logger) {
         self.logger = logger
@@ -170,9 +172,10 @@ final class RdKafkaClient: @unchecked Sendable {
     /// Closes the consumer (final revoke with its commit, leaving the group) and serves its
     /// callbacks until it is closed, `deadline` passes or `giveUp` says so: `_TIMED_OUT` when it
     /// did not close (the handle is then destroyed without the rest of the close, see `deinit`).
-    /// A revoke served here commits with its own bound (`revokeCommitTimeout`), which neither
-    /// `deadline` nor `giveUp` shortens: a close can overrun its deadline by up to that much.
+    /// A revoke served here commits until `deadline` at the latest (`closeDeadline`).
     func closeConsumer(until deadline: ContinuousClock.Instant, giveUp: () -> Bool) -> Result<Void, KafkaError> {
+        context.closeDeadline.withLock { $0 = deadline }
+        defer { context.closeDeadline.withLock { $0 = nil } }
         guard let callbacks = rd_kafka_queue_new(pointer) else { return .failure(KafkaError(RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE)) }
         defer { rd_kafka_queue_destroy(callbacks) }
         if let error = rd_kafka_consumer_close_queue(pointer, callbacks) {
@@ -322,7 +325,8 @@ private let kafkaRebalanceCallback:
             ctx.logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": "\(list.map(\.description).joined(separator: ","))"])
             // Commit what was processed so the next owner resumes right after it (bounded: with
             // the coordinator gone a plain commit would hold this callback, and a close, forever).
-            let commitErr = commitStoredOffsets(rk, until: .now + revokeCommitTimeout)
+            // A close's revoke keeps to the close's deadline (a service's stop has Docker's 10 s).
+            let commitErr = commitStoredOffsets(rk, until: min(.now + revokeCommitTimeout, ctx.closeDeadline.withLock { $0 } ?? .now + revokeCommitTimeout))
             if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
             }

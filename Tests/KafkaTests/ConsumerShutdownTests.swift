@@ -37,9 +37,10 @@ struct ConsumerShutdownTests {
         let consumer = try await memberOfVanishedCluster(closeTimeout: .seconds(3))
         let start = ContinuousClock.now
         // librdkafka 2.0.2 alone took 12 s here, and can take forever; the bound plus slack for a
-        // loaded machine.
+        // loaded machine. The final revoke's commit keeps to the bound too: with a 5 s bound of its
+        // own, the close took 6.5 s.
         try await withTimeout(.seconds(30), "close with the brokers gone") { await consumer.close() }
-        #expect(ContinuousClock.now - start < .seconds(8), "close took \(ContinuousClock.now - start)")
+        #expect(ContinuousClock.now - start < .seconds(5), "close took \(ContinuousClock.now - start)")
         #expect(consumer.isClosed)
     }
 
