@@ -326,7 +326,9 @@ private let kafkaRebalanceCallback:
             // Commit what was processed so the next owner resumes right after it (bounded: with
             // the coordinator gone a plain commit would hold this callback, and a close, forever).
             // A close's revoke keeps to the close's deadline (a service's stop has Docker's 10 s).
-            let commitErr = commitStoredOffsets(rk, until: min(.now + revokeCommitTimeout, ctx.closeDeadline.withLock { $0 } ?? .now + revokeCommitTimeout))
+            let ownBound = ContinuousClock.now + revokeCommitTimeout
+            let until = ctx.closeDeadline.withLock { $0 }.map { min($0, ownBound) } ?? ownBound
+            let commitErr = commitStoredOffsets(rk, until: until)
             if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 ctx.logger.warning("Kafka commit on revoke failed", metadata: ["kafka.error": "\(KafkaError(commitErr))"])
             }
@@ -349,7 +351,8 @@ private let kafkaRebalanceCallback:
 /// How long the rebalance callback asks where newly assigned partitions start and end.
 let assignedBoundsBudget: Duration = .seconds(1)
 
-/// How long the final commit of a revoke waits for the coordinator.
+/// How long the final commit of a revoke waits for the coordinator (during a close, no longer
+/// than the close's deadline).
 let revokeCommitTimeout: Duration = .seconds(5)
 
 /// `RdKafkaClient.commitStored(until:giveUp:)` on a raw handle (the rebalance callback's).
