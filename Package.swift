@@ -289,7 +289,8 @@ var targets: [Target] = [
     .testTarget(
         name: "PushTests",
         dependencies: [
-            "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", "Database", "Kafka", httpTypes,
+            "SuiteTesting", "PushApp", "PresenceApp", "ServiceCatalog", "ServiceKit", "TestSupport", "Events", "Common", "Database", "Kafka", "Messaging",
+            httpTypes,
             hummingbird, hummingbirdTesting,
             postgres, nioCore, jwt, .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "NIOFoundationCompat", package: "swift-nio"),
             crypto, nioHTTP1, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -84,7 +84,9 @@ struct DevPostgres {
         }
         let logFile = dataDirectory.deletingLastPathComponent().appendingPathComponent("postgres.log")
         if let runAsUser {
-            FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            guard FileManager.default.createFile(atPath: logFile.path, contents: nil) else {
+                throw DevError("cannot create \(logFile.path)")
+            }
             try ProcessRunner.run("chown", [runAsUser, logFile.path])
         }
         try runPostgresTool(

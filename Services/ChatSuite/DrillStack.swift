@@ -29,7 +29,7 @@ final class DrillStack: Sendable {
         // Where each answers `/health/ready` (the gateway on its admin listener).
         servicePorts = Dictionary(uniqueKeysWithValues: ServiceEntry.all.map { ($0.name, $0.healthPort(httpPort: port + $0.port - ServiceEntry.gatewayPort)) })
         output = dataDir.appendingPathComponent("drill-suite.log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        guard FileManager.default.createFile(atPath: output.path, contents: nil) else { throw DevError("cannot create \(output.path)") }
 
         var pg = try DevPostgres.prepare(root: dataDir.appendingPathComponent("postgres"), preferredPort: port + 40, logger: logger)
         try pg.start(logger: logger)

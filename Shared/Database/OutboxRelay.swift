@@ -79,7 +79,7 @@ public final class OutboxRelay: Service, Sendable {
     public var isLeader: Bool { leading.load(ordering: .relaxed) }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
                     try await self.leadOrStandBy()

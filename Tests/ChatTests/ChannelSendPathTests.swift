@@ -34,7 +34,8 @@ struct ChannelSendPathTests {
             for n in 0..<5 {
                 let response = try await s.multipartRequest(.post, chats, owner, fields: ["content": "plain \(n)"])
                 #expect(response.status == .ok)
-                last = id(try #require(jsonObject(response)), "chat_id")
+                let sent: [String: Any] = try #require(jsonObject(response))
+                last = id(sent, "chat_id")
             }
             #expect(Self.sends("direct") - direct >= 5)
 

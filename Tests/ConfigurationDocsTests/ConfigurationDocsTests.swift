@@ -154,7 +154,7 @@ struct ConfigurationDocsTests {
         process.executableURL = executable
         process.arguments = arguments
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("chatsuite-help-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
         defer { try? FileManager.default.removeItem(at: file) }
         process.standardOutput = try FileHandle(forWritingTo: file)
         try process.run()

@@ -215,7 +215,7 @@ struct PartitionReaderTests {
         let plain = try TestKafka.producer(cluster) { $0.compression = "none" }
         let compressed = try TestKafka.producer(cluster) { $0.compression = "gzip" }
         let started = try Running(readerConfiguration(cluster, topic: topic, partition: 0, offset: .beginning))
-        let (reader, received, running) = (started.reader, started.received, started.task)
+        let (received, running) = (started.received, started.task)
         defer { running.cancel() }
         try await send(plain, records(topic, partition: 0, 0..<3, tag: "plain"))
         try await eventually("the plain records", timeout: .seconds(20)) { received.count >= 3 }

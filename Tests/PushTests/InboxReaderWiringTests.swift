@@ -3,6 +3,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
+import Messaging
 import PushApp
 import ServiceKit
 import SuiteTesting

@@ -96,7 +96,8 @@ struct ThreadTests {
             let wid = id(try await s.createWorkspace(owner), "workspace_id")
             let base = "/v1/workspaces/\(wid)/channels"
             let general = id(try #require(jsonArray(try await s.get(base, owner))).first, "channel_id")
-            let tid = id(try #require(jsonObject(try await s.send(.post, "\(base)/\(general)/threads", owner, json: #"{"name":"공지"}"#))), "channel_id")
+            let thread: [String: Any] = try #require(jsonObject(try await s.send(.post, "\(base)/\(general)/threads", owner, json: #"{"name":"공지"}"#)))
+            let tid = id(thread, "channel_id")
             let seen = try await WorkspaceEventsTests.read(s.cluster) { seen in
                 seen.contains { $0.type == "workspace.channel-created" && $0.data["channelId"] == tid }
             }

@@ -143,21 +143,24 @@ struct DetachedWebSocketTests {
         let counter = ReadCounter()
         var tooLarge: (@Sendable () -> Void)?
         if ownTooLarge { tooLarge = { events.append("tooLarge") } }
-        let handler = DetachedWebSocketHandler(
-            maxMessageBytes: maxBytes, maxPendingMessages: maxPending,
-            events: .init(
-                receive: { text in
-                    received.append(text)
-                    await gate?.pass()
-                    return text != "stop"
-                },
-                binary: { events.append("binary") },
-                tooLarge: tooLarge,
-                shutdown: { events.append("shutdown") },
-                closed: { events.append("closed") }
-            ))
-        try await channel.pipeline.addHandler(counter)
-        try await channel.pipeline.addHandler(handler)
+        let callbacks = DetachedWebSocketHandler.Events(
+            receive: { text in
+                received.append(text)
+                await gate?.pass()
+                return text != "stop"
+            },
+            binary: { events.append("binary") },
+            tooLarge: tooLarge,
+            shutdown: { events.append("shutdown") },
+            closed: { events.append("closed") }
+        )
+        // The handler is not Sendable: it is made and added on the channel's loop, as the
+        // gateway's upgrade does.
+        try await channel.testingEventLoop.executeInContext {
+            try channel.pipeline.syncOperations.addHandler(counter)
+            try channel.pipeline.syncOperations.addHandler(
+                DetachedWebSocketHandler(maxMessageBytes: maxBytes, maxPendingMessages: maxPending, events: callbacks))
+        }
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9))
         return Harness(channel: channel, received: received, events: events, counter: counter)
     }

@@ -22,7 +22,8 @@ struct NativePersonalRoomTests {
             let (ua, ub, uc) = (try await s.v1User(a), try await s.v1User(b), try await s.v1User(c))
             let group = try #require(jsonObject(try await s.send(.post, "/v1/rooms", ua, json: #"{"member_ids":["\#(ub.id)","\#(uc.id)"],"name":"셋이서"}"#)))
             let roomId = id(group, "room_id")
-            let pair = id(try #require(jsonObject(try await s.send(.post, "/v1/rooms", ua, json: #"{"member_ids":["\#(ub.id)"]}"#))), "room_id")
+            let pairRoom: [String: Any] = try #require(jsonObject(try await s.send(.post, "/v1/rooms", ua, json: #"{"member_ids":["\#(ub.id)"]}"#)))
+            let pair = id(pairRoom, "room_id")
             let chats = "/v1/rooms/\(roomId)/chats"
             #expect(try await s.send(.post, chats, ub, json: #"{"content":"먼저 온 글"}"#).status == .ok)
             let replica = try await RealFanoutTests.startReplica(s, "fanout-rooms")

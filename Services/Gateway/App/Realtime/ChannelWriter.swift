@@ -31,11 +31,16 @@ final class EventLoopWriteBatcher: Sendable {
         var holds = 0
     }
 
-    /// One channel a drain wrote to: its context, and who hears its frames were written. One
-    /// socket's frames are one session's, so its receipts add up into `receipt`; `others` holds
-    /// any for another listener.
+    /// One channel a drain wrote to: its context, and who hears its frames were written.
     private struct Flush {
         let context: ChannelHandlerContext
+        var receipts = Receipts()
+    }
+
+    /// Who hears a channel's flushed frames were written. One socket's frames are one session's,
+    /// so its receipts add up into `receipt`; `others` holds any for another listener. Sendable
+    /// (unlike the context beside it), so a write's completion can carry it.
+    private struct Receipts: Sendable {
         var receipt: WriteReceipt?
         var others: [WriteReceipt] = []
 
@@ -140,27 +145,27 @@ final class EventLoopWriteBatcher: Sendable {
             if slot == flushes.count {
                 flushes.append(Flush(context: context))
             }
-            flushes[slot].add(item.receipt)
+            flushes[slot].receipts.add(item.receipt)
         }
         for flush in flushes {
             flush.context.flush()
-            if flush.receipt != nil { Self.reportWritten(flush, on: flush.context) }
+            if flush.receipts.receipt != nil { Self.reportWritten(flush.receipts, on: flush.context) }
         }
     }
 
-    /// Delivers `flush`'s receipts once the socket has taken every byte flushed so far (or the
+    /// Delivers `receipts` once the socket has taken every byte flushed so far (or the
     /// channel closed). Usually the flush wrote everything at once and they are delivered now,
     /// with no promise per write (a promise and its callbacks per socket per message were ~5 % of
     /// the gateway's CPU). A socket that did not take it all (its client reads slowly) gets an
     /// empty write whose promise completes after the bytes before it.
-    private static func reportWritten(_ flush: Flush, on context: ChannelHandlerContext) {
+    private static func reportWritten(_ receipts: Receipts, on context: ChannelHandlerContext) {
         if let options = context.channel.syncOptions, ((try? options.getOption(.bufferedWritableBytes)) ?? 0) == 0 {
             // All written, or the channel is closed (nothing waits on it any more).
-            flush.deliverAll()
+            receipts.deliverAll()
             return
         }
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { _ in flush.deliverAll() }
+        promise.futureResult.whenComplete { _ in receipts.deliverAll() }
         context.writeAndFlush(NIOAny(ByteBuffer()), promise: promise)
     }
 

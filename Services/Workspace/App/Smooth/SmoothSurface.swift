@@ -19,7 +19,7 @@ extension WorkspaceAPI {
     func addSmoothRoutes(to router: some RouterMethods<SuiteRequestContext>) {
         // On the router itself, so it also wraps the not-found answer of unknown paths and methods
         // under the prefix (which no group's middleware sees).
-        router.add(middleware: SmoothPrefixErrors())
+        _ = router.add(middleware: SmoothPrefixErrors())
         let smooth = router.group("smooth/community").add(middleware: SmoothErrorMiddleware<SuiteRequestContext>(surface: .community))
         smooth.get("icons/:file") { _, context in try await icon(context) }
         let routes = smooth.group(context: AuthenticatedContext.self)
