@@ -60,6 +60,31 @@ struct ReportTests {
         #expect(abs(report.deliveriesPerSecond - 4 / 0.024) < 0.001)
     }
 
+    @Test("the tail: deliveries over 25 ms, counted by the second of sending their message was sent in")
+    func tailBySecondOfSending() {
+        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
+        let ms: UInt64 = 1_000_000
+        let t0: UInt64 = 5_000_000_000
+        // Message 0 at 0 s, 1 at 0.5 s, 2 at 2.2 s; both sockets follow both channels.
+        let sends = Self.sends(issued: [t0, t0 + 500 * ms, t0 + 2_200 * ms], accepted: [true, true, true])
+        let deliveries = [
+            Self.delivery(0, 0, t0 + 3 * ms),
+            Self.delivery(1, 0, t0 + 26 * ms),  // late: second 0
+            Self.delivery(0, 1, t0 + 500 * ms + 25 * ms),  // exactly 25 ms: not over
+            Self.delivery(1, 1, t0 + 500 * ms + 90 * ms),  // late: second 0
+            Self.delivery(0, 2, t0 + 2_200 * ms + 40 * ms),  // late: second 2
+            Self.delivery(1, 2, t0 + 2_200 * ms + 1 * ms),
+        ]
+        var report = LoadGenReport()
+        report.rate = 2
+        report.analyse(world: Self.world(plan), sends: sends, deliveries: deliveries)
+        #expect(report.received == 6)
+        #expect(report.tailDeliveries == 3)
+        #expect(report.tailBySecond == [0: 2, 2: 1])
+        let summary = report.summary(failures: [:], socketErrors: [:])
+        #expect(summary.contains("tail         3 deliveries over 25 ms (50.00 %); by second of sending: 0s 2, 2s 1"))
+    }
+
     @Test func aDeliveryToASocketOutsideTheChannelIsMisrouted() {
         // One member per channel: channel 0 is user 0's, channel 1 user 1's.
         let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 1, sockets: 2, channelsPerWorkspace: 2)

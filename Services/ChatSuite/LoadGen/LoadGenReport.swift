@@ -37,6 +37,12 @@ struct LoadGenReport: Encodable {
     var latencyP95Ms = 0.0
     var latencyP99Ms = 0.0
     var latencyMaxMs = 0.0
+    /// Deliveries later than `tailThresholdMs` (the p99 target), and how many of them belong to
+    /// messages sent in each second of the run (seconds from the first send): whether the tail is
+    /// spread over the run or bunched into a few stalls, and when.
+    var tailDeliveries = 0
+    var tailBySecond: [Int: Int] = [:]
+    static let tailThresholdMs = 25.0
     var gatewayRssBeforeKiB: Int?
     var gatewayRssIdleKiB: Int?
     var gatewayRssEndKiB: Int?
@@ -78,7 +84,12 @@ struct LoadGenReport: Encodable {
             guard offset < plan.members else { misrouted += 1; continue }
             received += 1
             lastDelivery = max(lastDelivery, d.nanos)
-            latencies.append(Double(d.nanos &- sends.issued[n]) / 1e6)
+            let latency = Double(d.nanos &- sends.issued[n]) / 1e6
+            latencies.append(latency)
+            if latency > Self.tailThresholdMs {
+                tailDeliveries += 1
+                tailBySecond[Int((sends.issued[n] &- sends.firstIssue) / 1_000_000_000), default: 0] += 1
+            }
         }
         lost = expected - received
         if sends.firstIssue > 0, lastDelivery > sends.firstIssue {
@@ -108,6 +119,11 @@ struct LoadGenReport: Encodable {
             "deliveries   \(received) received of \(expected) expected = \(f(deliveriesPerSecond)) /s; lost \(lost), duplicated \(duplicated), misrouted \(misrouted), unexpected \(unexpected), other frames \(otherFrames), seq gaps \(sequenceGaps)"
         )
         add("latency      send→receive p50 \(f(latencyP50Ms, 2)) ms  p95 \(f(latencyP95Ms, 2)) ms  p99 \(f(latencyP99Ms, 2)) ms  max \(f(latencyMaxMs, 2)) ms")
+        if tailDeliveries > 0 {
+            add(
+                "tail         \(tailDeliveries) deliveries over \(f(Self.tailThresholdMs, 0)) ms (\(f(Double(tailDeliveries) / Double(max(received, 1)) * 100, 2)) %); by second of sending: "
+                    + tailBySecond.sorted { $0.key < $1.key }.map { "\($0.key)s \($0.value)" }.joined(separator: ", "))
+        }
         if let before = gatewayRssBeforeKiB, let idle = gatewayRssIdleKiB {
             add(
                 "server RSS   before sockets \(f(Double(before) / 1024)) MiB, sockets open and idle \(f(Double(idle) / 1024)) MiB, end \(gatewayRssEndKiB.map { f(Double($0) / 1024) } ?? "?") MiB"
