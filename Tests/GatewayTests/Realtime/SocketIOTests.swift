@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Common
 import Events
 import Foundation
@@ -254,4 +255,62 @@ func recordedEvents<P: EventPayload>(
     reader.cancel()
     await consumer.close()
     return events.value
+}
+
+extension SocketIOTests {
+    /// Sessions opened together (a reconnect storm after a restart, a load test's ramp) used to get
+    /// their first pings in the same heartbeat tick, and so every ping after (docs/benchmarks.md,
+    /// part 30). With a 4 s interval each first ping is due 2–4 s after its open, spread by
+    /// `HeartbeatPhases`; without the phases all twelve came within one 250 ms tick.
+    @Test("sessions opened together get their first pings spread over the second half of the ping interval")
+    func firstPingsSpread() async throws {
+        let environment = ["GATEWAY_SOCKETIO_PING_INTERVAL_MS": "4000", "GATEWAY_SOCKETIO_PING_TIMEOUT_MS": "5000"]
+        try await Stack.run(gateway: environment) { s in
+            let start = ContinuousClock.now
+            var sids: [String] = []
+            for _ in 0..<12 {
+                let handshake = try await s.client.execute(uri: "/socket.io/?EIO=4&transport=polling", method: .get, headers: [:], body: nil)
+                let body = String(buffer: handshake.body)
+                #expect(body.hasPrefix(#"0{"sid":""#), "\(body)")
+                sids.append(String(body.dropFirst(#"0{"sid":""#.count).prefix(20)))
+            }
+            let opened = ContinuousClock.now
+            #expect(opened - start < .seconds(1), "the handshakes took \(opened - start)")
+            // Each poll on a connection of its own (the test client's one connection would answer
+            // them in order, so behind the latest ping).
+            var configuration = HTTPClient.Configuration()
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 16
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let port = try port(s)
+            let polled: Result<[Duration], any Error>
+            do {
+                polled = .success(
+                    try await withThrowingTaskGroup(of: (String, Duration).self) { group in
+                        for sid in sids {
+                            group.addTask {
+                                let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/socket.io/?EIO=4&transport=polling&sid=\(sid)")
+                                let response = try await http.execute(request, timeout: .seconds(10))
+                                let body = try await response.body.collect(upTo: 1024)
+                                return (String(buffer: body), ContinuousClock.now - start)
+                            }
+                        }
+                        var arrivals: [Duration] = []
+                        for try await (body, at) in group {
+                            #expect(body == "2", "a ping, not \(body)")
+                            arrivals.append(at)
+                        }
+                        return arrivals.sorted()
+                    })
+            } catch {
+                polled = .failure(error)
+            }
+            try await http.shutdown()
+            let arrivals = try polled.get()
+            let first = try #require(arrivals.first)
+            let last = try #require(arrivals.last)
+            #expect(first >= .milliseconds(1_900), "no first ping before half the interval: \(arrivals)")
+            #expect(last <= .milliseconds(5_500), "every first ping within the interval (and a tick): \(arrivals)")
+            #expect(last - first >= .seconds(1), "the first pings spread over the half interval: \(arrivals)")
+        }
+    }
 }

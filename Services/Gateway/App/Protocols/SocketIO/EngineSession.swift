@@ -49,7 +49,7 @@ final class EngineSession: ChannelWriteListener {
 
     init(
         id: String, version: EngineIOVersion, transport: Transport, userId: String?, studyUid: String? = nil, clientAddress: String,
-        maxQueuedPackets: Int, maxQueuedBytes: Int, server: SocketIOServer
+        maxQueuedPackets: Int, maxQueuedBytes: Int, firstPingAdvance: Duration = .zero, server: SocketIOServer
     ) {
         self.studyUid = studyUid
         self.server = server
@@ -60,7 +60,9 @@ final class EngineSession: ChannelWriteListener {
         let now = ContinuousClock.now
         state = Mutex(
             State(
-                outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedPackets), transport: transport, lastInbound: now, lastPing: now
+                outbox: OutboundQueue(maxBytes: maxQueuedBytes, maxFrames: maxQueuedPackets), transport: transport, lastInbound: now,
+                // The first ping is due one interval after this, so `firstPingAdvance` earlier than a full interval after the open.
+                lastPing: now - firstPingAdvance
             ))
     }
 

@@ -1,15 +1,18 @@
 import ServiceLifecycle
 
 /// One loop for every session's heartbeat (no task per socket): Engine.IO v4 sessions get a ping
-/// every ping interval; a session that sent nothing for interval + timeout is closed; a
-/// WebSocket write that does not finish within the write timeout drops the connection.
+/// every ping interval, the first one early by the session's phase (`HeartbeatPhases`); a session
+/// that sent nothing for interval + timeout is closed; a WebSocket write that does not finish
+/// within the write timeout drops the connection.
 struct SocketIOHeartbeat: Service {
     let server: SocketIOServer
 
     func run() async throws {
         let interval = server.settings.pingInterval
         let timeout = server.settings.pingTimeout
-        let tick = min(.seconds(1), interval / 4)
+        // Pings go out on these ticks: a quarter second apart, so the sessions whose pings are due
+        // in one tick are few (`HeartbeatPhases` spreads them over the interval).
+        let tick = min(.milliseconds(250), interval / 4)
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: tick)

@@ -20,6 +20,8 @@ final class SocketIOServer: Sendable {
     private let firebase: FirebaseTokenVerifier?
     private let logger: Logger
     private let sessions = Mutex<[String: EngineSession]>([:])
+    /// When each new session's first ping is due: spread, so sessions opened together do not ping together.
+    private let pingPhases = HeartbeatPhases()
 
     init(settings: SocketIOSettings, hub: RealtimeHub, firebase: FirebaseTokenVerifier?, logger: Logger) {
         self.settings = settings
@@ -64,7 +66,8 @@ final class SocketIOServer: Sendable {
         let userId = identity.userId
         let session = EngineSession(
             id: randomSessionId(), version: version, transport: transport, userId: userId, studyUid: identity.studyUid,
-            clientAddress: clientAddress, maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes, server: self
+            clientAddress: clientAddress, maxQueuedPackets: settings.maxQueuedPackets, maxQueuedBytes: settings.maxQueuedBytes,
+            firstPingAdvance: pingPhases.nextAdvance(period: settings.pingInterval), server: self
         )
         sessions.withLock { $0[session.id] = session }
         hub.sessionOpened(session.id, user: userId.flatMap(UserID.init), protocol: .socketIO)
