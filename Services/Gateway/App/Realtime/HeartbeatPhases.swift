@@ -8,17 +8,19 @@ import Synchronization
 /// opened within 4 s got their pings in the same few heartbeat ticks every 25 s: each tick a burst
 /// of over a thousand pings out and pongs back, and the deliveries queued behind those bursts were
 /// most of a run's latency tail (docs/benchmarks.md, part 30). Now each new connection's first
-/// beat comes early by a share of half the period. The shares follow the golden-ratio sequence
-/// (`n × 0.618…` modulo 1), which covers the range evenly for any run of consecutive
-/// connections, however few, with no random source. Later beats keep the phase: one period apart.
+/// beat comes early by a share of the period, so it falls anywhere within the first period. The
+/// shares follow the golden-ratio sequence (`n × 0.618…` modulo 1), which covers the range evenly
+/// for any run of consecutive connections, however few, with no random source. Later beats keep
+/// the phase: one period apart. A beat sooner than the period is within every protocol here (a
+/// client only needs one within the period and its timeout).
 final class HeartbeatPhases: Sendable {
     private let opened = Atomic<UInt64>(0)
 
     /// How much earlier than a full `period` the next connection's first beat is due: within
-    /// [0, period / 2).
+    /// [0, period).
     func nextAdvance(period: Duration) -> Duration {
         let n = opened.wrappingAdd(1, ordering: .relaxed).oldValue
-        return period * (Self.share(n) / 2)
+        return period * Self.share(n)
     }
 
     /// The `n`th member of the golden-ratio sequence, in [0, 1): `n × 2⁶⁴ / φ` modulo 2⁶⁴
