@@ -11,8 +11,8 @@ import Synchronization
 /// beat comes early by a share of the period, so it falls anywhere within the first period. The
 /// shares follow the golden-ratio sequence (`n × 0.618…` modulo 1), which covers the range evenly
 /// for any run of consecutive connections, however few, with no random source. Later beats keep
-/// the phase: one period apart. A beat sooner than the period is within every protocol here (a
-/// client only needs one within the period and its timeout).
+/// the phase: one period apart. A first ping sooner than the interval is within Engine.IO (a
+/// client only needs one within `pingInterval + pingTimeout`).
 final class HeartbeatPhases: Sendable {
     private let opened = Atomic<UInt64>(0)
 
