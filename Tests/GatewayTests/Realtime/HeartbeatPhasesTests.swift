@@ -7,7 +7,7 @@ import Testing
 @Suite("Heartbeat phases")
 struct HeartbeatPhasesTests {
     @Test("every advance lies within [0, period)")
-    func advancesWithinHalfThePeriod() {
+    func advancesWithinThePeriod() {
         let phases = HeartbeatPhases()
         let period = Duration.seconds(25)
         for _ in 0..<10_000 {

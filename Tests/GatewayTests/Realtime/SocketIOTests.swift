@@ -309,7 +309,7 @@ extension SocketIOTests {
             let arrivals = try polled.get()
             let first = try #require(arrivals.first)
             let last = try #require(arrivals.last)
-            #expect(last <= .milliseconds(5_500), "every first ping within the interval (and a tick): \(arrivals)")
+            #expect(last < .seconds(8), "every first ping well within pingInterval + pingTimeout (9 s): \(arrivals)")
             #expect(last - first >= .seconds(2), "the first pings spread over the interval: \(arrivals)")
             #expect(Set(arrivals.map { Int($0 / .seconds(1)) }).count >= 3, "the first pings came in at least three ticks: \(arrivals)")
         }

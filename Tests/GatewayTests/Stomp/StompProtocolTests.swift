@@ -360,3 +360,39 @@ struct PythonStompClient: Sendable {
         }
     }
 }
+
+extension StompProtocolTests {
+    /// Sessions connected together (a reconnect storm after a restart) used to get their server
+    /// heart-beats in the same sweep, interval after interval (docs/benchmarks.md, part 30). With
+    /// a 4 s interval each first heart-beat is due within 4 s of the CONNECT, spread by
+    /// `HeartbeatPhases` (the sweep runs each second); without the phases all twelve came in one
+    /// sweep.
+    @Test("sessions connected together get their first server heart-beats spread over the interval")
+    func firstHeartBeatsSpread() async throws {
+        try await Stack.run(gateway: ["GATEWAY_STOMP_HEARTBEAT_MS": "4000"]) { s in
+            let user = try await s.user("박동")
+            let port = try #require(s.client.port)
+            let start = ContinuousClock.now
+            let clients = (0..<12).map { _ in StompTestClient(port: port) }
+            for client in clients { client.connect(token: user.token, heartBeat: "0,4000") }
+            for client in clients { _ = try await client.waitFor(.connected) }
+            #expect(ContinuousClock.now - start < .seconds(1), "the CONNECTs took \(ContinuousClock.now - start)")
+            var arrivals: [Int: Duration] = [:]
+            let deadline = start + .seconds(10)
+            while arrivals.count < clients.count, ContinuousClock.now < deadline {
+                for (index, client) in clients.enumerated() where arrivals[index] == nil && client.heartbeatCount > 0 {
+                    arrivals[index] = ContinuousClock.now - start
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            for client in clients { await client.stop() }
+            let times = arrivals.values.sorted()
+            #expect(times.count == clients.count, "every session heard a heart-beat: \(times)")
+            let first = try #require(times.first)
+            let last = try #require(times.last)
+            #expect(last < .seconds(8), "every first heart-beat within twice the interval: \(times)")
+            #expect(last - first >= .seconds(2), "the first heart-beats spread over the interval: \(times)")
+            #expect(Set(times.map { Int($0 / .seconds(1)) }).count >= 3, "the first heart-beats came in at least three sweeps: \(times)")
+        }
+    }
+}

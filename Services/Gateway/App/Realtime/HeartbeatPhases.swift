@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Spreads connections' periodic beats (Engine.IO pings) over their period, so connections that
+/// Spreads connections' periodic beats (Engine.IO pings, STOMP server heart-beats) over their period, so connections that
 /// opened together do not beat together for as long as they stay open.
 ///
 /// Clients open together after a gateway restart (every client reconnects within seconds) and in
@@ -11,8 +11,9 @@ import Synchronization
 /// beat comes early by a share of the period, so it falls anywhere within the first period. The
 /// shares follow the golden-ratio sequence (`n × 0.618…` modulo 1), which covers the range evenly
 /// for any run of consecutive connections, however few, with no random source. Later beats keep
-/// the phase: one period apart. A first ping sooner than the interval is within Engine.IO (a
-/// client only needs one within `pingInterval + pingTimeout`).
+/// the phase: one period apart. A first beat sooner than the period is within both protocols: an
+/// Engine.IO client only needs a ping within `pingInterval + pingTimeout`, and STOMP's negotiated
+/// interval is the longest a side may stay silent.
 final class HeartbeatPhases: Sendable {
     private let opened = Atomic<UInt64>(0)
 

@@ -49,7 +49,7 @@ final class EngineSession: ChannelWriteListener {
 
     init(
         id: String, version: EngineIOVersion, transport: Transport, userId: String?, studyUid: String? = nil, clientAddress: String,
-        maxQueuedPackets: Int, maxQueuedBytes: Int, firstPingAdvance: Duration = .zero, server: SocketIOServer
+        maxQueuedPackets: Int, maxQueuedBytes: Int, firstPingAdvance: Duration, server: SocketIOServer
     ) {
         self.studyUid = studyUid
         self.server = server

@@ -18,6 +18,8 @@ final class StompServer: Sendable {
     let operations: StompOperations
     private let logger: Logger
     private let connections = Mutex<[ObjectIdentifier: Link]>([:])
+    /// When each new session's first heart-beat is due: spread, so sessions connected together do not beat together.
+    private let beatPhases = HeartbeatPhases()
 
     /// A WebSocket's STOMP state between frames: the parser (frames may span WebSocket
     /// messages) and, once connected, the session.
@@ -165,9 +167,10 @@ final class StompServer: Sendable {
             return nil
         }
         let offer = StompHeartBeat(sendInterval: settings.heartbeatMilliseconds, receiveInterval: settings.heartbeatMilliseconds)
+        let schedule = StompHeartBeat.negotiate(client: clientBeat, server: offer)
         let session = StompSession(
-            id: randomSessionId(), userId: user, userAlias: claims.alias, connection: connection,
-            schedule: StompHeartBeat.negotiate(client: clientBeat, server: offer), fileBase: link.fileBase)
+            id: randomSessionId(), userId: user, userAlias: claims.alias, connection: connection, schedule: schedule, fileBase: link.fileBase,
+            firstBeatAdvance: schedule.serverSendEvery.map { beatPhases.nextAdvance(period: .milliseconds($0)) } ?? .zero)
         connections.withLock { $0[ObjectIdentifier(connection)]?.session = session }
         hub.sessionOpened(session.id, user: user, protocol: .stomp)
         send(.connected(version: version, heartBeat: offer, server: "chatsuite", session: session.id), on: connection)

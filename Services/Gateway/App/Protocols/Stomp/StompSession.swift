@@ -45,7 +45,7 @@ final class StompSession: Sendable {
         var subscriptions: [String: Subscription] = [:]
         var messages = 0
         var lastTyping: [UUID: ContinuousClock.Instant] = [:]
-        var lastHeartbeatSent = ContinuousClock.now
+        var lastHeartbeatSent: ContinuousClock.Instant
         var ended = false
     }
 
@@ -58,9 +58,15 @@ final class StompSession: Sendable {
     let schedule: StompHeartBeatSchedule
     /// Where its frames link attachments: public URL and chat prefix (`StompFileLinks`).
     let fileBase: String
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(id: String, userId: UserID, userAlias: Int64? = nil, connection: LiveConnection, schedule: StompHeartBeatSchedule, fileBase: String) {
+    /// - Parameter firstBeatAdvance: how much sooner than one interval after now the first
+    ///   heart-beat is due (`HeartbeatPhases`: sessions connected together do not beat together).
+    init(
+        id: String, userId: UserID, userAlias: Int64? = nil, connection: LiveConnection, schedule: StompHeartBeatSchedule, fileBase: String,
+        firstBeatAdvance: Duration
+    ) {
+        state = Mutex(State(lastHeartbeatSent: .now - firstBeatAdvance))
         self.id = id
         self.userId = userId
         self.userAlias = userAlias
