@@ -1,3 +1,4 @@
+import Events
 import Foundation
 import GatewayApp
 import HTTPTypes
@@ -213,9 +214,18 @@ struct NativeProtocolTests {
             let seqNow = resumed.lastSeq
             await resumed.kill()
             let later = id(jsonObject(try await s.send(.post, channelPath, b, json: #"{"content":"다른 게이트웨이"}"#)), "chat_id")
+            // The restarted gateway checkpoints the session as it detaches; once that is on the
+            // topic, a resume anywhere waits until its gateway's reader has read it.
+            _ = try await RealtimeAdmissionTests.records(s.cluster, topics: [Topic.gatewaySession], timeout: .seconds(60)) { records in
+                records.contains { record in
+                    guard record.key == session, let value = record.value,
+                        let checkpoint = try? EventCoding.decode(GatewayEvents.SessionCheckpoint.self, from: value).data
+                    else { return false }
+                    return checkpoint.seq >= seqNow && checkpoint.attached != true
+                }
+            }
             let elsewhere = NativeTestClient(port: try #require(s.client.port))
             _ = try await elsewhere.waitForOp("hello")
-            try await Task.sleep(for: .milliseconds(500))  // the checkpoint travels through Kafka
             elsewhere.resume(a.token, session: session, seq: seqNow)
             let again = try await elsewhere.waitForOp("resumed")
             #expect(again["replayed"] as? Int == 1)

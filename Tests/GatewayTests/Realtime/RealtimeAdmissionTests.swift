@@ -126,9 +126,10 @@ struct RealtimeAdmissionTests {
         }
     }
 
-    /// Records (key, value) of `topics` from their beginning, until `done` holds (20 s at most).
+    /// Records (key, value) of `topics` from their beginning, until `done` holds (`timeout` at most).
     static func records(
-        _ cluster: EmbeddedKafkaCluster, topics: [Topic], until done: @escaping @Sendable ([(key: String, value: [UInt8]?)]) -> Bool
+        _ cluster: EmbeddedKafkaCluster, topics: [Topic], timeout: Duration = .seconds(20),
+        until done: @escaping @Sendable ([(key: String, value: [UInt8]?)]) -> Bool
     ) async throws -> [(key: String, value: [UInt8]?)] {
         let partitions = topics.flatMap { topic in
             (0..<topic.partitions).map { TopicPartitionOffset(topic: topic.name, partition: Int32($0), offset: .beginning) }
@@ -146,7 +147,7 @@ struct RealtimeAdmissionTests {
             }
         }
         defer { reader.cancel() }
-        try await eventually("tombstones", timeout: .seconds(20)) { done(seen.value) }
+        try await eventually("records of \(topics.map(\.name))", timeout: timeout) { done(seen.value) }
         reader.cancel()
         await consumer.close()
         return seen.value
