@@ -28,9 +28,69 @@ public enum ProcessStats {
     /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
     /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
     public static func cpuSeconds(pid: Int32, withChildren: Bool = true) -> Double? {
+        usage(pid: pid, withChildren: withChildren)?.cpuSeconds
+    }
+
+    /// Where a process's CPU went: user and system seconds (every thread's, exited ones too),
+    /// and how often its threads were switched out, because they waited (voluntary) or because
+    /// the scheduler gave the core to another task (involuntary). The switches are summed over
+    /// the live threads (/proc/<pid>/task/*/status), so a thread that exited takes its count
+    /// with it. A difference of two readings is a measurement's figure.
+    public struct Usage: Sendable, Codable, Equatable {
+        public var userSeconds: Double
+        public var systemSeconds: Double
+        public var voluntarySwitches: Int
+        public var involuntarySwitches: Int
+
+        public init(userSeconds: Double, systemSeconds: Double, voluntarySwitches: Int, involuntarySwitches: Int) {
+            self.userSeconds = userSeconds
+            self.systemSeconds = systemSeconds
+            self.voluntarySwitches = voluntarySwitches
+            self.involuntarySwitches = involuntarySwitches
+        }
+
+        public var cpuSeconds: Double { userSeconds + systemSeconds }
+
+        public static func + (a: Usage, b: Usage) -> Usage {
+            Usage(
+                userSeconds: a.userSeconds + b.userSeconds, systemSeconds: a.systemSeconds + b.systemSeconds,
+                voluntarySwitches: a.voluntarySwitches + b.voluntarySwitches, involuntarySwitches: a.involuntarySwitches + b.involuntarySwitches)
+        }
+
+        public static func - (a: Usage, b: Usage) -> Usage {
+            Usage(
+                userSeconds: a.userSeconds - b.userSeconds, systemSeconds: a.systemSeconds - b.systemSeconds,
+                voluntarySwitches: a.voluntarySwitches - b.voluntarySwitches, involuntarySwitches: a.involuntarySwitches - b.involuntarySwitches)
+        }
+    }
+
+    /// A process's `Usage`, with its live direct children's when `withChildren`; nil if the
+    /// process cannot be read.
+    public static func usage(pid: Int32, withChildren: Bool = true) -> Usage? {
         guard let own = stat(pid) else { return nil }
-        guard withChildren else { return own.cpu }
-        return children(of: pid).reduce(own.cpu) { $0 + (stat($1)?.cpu ?? 0) }
+        let usage = own.usage + switches(of: pid)
+        guard withChildren else { return usage }
+        return children(of: pid).reduce(usage) { total, child in
+            guard let childStat = stat(child) else { return total }
+            return total + childStat.usage + switches(of: child)
+        }
+    }
+
+    /// The voluntary and involuntary switches of every live thread of `pid` (CPU times zero).
+    private static func switches(of pid: Int32) -> Usage {
+        var total = Usage(userSeconds: 0, systemSeconds: 0, voluntarySwitches: 0, involuntarySwitches: 0)
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return total }
+        for thread in threads {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") {
+                if line.hasPrefix("voluntary_ctxt_switches:") {
+                    total.voluntarySwitches += Int(line.dropFirst(24).trimmingCharacters(in: .whitespaces)) ?? 0
+                } else if line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                    total.involuntarySwitches += Int(line.dropFirst(27).trimmingCharacters(in: .whitespaces)) ?? 0
+                }
+            }
+        }
+        return total
     }
 
     /// Live direct children of a process (nginx's workers of its master).
@@ -42,7 +102,7 @@ public enum ProcessStats {
         }
     }
 
-    private static func stat(_ pid: Int32) -> (parent: Int32, cpu: Double)? {
+    private static func stat(_ pid: Int32) -> (parent: Int32, usage: Usage)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
@@ -50,6 +110,7 @@ public enum ProcessStats {
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return (parent, (user + system) / (ticks > 0 ? ticks : 100))
+        let perSecond = ticks > 0 ? ticks : 100
+        return (parent, Usage(userSeconds: user / perSecond, systemSeconds: system / perSecond, voluntarySwitches: 0, involuntarySwitches: 0))
     }
 }

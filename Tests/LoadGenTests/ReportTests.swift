@@ -1,3 +1,4 @@
+import Common
 import Events
 import Foundation
 import Testing
@@ -83,6 +84,24 @@ struct ReportTests {
         #expect(report.tailBySecond == [0: 2, 2: 1])
         let summary = report.summary(failures: [:], socketErrors: [:])
         #expect(summary.contains("tail         3 deliveries over 25 ms (50.00 %); by second of sending: 0s 2, 2s 1"))
+    }
+
+    @Test("the CPU split line: each watched process's user and system seconds and its switches, by name")
+    func cpuSplitLine() {
+        var report = LoadGenReport()
+        report.measuredSeconds = 30
+        report.cpuSeconds = ["gateway": 8.06, "chat-fanout": 3.5]
+        report.cpuSplit = [
+            "gateway": ProcessStats.Usage(userSeconds: 3.24, systemSeconds: 4.82, voluntarySwitches: 43_308, involuntarySwitches: 82_372),
+            "chat-fanout": ProcessStats.Usage(userSeconds: 2.25, systemSeconds: 1.25, voluntarySwitches: 38_325, involuntarySwitches: 14_029),
+        ]
+        let summary = report.summary(failures: [:], socketErrors: [:])
+        #expect(
+            summary.contains(
+                "CPU split    chat-fanout user 2.25 + system 1.25 s, switches 38325 voluntary / 14029 involuntary; gateway user 3.24 + system 4.82 s, switches 43308 voluntary / 82372 involuntary"
+            ))
+        // Without readings there is no line.
+        #expect(!LoadGenReport().summary(failures: [:], socketErrors: [:]).contains("CPU split"))
     }
 
     @Test func aDeliveryToASocketOutsideTheChannelIsMisrouted() {

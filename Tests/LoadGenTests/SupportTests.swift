@@ -124,5 +124,27 @@ struct SupportTests {
             #expect(ProcessStats.cpuSeconds(pid: Int32.max) == nil)
             #expect(ProcessStats.raiseFileLimit() > 64)
         }
+
+        @Test("a process's usage: user seconds grow with work, voluntary switches with sleeps, and the two add up to its CPU seconds")
+        func usageComesFromProc() async throws {
+            let before = try #require(ProcessStats.usage(pid: getpid(), withChildren: false))
+            // Work on this thread for 300 ms of wall time, then sleep 20 times.
+            let start = ContinuousClock.now
+            var x: UInt64 = 1
+            while ContinuousClock.now - start < .milliseconds(300) {
+                for _ in 0..<10_000 { x = x &* 6_364_136_223_846_793_005 &+ 1 }
+            }
+            for _ in 0..<20 { usleep(2_000) }
+            let after = try #require(ProcessStats.usage(pid: getpid(), withChildren: false))
+            let used = after - before
+            #expect(x != 0)
+            #expect(used.userSeconds > 0.05, "user seconds: \(used)")
+            #expect(used.systemSeconds >= 0)
+            #expect(used.voluntarySwitches >= 20, "each sleep switches out: \(used)")
+            #expect(used.involuntarySwitches >= 0)
+            let cpu = try #require(ProcessStats.cpuSeconds(pid: getpid(), withChildren: false))
+            #expect(abs(cpu - after.cpuSeconds) < 0.5)
+            #expect(ProcessStats.usage(pid: Int32.max) == nil)
+        }
     #endif
 }

@@ -1,3 +1,4 @@
+import Common
 import Foundation
 
 /// The run's figures, computed once at the end from the send and delivery logs.
@@ -50,6 +51,8 @@ struct LoadGenReport: Encodable {
     var loadgenRssPerSocketKiB: Double?
     /// CPU seconds per watched process during the send phase and drain.
     var cpuSeconds: [String: Double] = [:]
+    /// The same processes' user and system seconds and context switches over that time.
+    var cpuSplit: [String: ProcessStats.Usage] = [:]
     var measuredSeconds = 0.0
 
     /// Fills the delivery figures. A delivery counts once per (socket, message); repeats are
@@ -136,6 +139,14 @@ struct LoadGenReport: Encodable {
                 "CPU          over \(f(measuredSeconds)) s of sending + drain: "
                     + cpuSeconds.sorted { $0.key < $1.key }.map { "\($0.key) \(f($0.value)) s (\(f($0.value / max(measuredSeconds, 0.001) * 100, 0))%)" }
                     .joined(separator: ", "))
+        }
+        if !cpuSplit.isEmpty {
+            add(
+                "CPU split    "
+                    + cpuSplit.sorted { $0.key < $1.key }.map { name, usage in
+                        "\(name) user \(f(usage.userSeconds, 2)) + system \(f(usage.systemSeconds, 2)) s, switches \(usage.voluntarySwitches) voluntary / \(usage.involuntarySwitches) involuntary"
+                    }
+                    .joined(separator: "; "))
         }
         for (reason, count) in failures.sorted(by: { $0.value > $1.value }).prefix(5) { add("send failure \(count)× \(reason)") }
         for (reason, count) in socketErrors.sorted(by: { $0.value > $1.value }).prefix(5) { add("socket error \(count)× \(reason)") }
