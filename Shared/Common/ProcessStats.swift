@@ -35,7 +35,10 @@ public enum ProcessStats {
     /// and how often its threads were switched out, because they waited (voluntary) or because
     /// the scheduler gave the core to another task (involuntary). The switches are summed over
     /// the live threads (/proc/<pid>/task/*/status), so a thread that exited takes its count
-    /// with it. A difference of two readings is a measurement's figure.
+    /// with it. A difference of two readings is a measurement's figure. The switches are exact
+    /// counts, and so is the sum of the two times; their split is the kernel's estimate (it
+    /// samples user or system at its timer tick and scales the samples to the measured run
+    /// time, never letting either go back), so over a window of seconds it can lean either way.
     public struct Usage: Sendable, Codable, Equatable {
         public var userSeconds: Double
         public var systemSeconds: Double
