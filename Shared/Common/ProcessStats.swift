@@ -28,17 +28,15 @@ public enum ProcessStats {
     /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
     /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
     public static func cpuSeconds(pid: Int32, withChildren: Bool = true) -> Double? {
-        usage(pid: pid, withChildren: withChildren)?.cpuSeconds
+        reading(pid: pid, withChildren: withChildren).map { $0.userSeconds + $0.systemSeconds }
     }
 
-    /// Where a process's CPU went: user and system seconds (every thread's, exited ones too),
-    /// and how often its threads were switched out, because they waited (voluntary) or because
-    /// the scheduler gave the core to another task (involuntary). The switches are summed over
-    /// the live threads (/proc/<pid>/task/*/status), so a thread that exited takes its count
-    /// with it. A difference of two readings is a measurement's figure. The switches are exact
-    /// counts, and so is the sum of the two times; their split is the kernel's estimate (it
-    /// samples user or system at its timer tick and scales the samples to the measured run
-    /// time, never letting either go back), so over a window of seconds it can lean either way.
+    /// Where a process's CPU went over a window: user and system seconds, and how often its
+    /// threads were switched out because they waited (voluntary) or because the scheduler gave
+    /// the core to another task (involuntary). The switches are exact counts, and so is the sum
+    /// of the two times; their split is the kernel's estimate (it samples user or system at its
+    /// timer tick and scales the samples to the measured run time, never letting either go
+    /// back), so over a window of seconds it can lean either way.
     public struct Usage: Sendable, Codable, Equatable {
         public var userSeconds: Double
         public var systemSeconds: Double
@@ -53,47 +51,85 @@ public enum ProcessStats {
         }
 
         public var cpuSeconds: Double { userSeconds + systemSeconds }
+    }
 
-        public static func + (a: Usage, b: Usage) -> Usage {
-            Usage(
-                userSeconds: a.userSeconds + b.userSeconds, systemSeconds: a.systemSeconds + b.systemSeconds,
-                voluntarySwitches: a.voluntarySwitches + b.voluntarySwitches, involuntarySwitches: a.involuntarySwitches + b.involuntarySwitches)
+    /// A process's counters at one moment; `usage(since:)` of two is a window's `Usage`. The CPU
+    /// times are the process's (every thread's, exited ones too); the switches are kept per
+    /// thread, because Linux shows them only per live thread: a thread that ended within the
+    /// window takes its switches with it (an undercount, never a negative figure), and one that
+    /// began within it counts from zero.
+    public struct Reading: Sendable {
+        public var userSeconds: Double
+        public var systemSeconds: Double
+        /// Per thread id (unique across processes, so children's threads share the table).
+        public var switches: [Int32: Switches]
+
+        public init(userSeconds: Double, systemSeconds: Double, switches: [Int32: Switches]) {
+            self.userSeconds = userSeconds
+            self.systemSeconds = systemSeconds
+            self.switches = switches
         }
 
-        public static func - (a: Usage, b: Usage) -> Usage {
-            Usage(
-                userSeconds: a.userSeconds - b.userSeconds, systemSeconds: a.systemSeconds - b.systemSeconds,
-                voluntarySwitches: a.voluntarySwitches - b.voluntarySwitches, involuntarySwitches: a.involuntarySwitches - b.involuntarySwitches)
+        public func usage(since earlier: Reading) -> Usage {
+            var usage = Usage(
+                userSeconds: userSeconds - earlier.userSeconds, systemSeconds: systemSeconds - earlier.systemSeconds, voluntarySwitches: 0,
+                involuntarySwitches: 0)
+            for (thread, now) in switches {
+                let before = earlier.switches[thread] ?? Switches()
+                // A thread id reused within the window starts below its predecessor's counts.
+                let fresh = now.voluntary < before.voluntary || now.involuntary < before.involuntary
+                usage.voluntarySwitches += fresh ? now.voluntary : now.voluntary - before.voluntary
+                usage.involuntarySwitches += fresh ? now.involuntary : now.involuntary - before.involuntary
+            }
+            return usage
         }
     }
 
-    /// A process's `Usage`, with its live direct children's when `withChildren`; nil if the
+    /// One thread's switches so far.
+    public struct Switches: Sendable {
+        public var voluntary: Int
+        public var involuntary: Int
+
+        public init(voluntary: Int = 0, involuntary: Int = 0) {
+            self.voluntary = voluntary
+            self.involuntary = involuntary
+        }
+    }
+
+    /// A process's `Reading`, with its live direct children's when `withChildren`; nil if the
     /// process cannot be read.
-    public static func usage(pid: Int32, withChildren: Bool = true) -> Usage? {
+    public static func reading(pid: Int32, withChildren: Bool = true) -> Reading? {
         guard let own = stat(pid) else { return nil }
-        let usage = own.usage + switches(of: pid)
-        guard withChildren else { return usage }
-        return children(of: pid).reduce(usage) { total, child in
-            guard let childStat = stat(child) else { return total }
-            return total + childStat.usage + switches(of: child)
+        var reading = Reading(userSeconds: own.user, systemSeconds: own.system, switches: threadSwitches(of: pid))
+        guard withChildren else { return reading }
+        for child in children(of: pid) {
+            guard let childStat = stat(child) else { continue }
+            reading.userSeconds += childStat.user
+            reading.systemSeconds += childStat.system
+            reading.switches.merge(threadSwitches(of: child)) { $1 }
         }
+        return reading
     }
 
-    /// The voluntary and involuntary switches of every live thread of `pid` (CPU times zero).
-    private static func switches(of pid: Int32) -> Usage {
-        var total = Usage(userSeconds: 0, systemSeconds: 0, voluntarySwitches: 0, involuntarySwitches: 0)
-        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return total }
+    /// The voluntary and involuntary switches of every live thread of `pid`
+    /// (/proc/<pid>/task/*/status).
+    private static func threadSwitches(of pid: Int32) -> [Int32: Switches] {
+        var table: [Int32: Switches] = [:]
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return table }
         for thread in threads {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else { continue }
+            guard let id = Int32(thread), let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8)
+            else { continue }
+            var switches = Switches()
             for line in text.split(separator: "\n") {
                 if line.hasPrefix("voluntary_ctxt_switches:") {
-                    total.voluntarySwitches += Int(line.dropFirst(24).trimmingCharacters(in: .whitespaces)) ?? 0
+                    switches.voluntary = Int(line.dropFirst(24).trimmingCharacters(in: .whitespaces)) ?? 0
                 } else if line.hasPrefix("nonvoluntary_ctxt_switches:") {
-                    total.involuntarySwitches += Int(line.dropFirst(27).trimmingCharacters(in: .whitespaces)) ?? 0
+                    switches.involuntary = Int(line.dropFirst(27).trimmingCharacters(in: .whitespaces)) ?? 0
                 }
             }
+            table[id] = switches
         }
-        return total
+        return table
     }
 
     /// Live direct children of a process (nginx's workers of its master).
@@ -105,7 +141,7 @@ public enum ProcessStats {
         }
     }
 
-    private static func stat(_ pid: Int32) -> (parent: Int32, usage: Usage)? {
+    private static func stat(_ pid: Int32) -> (parent: Int32, user: Double, system: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
@@ -114,6 +150,6 @@ public enum ProcessStats {
         guard fields.count > 13, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let perSecond = ticks > 0 ? ticks : 100
-        return (parent, Usage(userSeconds: user / perSecond, systemSeconds: system / perSecond, voluntarySwitches: 0, involuntarySwitches: 0))
+        return (parent, user / perSecond, system / perSecond)
     }
 }

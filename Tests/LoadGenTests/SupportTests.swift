@@ -125,9 +125,14 @@ struct SupportTests {
             #expect(ProcessStats.raiseFileLimit() > 64)
         }
 
-        @Test("a process's usage: user seconds grow with work, voluntary switches with sleeps, and the two add up to its CPU seconds")
+        @Test("a process's usage over a window: user seconds grow with work, voluntary switches with sleeps, threads that end meanwhile count nothing")
         func usageComesFromProc() async throws {
-            let before = try #require(ProcessStats.usage(pid: getpid(), withChildren: false))
+            let before = try #require(ProcessStats.reading(pid: getpid(), withChildren: false))
+            // Threads that switch and end within the window: their counts leave with them.
+            for _ in 0..<4 {
+                let thread = Thread { for _ in 0..<50 { usleep(100) } }
+                thread.start()
+            }
             // Work on this thread for 300 ms of wall time, then sleep 20 times.
             let start = ContinuousClock.now
             var x: UInt64 = 1
@@ -135,16 +140,32 @@ struct SupportTests {
                 for _ in 0..<10_000 { x = x &* 6_364_136_223_846_793_005 &+ 1 }
             }
             for _ in 0..<20 { usleep(2_000) }
-            let after = try #require(ProcessStats.usage(pid: getpid(), withChildren: false))
-            let used = after - before
+            let after = try #require(ProcessStats.reading(pid: getpid(), withChildren: false))
+            let used = after.usage(since: before)
             #expect(x != 0)
             #expect(used.userSeconds > 0.05, "user seconds: \(used)")
             #expect(used.systemSeconds >= 0)
             #expect(used.voluntarySwitches >= 20, "each sleep switches out: \(used)")
             #expect(used.involuntarySwitches >= 0)
             let cpu = try #require(ProcessStats.cpuSeconds(pid: getpid(), withChildren: false))
-            #expect(abs(cpu - after.cpuSeconds) < 0.5)
-            #expect(ProcessStats.usage(pid: Int32.max) == nil)
+            #expect(abs(cpu - (after.userSeconds + after.systemSeconds)) < 0.5)
+            #expect(ProcessStats.reading(pid: Int32.max) == nil)
+        }
+
+        @Test("a window's switches: per thread, a thread gone counts nothing, a new or reused id counts from zero")
+        func switchesPerThread() {
+            typealias Switches = ProcessStats.Switches
+            let before = ProcessStats.Reading(
+                userSeconds: 1, systemSeconds: 2,
+                switches: [
+                    1: Switches(voluntary: 10, involuntary: 5), 2: Switches(voluntary: 100, involuntary: 100), 3: Switches(voluntary: 50, involuntary: 9),
+                ])
+            let after = ProcessStats.Reading(
+                userSeconds: 1.5, systemSeconds: 2.25,
+                switches: [1: Switches(voluntary: 14, involuntary: 6), 3: Switches(voluntary: 2, involuntary: 1), 4: Switches(voluntary: 7, involuntary: 3)])
+            let used = after.usage(since: before)
+            // Thread 1: +4 / +1; 2 ended: nothing; 3 is a reused id: 2 / 1; 4 is new: 7 / 3.
+            #expect(used == ProcessStats.Usage(userSeconds: 0.5, systemSeconds: 0.25, voluntarySwitches: 13, involuntarySwitches: 5))
         }
     #endif
 }

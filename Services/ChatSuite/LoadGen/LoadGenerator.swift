@@ -76,7 +76,7 @@ struct WatchedProcess: Sendable {
         return WatchedProcess(name: String(parts[0]), pid: pid, children: children)
     }
 
-    var usage: ProcessStats.Usage? { ProcessStats.usage(pid: pid, withChildren: children) }
+    var reading: ProcessStats.Reading? { ProcessStats.reading(pid: pid, withChildren: children) }
 }
 
 /// An option value the load generator cannot run with (the command reports it as a usage error).
@@ -268,7 +268,7 @@ public struct LoadGenerator: Sendable {
         say(
             "\(server): sending \(total) messages at \(o.rate)/s for \(o.seconds) s via \(sink.name) with \(o.senders) workers (\(expected) deliveries expected)"
         )
-        let cpuStart = watched.map(\.usage)
+        let cpuStart = watched.map(\.reading)
         let sendStarted = ContinuousClock.now
         let sends = SendLog(messages: total)
         await OpenLoopSchedule(rate: o.rate, messages: total, workers: o.senders).run(plan: plan, sink: sink, log: sends)
@@ -280,7 +280,7 @@ public struct LoadGenerator: Sendable {
             try await Task.sleep(for: .milliseconds(100))
         }
         let measuredSeconds = (ContinuousClock.now - sendStarted).milliseconds / 1000
-        let cpuEnd = watched.map(\.usage)
+        let cpuEnd = watched.map(\.reading)
         let rssEnd = serverPid.flatMap(ProcessStats.rssKiB)
         let deliveries = log.allDeliveries
         let events = log.socketEvents
@@ -311,8 +311,9 @@ public struct LoadGenerator: Sendable {
         report.measuredSeconds = measuredSeconds
         for (i, process) in watched.enumerated() {
             if let a = cpuStart[i], let b = cpuEnd[i] {
-                report.cpuSeconds[process.name] = (b - a).cpuSeconds
-                report.cpuSplit[process.name] = b - a
+                let usage = b.usage(since: a)
+                report.cpuSeconds[process.name] = usage.cpuSeconds
+                report.cpuSplit[process.name] = usage
             }
         }
         say(report.summary(failures: sends.snapshot.failures, socketErrors: events.errors))
