@@ -51,6 +51,15 @@ public enum ProcessStats {
         }
 
         public var cpuSeconds: Double { userSeconds + systemSeconds }
+
+        public static let zero = Usage(userSeconds: 0, systemSeconds: 0, voluntarySwitches: 0, involuntarySwitches: 0)
+
+        /// Two processes' usage together (a server of several processes).
+        public static func + (a: Usage, b: Usage) -> Usage {
+            Usage(
+                userSeconds: a.userSeconds + b.userSeconds, systemSeconds: a.systemSeconds + b.systemSeconds,
+                voluntarySwitches: a.voluntarySwitches + b.voluntarySwitches, involuntarySwitches: a.involuntarySwitches + b.involuntarySwitches)
+        }
     }
 
     /// A process's counters at one moment; `usage(since:)` of two is a window's `Usage`. The CPU

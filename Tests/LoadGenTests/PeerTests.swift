@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Testing
 
@@ -57,5 +58,29 @@ struct PeerTests {
         #expect(table.contains("chatsuite gateway: 0.50× nginx+nchan's deliveries per CPU-second"))
         #expect(table.contains("chatsuite gateway+chat-fanout: 0.42× nginx+nchan's deliveries per CPU-second"))
         #expect(table.contains("chatsuite broker+chat-fanout+gateway: 0.25× nginx+nchan's deliveries per CPU-second"))
+        // Without the split (no readings), no per-delivery line.
+        #expect(!table.contains("CPU per delivery"))
+    }
+
+    @Test("with the CPU split, the table gives each server's user and system microseconds per delivery")
+    func comparisonPerDelivery() {
+        var suite = LoadGenReport()
+        suite.received = 300_000
+        suite.cpuSeconds = ["gateway": 9, "chat-fanout": 3.6, "loadgen": 14]
+        suite.cpuSplit = [
+            "gateway": ProcessStats.Usage(userSeconds: 3, systemSeconds: 6, voluntarySwitches: 1, involuntarySwitches: 2),
+            "chat-fanout": ProcessStats.Usage(userSeconds: 2, systemSeconds: 1.6, voluntarySwitches: 1, involuntarySwitches: 1),
+        ]
+        var peer = LoadGenReport()
+        peer.server = "nginx+nchan"
+        peer.received = 300_000
+        peer.cpuSeconds = ["nchan": 6.3, "loadgen": 15]
+        peer.cpuSplit = [
+            "nchan": ProcessStats.Usage(userSeconds: 1.2, systemSeconds: 5.1, voluntarySwitches: 1, involuntarySwitches: 1),
+            "loadgen": ProcessStats.Usage(userSeconds: 9, systemSeconds: 6, voluntarySwitches: 1, involuntarySwitches: 1),
+        ]
+        let table = LoadGenComparison(reports: [suite, peer]).table()
+        // 3 s / 300 000 = 10 µs; 6 s = 20 µs; nchan 1.2 s = 4 µs, 5.1 s = 17 µs (the load generator not counted).
+        #expect(table.contains("CPU per delivery: chatsuite gateway 10.00 µs user + 20.00 µs system; nginx+nchan 4.00 µs user + 17.00 µs system"))
     }
 }

@@ -122,6 +122,13 @@ struct LoadGenComparison {
         r.cpuSeconds.filter { $0.key != "loadgen" && $0.key != "postgres" }.values.reduce(0, +)
     }
 
+    /// The user and system time of a report's server processes (as `serverCPU` counts them).
+    static func serverSplit(_ r: LoadGenReport) -> ProcessStats.Usage? {
+        let servers = r.cpuSplit.filter { $0.key != "loadgen" && $0.key != "postgres" }.values
+        guard !servers.isEmpty else { return nil }
+        return servers.reduce(.zero, +)
+    }
+
     func table() -> String {
         func f(_ v: Double, _ d: Int = 1) -> String { String(format: "%.\(d)f", v) }
         var lines = ["──── side by side ──────────────────────────────────────────────"]
@@ -161,6 +168,14 @@ struct LoadGenComparison {
                 lines.append("\(row.0): \(f(row.1 / peer.1, 2))× \(peer.0)'s deliveries per CPU-second")
             }
         }
+        // Each server's CPU per delivery, split into user and system time: which side a gap is on.
+        let perDelivery = reports.compactMap { r -> String? in
+            let split = r.server == "chatsuite" ? r.cpuSplit["gateway"].map { ("chatsuite gateway", $0) } : Self.serverSplit(r).map { (r.server, $0) }
+            guard let (label, usage) = split, r.received > 0 else { return nil }
+            let micro = 1_000_000 / Double(r.received)
+            return "\(label) \(f(usage.userSeconds * micro, 2)) µs user + \(f(usage.systemSeconds * micro, 2)) µs system"
+        }
+        if !perDelivery.isEmpty { lines.append("CPU per delivery: " + perDelivery.joined(separator: "; ")) }
         lines.append("────────────────────────────────────────────────────────────────")
         return lines.joined(separator: "\n")
     }
