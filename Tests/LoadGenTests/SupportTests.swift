@@ -1,6 +1,7 @@
 import Common
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 @testable import LoadGen
 
@@ -127,12 +128,32 @@ struct SupportTests {
 
         @Test("a process's usage over a window: user seconds grow with work, voluntary switches with sleeps, threads that end meanwhile count nothing")
         func usageComesFromProc() async throws {
-            let before = try #require(ProcessStats.reading(pid: getpid(), withChildren: false))
-            // Threads that switch and end within the window: their counts leave with them.
+            // Four threads that switch 50 times each, are alive at the first reading and end
+            // before the second: summing live threads' totals would lose their 200+ switches from
+            // the window and go below this thread's own 20.
+            let tids = Mutex<[Int32]>([])
+            let ready = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
             for _ in 0..<4 {
-                let thread = Thread { for _ in 0..<50 { usleep(100) } }
-                thread.start()
+                Thread {
+                    // The thread's id: /proc/thread-self links to <pid>/task/<tid>.
+                    let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? ""
+                    if let tid = link.split(separator: "/").last.flatMap({ Int32($0) }) { tids.withLock { $0.append(tid) } }
+                    for _ in 0..<50 { usleep(100) }
+                    ready.signal()
+                    release.wait()
+                }.start()
             }
+            for _ in 0..<4 { ready.wait() }
+            let before = try #require(ProcessStats.reading(pid: getpid(), withChildren: false))
+            let ending = tids.withLock { $0 }
+            #expect(ending.count == 4)
+            #expect(ending.allSatisfy { before.switches[$0] != nil }, "the threads are alive at the first reading")
+            for _ in 0..<4 { release.signal() }
+            let gone = { ending.allSatisfy { !FileManager.default.fileExists(atPath: "/proc/self/task/\($0)") } }
+            let waitEnd = ContinuousClock.now + .seconds(5)
+            while !gone(), ContinuousClock.now < waitEnd { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(gone(), "the four threads ended before the second reading")
             // Work on this thread for 300 ms of wall time, then sleep 20 times.
             let start = ContinuousClock.now
             var x: UInt64 = 1
