@@ -25,8 +25,9 @@ public enum ProcessStats {
         return nil
     }
 
-    /// User + system CPU seconds of a process and its live direct children (PostgreSQL's
-    /// backends are children of its postmaster), from /proc/<pid>/stat fields 14 and 15.
+    /// User + system CPU seconds of a process and, `withChildren`, of its children: the live
+    /// direct ones and every one it has reaped (PostgreSQL's backends are children of its
+    /// postmaster), from /proc/<pid>/stat fields 14 to 17.
     public static func cpuSeconds(pid: Int32, withChildren: Bool = true) -> Double? {
         reading(pid: pid, withChildren: withChildren).map { $0.userSeconds + $0.systemSeconds }
     }
@@ -105,12 +106,18 @@ public enum ProcessStats {
         }
     }
 
-    /// A process's `Reading`, with its live direct children's when `withChildren`; nil if the
-    /// process cannot be read.
+    /// A process's `Reading`; nil if the process cannot be read. `withChildren` adds its
+    /// children's CPU: the live direct children's own, and what the kernel added to the process
+    /// for each child it reaped (/proc/<pid>/stat fields 16 and 17). A child that ends within a
+    /// window moves from the first sum to the second, so the window keeps its CPU; summing the
+    /// live children alone lost it (a PostgreSQL backend that closed made the window negative).
+    /// Its threads' switches end with it, as a thread's do.
     public static func reading(pid: Int32, withChildren: Bool = true) -> Reading? {
         guard let own = stat(pid) else { return nil }
         var reading = Reading(userSeconds: own.user, systemSeconds: own.system, switches: threadSwitches(of: pid))
         guard withChildren else { return reading }
+        reading.userSeconds += own.reapedUser
+        reading.systemSeconds += own.reapedSystem
         for child in children(of: pid) {
             guard let childStat = stat(child) else { continue }
             reading.userSeconds += childStat.user
@@ -150,15 +157,18 @@ public enum ProcessStats {
         }
     }
 
-    private static func stat(_ pid: Int32) -> (parent: Int32, user: Double, system: Double)? {
+    /// A process's parent, its own CPU, and its reaped children's (fields 4 and 14 to 17).
+    private static func stat(_ pid: Int32) -> (parent: Int32, user: Double, system: Double, reapedUser: Double, reapedSystem: Double)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
         // Fields after the command name (which may contain spaces), starting at field 3.
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        guard fields.count > 14, let parent = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]),
+            let reapedUser = Double(fields[13]), let reapedSystem = Double(fields[14])
+        else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let perSecond = ticks > 0 ? ticks : 100
-        return (parent, user / perSecond, system / perSecond)
+        return (parent, user / perSecond, system / perSecond, reapedUser / perSecond, reapedSystem / perSecond)
     }
 }

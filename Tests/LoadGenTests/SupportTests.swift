@@ -188,5 +188,41 @@ struct SupportTests {
             // Thread 1: +4 / +1; 2 ended: nothing; 3 is a reused id: 2 / 1; 4 is new: 7 / 3.
             #expect(used == ProcessStats.Usage(userSeconds: 0.5, systemSeconds: 0.25, voluntarySwitches: 13, involuntarySwitches: 5))
         }
+
+        @Test("a child that ends within the window keeps its CPU in the window (its parent's reaped-children time)")
+        func reapedChildrenCount() async throws {
+            // A shell that starts a busy child, kills and reaps it after 0.8 s, then becomes a
+            // sleep (exec keeps its reaped-children time): the first reading sees the child alive
+            // and busy, the second sees it gone and reaped. SIGKILL: a child may inherit an
+            // ignored SIGTERM.
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", "sh -c 'while :; do :; done' & c=$!; sleep 0.8; kill -9 $c; wait $c; exec sleep 20"]
+            try shell.run()
+            defer { shell.terminate() }
+            let parent = shell.processIdentifier
+            var busy: [Int32] = []
+            let start = ContinuousClock.now
+            while busy.isEmpty, ContinuousClock.now - start < .seconds(5) {
+                busy = ProcessStats.children(of: parent)
+                if busy.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(!busy.isEmpty, "the busy child started")
+            try await Task.sleep(for: .milliseconds(300))
+            let before = try #require(ProcessStats.reading(pid: parent))
+            // The busy one of the shell's children (the other is `sleep 0.8`).
+            let childBefore = busy.compactMap { ProcessStats.cpuSeconds(pid: $0, withChildren: false) }.max() ?? 0
+            #expect(childBefore > 0.01, "the child was busy before the first reading: \(childBefore) s")
+            while !ProcessStats.children(of: parent).isEmpty, ContinuousClock.now - start < .seconds(10) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(ProcessStats.children(of: parent).isEmpty, "the child ended and was reaped before the second reading")
+            let after = try #require(ProcessStats.reading(pid: parent))
+            let used = after.usage(since: before)
+            // The child's CPU from the window is in it (it ran until the kill); summing live
+            // children only would give about minus `childBefore`.
+            #expect(used.cpuSeconds >= 0, "\(used)")
+            #expect(after.userSeconds + after.systemSeconds >= childBefore, "the reaped child's CPU is counted: \(after.userSeconds + after.systemSeconds) s")
+        }
     #endif
 }
