@@ -191,29 +191,37 @@ struct SupportTests {
 
         @Test("a child that ends within the window keeps its CPU in the window (its parent's reaped-children time)")
         func reapedChildrenCount() async throws {
-            // A shell that starts a busy child, kills and reaps it after 0.8 s, then becomes a
-            // sleep (exec keeps its reaped-children time): the first reading sees the child alive
-            // and busy, the second sees it gone and reaped. SIGKILL: a child may inherit an
-            // ignored SIGTERM.
+            // A shell that starts a busy child and, once the test has taken its first reading
+            // (the go file exists), kills and reaps it, then becomes a sleep (exec keeps its
+            // reaped-children time). No fixed delay: the child is alive at the first reading
+            // however slow the machine. SIGKILL: a child may inherit an ignored SIGTERM.
+            let go = FileManager.default.temporaryDirectory.appendingPathComponent("reaped-\(UUID().uuidString)").path
             let shell = Process()
             shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-            shell.arguments = ["-c", "sh -c 'while :; do :; done' & c=$!; sleep 0.8; kill -9 $c; wait $c; exec sleep 20"]
+            shell.arguments = [
+                "-c", "sh -c 'while :; do :; done' & c=$!; while [ ! -e '\(go)' ]; do sleep 0.05; done; kill -9 $c; wait $c; exec sleep 60",
+            ]
             try shell.run()
-            defer { shell.terminate() }
             let parent = shell.processIdentifier
             var busy: [Int32] = []
+            // Whatever happens, nothing is left burning a core or sleeping.
+            defer {
+                for pid in busy + [parent] { kill(pid, SIGKILL) }
+                try? FileManager.default.removeItem(atPath: go)
+            }
             let start = ContinuousClock.now
-            while busy.isEmpty, ContinuousClock.now - start < .seconds(5) {
+            while busy.isEmpty, ContinuousClock.now - start < .seconds(10) {
                 busy = ProcessStats.children(of: parent)
                 if busy.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
             }
             #expect(!busy.isEmpty, "the busy child started")
             try await Task.sleep(for: .milliseconds(300))
             let before = try #require(ProcessStats.reading(pid: parent))
-            // The busy one of the shell's children (the other is `sleep 0.8`).
+            // The busy one of the shell's children (another may be a `sleep 0.05`).
             let childBefore = busy.compactMap { ProcessStats.cpuSeconds(pid: $0, withChildren: false) }.max() ?? 0
             #expect(childBefore > 0.01, "the child was busy before the first reading: \(childBefore) s")
-            while !ProcessStats.children(of: parent).isEmpty, ContinuousClock.now - start < .seconds(10) {
+            #expect(FileManager.default.createFile(atPath: go, contents: nil))
+            while !ProcessStats.children(of: parent).isEmpty, ContinuousClock.now - start < .seconds(20) {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(ProcessStats.children(of: parent).isEmpty, "the child ended and was reaped before the second reading")
