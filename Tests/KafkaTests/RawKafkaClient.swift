@@ -84,6 +84,14 @@ final class RawKafkaClient {
         return out
     }
 
+    /// Whether the broker has sent something (or closed the connection) within `timeout`: nothing
+    /// is read.
+    func hasAnswer(within timeout: Duration) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return poll(&entry, 1, milliseconds) > 0
+    }
+
     /// Whether the broker closed this connection (within the receive timeout).
     func isClosedByPeer() -> Bool {
         var byte: UInt8 = 0
