@@ -19,10 +19,11 @@ struct NativeSessionTests {
             json: ByteBuffer(string: #"{"chat_id":"\#(id)"}"#))
     }
 
-    func session() -> NativeSession {
+    /// A session keeping 100 marks, attached to a connection that queues `frames` (none is written).
+    func session(frames: Int = 100) -> NativeSession {
         let session = NativeSession(id: "s1", userId: UserID(UUID()), openedAt: Date(), maxMarks: 100)
         #expect(session.follow(conversation, kind: .channel, from: 0))
-        #expect(session.attachReady(LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20), json: "{}"))
+        #expect(session.attachReady(LiveConnection(maxQueuedFrames: frames, maxQueuedBytes: 1 << 20), json: "{}"))
         return session
     }
 
@@ -59,5 +60,59 @@ struct NativeSessionTests {
         let checkpoint = session.checkpoint(gatewayId: "gw", attachedAt: nil)
         #expect(checkpoint.seq == 3)
         #expect(checkpoint.marks.map(\.messageId.uuid) == [a, b])
+    }
+
+    @Test("past its limit a session keeps the newest marks in order: the folded one moves the base and the cursor, a dropped id passes again")
+    func marksPastTheLimit() {
+        let session = session(frames: 1_000)
+        let ids = (0..<350).map { _ in UUID() }
+        for (n, id) in ids.enumerated() { #expect(session.dispatch(message(id, at: Int64(1_000 + n)))) }
+        let checkpoint = session.checkpoint(gatewayId: "gw", attachedAt: nil)
+        #expect(checkpoint.seq == 351)  // ready + 350
+        #expect(checkpoint.marks.map(\.messageId.uuid) == Array(ids[250...]))
+        #expect(checkpoint.marks.map(\.seq) == Array(252...351))
+        #expect(checkpoint.baseSeq == 251)
+        #expect(checkpoint.conversations.first?.createdAt == Date(milliseconds: 1_249))
+        #expect(session.dispatch(message(ids[300], at: 1_300)))  // still marked: dropped
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 351)
+        #expect(session.dispatch(message(ids[0], at: 1_000)))  // folded long ago: dispatched again
+        #expect(session.checkpoint(gatewayId: "gw", attachedAt: nil).seq == 352)
+    }
+}
+
+@Suite("A session's resume marks")
+struct MarkListTests {
+    func mark(_ seq: Int) -> NativeSession.Mark {
+        NativeSession.Mark(seq: seq, conversationId: UUID(), createdAtMilliseconds: Int64(seq), messageId: UUID())
+    }
+
+    @Test("dropping the oldest one at a time over many compactions keeps the rest in order, with their ids")
+    func dropsOldestInOrder() {
+        var list = MarkList()
+        var all: [NativeSession.Mark] = []
+        for seq in 1...5_000 {
+            let next = mark(seq)
+            all.append(next)
+            list.append(next)
+            if list.count > 1_000 { #expect(list.removeFirst()?.seq == seq - 1_000) }
+        }
+        #expect(list.count == 1_000)
+        #expect(list.items.map(\.seq) == Array(4_001...5_000))
+        #expect(all[..<4_000].allSatisfy { !list.contains(messageId: $0.messageId) })
+        #expect(all[4_000...].allSatisfy { list.contains(messageId: $0.messageId) })
+    }
+
+    @Test("removing by a condition after drops keeps the survivors in order; an empty list drops nothing")
+    func removeAllAfterDrops() {
+        let marks = (1...100).map(mark)
+        var list = MarkList(marks)
+        for seq in 1...60 { #expect(list.removeFirst()?.seq == seq) }
+        list.removeAll { $0.seq % 2 == 0 }
+        #expect(list.items.map(\.seq) == Array(stride(from: 61, through: 99, by: 2)))
+        #expect(!list.contains(messageId: marks[61].messageId) && list.contains(messageId: marks[60].messageId))
+        list.removeAll { _ in true }
+        #expect(list.count == 0 && list.removeFirst() == nil)
+        list.append(marks[0])
+        #expect(list.items.map(\.seq) == [1])
     }
 }

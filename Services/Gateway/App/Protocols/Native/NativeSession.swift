@@ -183,8 +183,7 @@ final class NativeSession: Sendable {
         if let messageId = event.messageId, state.conversations[event.conversationId] != nil {
             state.marks.append(
                 Mark(seq: state.seq, conversationId: event.conversationId, createdAtMilliseconds: event.createdAtMilliseconds, messageId: messageId))
-            if state.marks.count > maxMarks {
-                let folded = state.marks.removeFirst()
+            if state.marks.count > maxMarks, let folded = state.marks.removeFirst() {
                 state.baseSeq = folded.seq
                 state.conversations[folded.conversationId]?.cursorMilliseconds = folded.createdAtMilliseconds
                 state.conversations[folded.conversationId]?.cursorIsMessage = true
