@@ -19,6 +19,8 @@ struct LoadGenCommand: AsyncParsableCommand {
         name: .customLong("protocol"),
         help: "socketio, socketio-upgrade (polling, then the upgrade, as the SeSAC apps), native, stomp, or mixed (even Socket.IO, odd native)."
     ) var proto: LoadGenProtocol = .socketio
+    @Option(help: "STOMP: ask the server for a heart-beat every this many ms (heart-beat:0,N); 0 asks for none.")
+    var stompHeartBeat = 0
     @Option(help: "Channels per workspace (one workspace per this many channels).") var channelsPerWorkspace = 100
     @Option(help: "Messages per second (open loop).") var rate = 1000
     @Option(help: "Seconds of sending.") var seconds = 30
@@ -57,6 +59,7 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.users = users
         o.sockets = sockets
         o.proto = proto
+        o.stompHeartBeat = stompHeartBeat
         o.channelsPerWorkspace = channelsPerWorkspace
         o.rate = rate
         o.seconds = seconds
@@ -79,6 +82,10 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.nginx = nginx
         o.world = world
         return o
+    }
+
+    func validate() throws {
+        guard stompHeartBeat >= 0 else { throw ValidationError("--stomp-heart-beat must be 0 or more") }
     }
 
     func run() async throws {

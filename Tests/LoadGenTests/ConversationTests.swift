@@ -87,6 +87,13 @@ struct ConversationTests {
         #expect(h.log.allDeliveries.map(\.message) == [9])
         #expect(throws: LoadGenProtocolError.self) { try h.receive("ERROR\nmessage:no\n\n\0") }
 
+        let beating = LoadGenConversation(
+            spec: LoadGenSocketSpec(index: 0, kind: .stomp, token: "jwt", channels: [], stompHeartBeat: 10_000),
+            markers: DeliveryMarkers(runId: "RUN"), log: DeliveryLog(expected: 1), handshake: HandshakeState(gate: AsyncGate(permits: 1)))
+        #expect(try beating.opened() == [.send("CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:jwt\nheart-beat:0,10000\n\n\0")])
+        #expect(try beating.received(ByteBuffer(string: "CONNECTED\nversion:1.2\nheart-beat:10000,0\n\n\0"), at: 1).isEmpty)
+        #expect(try beating.received(ByteBuffer(string: "\n"), at: 2).isEmpty)  // a heart-beat: ignored
+
         let refused = Harness(.stomp)
         _ = try refused.conversation.opened()
         #expect(throws: LoadGenProtocolError.self) { try refused.receive("ERROR\nmessage:bad token\n\n\0") }

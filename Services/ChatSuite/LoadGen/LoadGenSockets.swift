@@ -32,6 +32,8 @@ struct LoadGenSocketSpec: Sendable {
     let token: String
     /// (channel index, channel id)
     let channels: [(index: Int, id: ChannelID)]
+    /// STOMP: the server's heart-beats asked for, every this many ms (0: none).
+    var stompHeartBeat = 0
 }
 
 /// Recognises the load generator's messages inside a received frame without decoding it: the

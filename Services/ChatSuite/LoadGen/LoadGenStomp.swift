@@ -2,11 +2,12 @@ import NIOCore
 
 /// The STOMP client side (docs/stomp.md): CONNECT {access-token} → CONNECTED; SUBSCRIBE
 /// `/topic/group/<id>` per channel, each with a receipt → RECEIPT each; then MESSAGE frames whose
-/// bodies carry the text in `message`. No heart-beats are asked for (`heart-beat:0,0`).
+/// bodies carry the text in `message`. The client sends no heart-beats; it asks for the server's
+/// every `stompHeartBeat` ms (`heart-beat:0,N`; 0: none), and ignores them.
 extension LoadGenConversation {
     func stompOpened() -> [Action] {
         stage = 0
-        return [.send("CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:\(spec.token)\nheart-beat:0,0\n\n\0")]
+        return [.send("CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:\(spec.token)\nheart-beat:0,\(spec.stompHeartBeat)\n\n\0")]
     }
 
     func stompReceived(_ message: ByteBuffer, at now: UInt64) throws -> [Action] {

@@ -20,6 +20,9 @@ public struct LoadGenOptions: Sendable {
     /// Default channels × members; socket s belongs to user s mod users.
     public var sockets: Int?
     public var proto: LoadGenProtocol = .socketio
+    /// STOMP: the interval (ms) at which the sockets ask the server for heart-beats
+    /// (`heart-beat:0,N`); 0 asks for none.
+    public var stompHeartBeat = 0
     public var channelsPerWorkspace = 100
     /// Messages per second (open loop).
     public var rate = 1000
@@ -232,7 +235,7 @@ public struct LoadGenerator: Sendable {
             let user = plan.user(ofSocket: s)
             return LoadGenSocketSpec(
                 index: s, kind: kind ?? (s % 2 == 0 ? .socketio : .native), token: world.users[user].token,
-                channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) })
+                channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) }, stompHeartBeat: o.stompHeartBeat)
         }
         say("\(server): opening \(plan.sockets) \(kind?.rawValue ?? o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
         let pool = SocketPool(specs: specs, gatewayURL: base, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
