@@ -34,6 +34,8 @@ public struct PlatformSettings: Sendable {
     public var eventsSchemaBaseURL: String
     /// `memory.trim-interval-seconds` (nil: 0, never).
     public var memoryTrimInterval: Duration?
+    /// `memory.trim-after-growth-mib` in bytes (nil: 0, no burst watch).
+    public var memoryTrimAfterGrowthBytes: Int?
 
     /// Throws `StartupError` naming the first malformed key.
     public init(_ settings: ServiceSettings) throws {
@@ -55,6 +57,7 @@ public struct PlatformSettings: Sendable {
         instanceId = settings.instanceId
         eventsSchemaBaseURL = try settings.eventsSchemaBaseURL
         memoryTrimInterval = try settings.memoryTrimInterval
+        memoryTrimAfterGrowthBytes = try settings.memoryTrimAfterGrowthBytes
     }
 }
 

@@ -181,7 +181,11 @@ public struct ServicePlatform<Storage: Sendable>: Sendable {
     /// Each reports by name when it is slow to stop (`StopWatch`).
     public var services: [any Service] {
         (exporters + storageParts.first + [producer] + storageParts.afterProducer + extraServices
-            + [ParentWatchdog(), MemoryTrim(interval: platformSettings.memoryTrimInterval, logger: logger)] + consumers)
+            + [
+                ParentWatchdog(),
+                MemoryTrim(
+                    interval: platformSettings.memoryTrimInterval, afterGrowthBytes: platformSettings.memoryTrimAfterGrowthBytes, logger: logger),
+            ] + consumers)
             .map { StopWatch($0, logger: logger) }
     }
 

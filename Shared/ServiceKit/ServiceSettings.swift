@@ -40,6 +40,7 @@ public struct ServiceSettings: Sendable {
         "inbox.retention-hours": 192,
         "inbox.prune-interval-seconds": 3600,
         "memory.trim-interval-seconds": 30,
+        "memory.trim-after-growth-mib": 16,
         "event-loops": 0,
         "jwt.audience": "chatsuite",
         "jwt.issuer": "chatsuite-auth",
@@ -203,6 +204,17 @@ public struct ServiceSettings: Sendable {
             let seconds = try int("memory.trim-interval-seconds")
             guard (0...86_400).contains(seconds) else { throw StartupError("memory.trim-interval-seconds must be within 0…86400, not \(seconds)") }
             return seconds == 0 ? nil : .seconds(seconds)
+        }
+    }
+    /// How much the resident size must grow since the last trim before a settled burst is trimmed
+    /// at once (`MemoryTrim`, `TrimPolicy`), in bytes; nil (0) only on the interval.
+    public var memoryTrimAfterGrowthBytes: Int? {
+        get throws {
+            let mebibytes = try int("memory.trim-after-growth-mib")
+            guard (0...65_536).contains(mebibytes) else {
+                throw StartupError("memory.trim-after-growth-mib must be within 0…65536, not \(mebibytes)")
+            }
+            return mebibytes == 0 ? nil : mebibytes << 20
         }
     }
     /// TLS / SASL towards the brokers (`kafka.security-protocol`, `kafka.sasl-mechanism`,

@@ -5,9 +5,9 @@ import ServiceKit
 import ServiceLifecycle
 import Testing
 
-/// `MemoryTrim`: every service hands its allocator's free pages back to the kernel on a timer
+/// `MemoryTrim`: every service hands its allocator's free pages back to the kernel on a timer and after a burst
 /// (docs/configuration.md, `memory.trim-interval-seconds`; docs/benchmarks.md, part 15).
-@Suite("Memory trim")
+@Suite("Memory trim", .serialized)
 struct MemoryTrimTests {
     @Test("memory.trim-interval-seconds: 30 s unless set, 0 is never, negative or over a day does not start")
     func interval() throws {
@@ -80,5 +80,134 @@ struct MemoryTrimTests {
         await group.triggerGracefulShutdown()
         try await groupRun.value
         #expect(never.load(ordering: .relaxed) == 0)
+    }
+
+    private static let mib = 1 << 20
+
+    @Test("memory.trim-after-growth-mib: 16 MiB unless set, 0 is no burst watch, negative or over 64 GiB does not start")
+    func growthSetting() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).memoryTrimAfterGrowthBytes == 16 * Self.mib)
+        let set = ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--memory-trim-after-growth-mib", "64"])
+        #expect(try set.memoryTrimAfterGrowthBytes == 64 * Self.mib)
+        #expect(try ServiceSettings(serviceName: "x", environment: ["MEMORY_TRIM_AFTER_GROWTH_MIB": "0"], arguments: ["x"]).memoryTrimAfterGrowthBytes == nil)
+        for bad in ["-1", "65537", "lots"] {
+            let settings = ServiceSettings(serviceName: "x", environment: ["MEMORY_TRIM_AFTER_GROWTH_MIB": bad], arguments: ["x"])
+            #expect(throws: (any Error).self, "\(bad)") { try settings.memoryTrimAfterGrowthBytes }
+        }
+    }
+
+    @Test("the policy trims once the resident size grew by the threshold and stopped growing, not while it grows, not for less, not on unreadable sizes")
+    func policy() {
+        var policy = TrimPolicy(growthBytes: 16 * Self.mib)
+        policy.trimmed(residentBytes: 100 * Self.mib)
+        // A burst: growing by more than a MiB a reading is not settled.
+        for size in [100, 120, 140, 160] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB, still growing") }
+        #expect(!Self.decide(&policy, nil))
+        // Settled 60 MiB above the last trim.
+        #expect(Self.decide(&policy, 160 * Self.mib + 512 * 1024))
+        policy.trimmed(residentBytes: 110 * Self.mib)
+        // Less than the threshold above the trim's result, settled or not: no trim.
+        for size in [115, 120, 125, 125, 125] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB") }
+        // The size shrank on its own: growth counts from the lower size.
+        #expect(!Self.decide(&policy, 90 * Self.mib))
+        #expect(!Self.decide(&policy, 105 * Self.mib))
+        #expect(Self.decide(&policy, 106 * Self.mib))
+        // A large heap grows by an eighth of itself before a trim: 400 MiB by 50 MiB.
+        var large = TrimPolicy(growthBytes: 16 * Self.mib)
+        large.trimmed(residentBytes: 400 * Self.mib)
+        for size in [449, 449] { #expect(!Self.decide(&large, size * Self.mib), "\(size) MiB") }
+        #expect(Self.decide(&large, 450 * Self.mib))
+        // No trim before a first reading to measure from.
+        var fresh = TrimPolicy(growthBytes: 16 * Self.mib)
+        #expect(!Self.decide(&fresh, 500 * Self.mib))
+        #expect(!Self.decide(&fresh, 500 * Self.mib))
+    }
+
+    @Test("/proc/self/statm read without Foundation gives the resident size")
+    func residentSize() throws {
+        let read = try #require(ResidentSize.bytes())
+        let reference = try Self.residentBytes()
+        #expect(abs(read - reference) < 16 * Self.mib, "\(read) against \(reference) bytes")
+    }
+
+    @Test("with the burst watch and no interval: one trim per settled burst, none while the size holds")
+    func watchTrimsSettledBursts() async throws {
+        let size = Atomic<Int>(100 * Self.mib)
+        let count = Atomic<Int>(0)
+        let trimmer = MemoryTrim(
+            interval: nil, afterGrowthBytes: 16 * Self.mib, watchInterval: .milliseconds(20), logger: Logger(label: "test"),
+            trim: {
+                count.add(1, ordering: .relaxed)
+                return true
+            },
+            resident: { size.load(ordering: .relaxed) })
+        let running = Task { try await trimmer.run() }
+        defer { running.cancel() }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(count.load(ordering: .relaxed) == 0, "no growth, no trim")
+        size.store(180 * Self.mib, ordering: .relaxed)
+        try await Self.waitFor { count.load(ordering: .relaxed) >= 1 }
+        // The size holds at 180 MiB (nothing was released): no trim again.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(count.load(ordering: .relaxed) == 1)
+        size.store(220 * Self.mib, ordering: .relaxed)
+        try await Self.waitFor { count.load(ordering: .relaxed) >= 2 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(count.load(ordering: .relaxed) == 2)
+        running.cancel()
+        try await running.value
+    }
+
+    @Test("a holed heap left by a burst is handed back by the burst watch, with no interval, once the burst is over")
+    func watchReleasesAHoledHeap() async throws {
+        try #require(MallocTrim.isAvailable, "this glibc has malloc_trim")
+        // The watch sees the real resident size only once the burst (allocation and frees) is
+        // over, so it cannot trim halfway through it.
+        let baseline = try #require(ResidentSize.bytes())
+        let burstOver = Atomic<Bool>(false)
+        let trims = Atomic<Int>(0)
+        let trimmer = MemoryTrim(
+            interval: nil, afterGrowthBytes: 16 * Self.mib, watchInterval: .milliseconds(50), logger: Logger(label: "test"),
+            trim: {
+                // Counted once done: the test reads the resident size when it sees the count.
+                let released = MallocTrim.run()
+                trims.add(1, ordering: .relaxed)
+                return released
+            },
+            resident: { burstOver.load(ordering: .relaxed) ? ResidentSize.bytes() : baseline })
+        let running = Task { try await trimmer.run() }
+        defer { running.cancel() }
+        var blocks: [UnsafeMutableRawPointer] = []
+        for _ in 0..<100_000 {
+            let block = try #require(malloc(2_048))
+            memset(block, 1, 2_048)
+            blocks.append(block)
+        }
+        for (index, block) in blocks.enumerated() where index % 100 != 0 { free(block) }
+        let before = try Self.residentBytes()
+        burstOver.store(true, ordering: .relaxed)
+        try await Self.waitFor { trims.load(ordering: .relaxed) >= 1 }
+        let after = try Self.residentBytes()
+        for (index, block) in blocks.enumerated() where index % 100 == 0 { free(block) }
+        #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
+        running.cancel()
+        try await running.value
+    }
+
+    /// `policy.shouldTrim(residentBytes:)` (`#expect` cannot call a mutating member itself).
+    private static func decide(_ policy: inout TrimPolicy, _ residentBytes: Int?) -> Bool {
+        policy.shouldTrim(residentBytes: residentBytes)
+    }
+
+    /// Polls `condition` every 10 ms for up to 5 s; fails the test when it never holds.
+    private static func waitFor(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("condition not met within 5 s")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 }
