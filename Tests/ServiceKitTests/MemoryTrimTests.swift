@@ -104,23 +104,45 @@ struct MemoryTrimTests {
         for size in [100, 120, 140, 160] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB, still growing") }
         #expect(!Self.decide(&policy, nil))
         // Settled 60 MiB above the last trim.
-        #expect(Self.decide(&policy, 160 * Self.mib + 512 * 1024))
+        #expect(Self.decide(&policy, 160 * Self.mib + 128 * 1024))
         policy.trimmed(residentBytes: 110 * Self.mib)
         // Less than the threshold above the trim's result, settled or not: no trim.
         for size in [115, 120, 125, 125, 125] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB") }
         // The size shrank on its own: growth counts from the lower size.
         #expect(!Self.decide(&policy, 90 * Self.mib))
-        #expect(!Self.decide(&policy, 105 * Self.mib))
+        // Grown by the threshold, but by more than a quarter MiB since the reading before: not yet.
+        for size in [105, 106] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB") }
         #expect(Self.decide(&policy, 106 * Self.mib))
         // A large heap grows by an eighth of itself before a trim: 400 MiB by 50 MiB.
         var large = TrimPolicy(growthBytes: 16 * Self.mib)
         large.trimmed(residentBytes: 400 * Self.mib)
-        for size in [449, 449] { #expect(!Self.decide(&large, size * Self.mib), "\(size) MiB") }
+        for size in [449, 449, 450] { #expect(!Self.decide(&large, size * Self.mib), "\(size) MiB") }
         #expect(Self.decide(&large, 450 * Self.mib))
         // No trim before a first reading to measure from.
         var fresh = TrimPolicy(growthBytes: 16 * Self.mib)
         #expect(!Self.decide(&fresh, 500 * Self.mib))
         #expect(!Self.decide(&fresh, 500 * Self.mib))
+    }
+
+    @Test("a trim after growth that released under a quarter of it doubles the growth the next one waits for; one that releases resets it")
+    func backoff() {
+        var policy = TrimPolicy(growthBytes: 16 * Self.mib)
+        policy.trimmed(residentBytes: 100 * Self.mib)
+        #expect(!Self.decide(&policy, 120 * Self.mib))
+        #expect(Self.decide(&policy, 120 * Self.mib))
+        // 1 MiB of 20 released: the growth was real.
+        policy.trimmed(residentBytes: 119 * Self.mib, afterGrowth: true)
+        for size in [140, 140, 150, 150] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB, under 32 MiB above 119") }
+        #expect(!Self.decide(&policy, 151 * Self.mib), "32 MiB above, but a MiB more than a second before")
+        #expect(Self.decide(&policy, 151 * Self.mib))
+        // 20 MiB of 32 released: back to the base threshold (an eighth of 131 MiB: 16.4 MiB).
+        policy.trimmed(residentBytes: 131 * Self.mib, afterGrowth: true)
+        for size in [147, 147, 148] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB") }
+        #expect(Self.decide(&policy, 148 * Self.mib))
+        // A trim on the interval that released nothing does not back off.
+        policy.trimmed(residentBytes: 148 * Self.mib)
+        #expect(!Self.decide(&policy, 167 * Self.mib))
+        #expect(Self.decide(&policy, 167 * Self.mib))
     }
 
     @Test("/proc/self/statm read without Foundation gives the resident size")
@@ -150,7 +172,8 @@ struct MemoryTrimTests {
         // The size holds at 180 MiB (nothing was released): no trim again.
         try await Task.sleep(for: .milliseconds(300))
         #expect(count.load(ordering: .relaxed) == 1)
-        size.store(220 * Self.mib, ordering: .relaxed)
+        // That trim released nothing: the next waits for twice the growth (45 MiB from 180).
+        size.store(240 * Self.mib, ordering: .relaxed)
         try await Self.waitFor { count.load(ordering: .relaxed) >= 2 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(count.load(ordering: .relaxed) == 2)
