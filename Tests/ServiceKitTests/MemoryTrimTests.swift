@@ -4,6 +4,7 @@ import Synchronization
 import ServiceKit
 import ServiceLifecycle
 import Testing
+import TestSupport
 
 /// `MemoryTrim`: every service hands its allocator's free pages back to the kernel on a timer and after a burst
 /// (docs/configuration.md, `memory.trim-interval-seconds`; docs/benchmarks.md, part 15).
@@ -27,23 +28,28 @@ struct MemoryTrimTests {
         return try #require(Int(statm[1])) * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    @Test("a holed heap: 200 MB of small blocks freed but for every hundredth stays resident until the trim, which hands most of it back")
-    func trimReleases() throws {
-        try #require(MallocTrim.isAvailable, "this glibc has malloc_trim")
-        // 100 000 blocks of 2 KiB (below glibc's mmap threshold: from the heap), each touched.
+    /// 100 000 blocks of 2 KiB (below glibc's mmap threshold: from the heap), each touched, then
+    /// all freed but every hundredth: the survivors (returned, for the caller to free) pin the
+    /// heap, so glibc cannot shrink it from the top and keeps the ~196 MB of holes resident.
+    static func holedHeap() throws -> [UnsafeMutableRawPointer] {
         var blocks: [UnsafeMutableRawPointer] = []
         for _ in 0..<100_000 {
             let block = try #require(malloc(2_048))
             memset(block, 1, 2_048)
             blocks.append(block)
         }
-        // Free all but every hundredth: the survivors pin the heap, so glibc cannot shrink it
-        // from the top and keeps the ~196 MB of holes resident.
         for (index, block) in blocks.enumerated() where index % 100 != 0 { free(block) }
+        return blocks.enumerated().filter { $0.offset % 100 == 0 }.map(\.element)
+    }
+
+    @Test("a holed heap: 200 MB of small blocks freed but for every hundredth stays resident until the trim, which hands most of it back")
+    func trimReleases() throws {
+        try #require(MallocTrim.isAvailable, "this glibc has malloc_trim")
+        let survivors = try Self.holedHeap()
+        defer { for block in survivors { free(block) } }
         let before = try Self.residentBytes()
         #expect(MallocTrim.run())
         let after = try Self.residentBytes()
-        for (index, block) in blocks.enumerated() where index % 100 == 0 { free(block) }
         #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
     }
 
@@ -168,13 +174,13 @@ struct MemoryTrimTests {
         try await Task.sleep(for: .milliseconds(200))
         #expect(count.load(ordering: .relaxed) == 0, "no growth, no trim")
         size.store(180 * Self.mib, ordering: .relaxed)
-        try await Self.waitFor { count.load(ordering: .relaxed) >= 1 }
+        try await Eventually.wait("a trim after the growth") { count.load(ordering: .relaxed) >= 1 }
         // The size holds at 180 MiB (nothing was released): no trim again.
         try await Task.sleep(for: .milliseconds(300))
         #expect(count.load(ordering: .relaxed) == 1)
         // That trim released nothing: the next waits for twice the growth (45 MiB from 180).
         size.store(240 * Self.mib, ordering: .relaxed)
-        try await Self.waitFor { count.load(ordering: .relaxed) >= 2 }
+        try await Eventually.wait("a trim after the second growth") { count.load(ordering: .relaxed) >= 2 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(count.load(ordering: .relaxed) == 2)
         running.cancel()
@@ -200,18 +206,12 @@ struct MemoryTrimTests {
             resident: { burstOver.load(ordering: .relaxed) ? ResidentSize.bytes() : baseline })
         let running = Task { try await trimmer.run() }
         defer { running.cancel() }
-        var blocks: [UnsafeMutableRawPointer] = []
-        for _ in 0..<100_000 {
-            let block = try #require(malloc(2_048))
-            memset(block, 1, 2_048)
-            blocks.append(block)
-        }
-        for (index, block) in blocks.enumerated() where index % 100 != 0 { free(block) }
+        let survivors = try Self.holedHeap()
+        defer { for block in survivors { free(block) } }
         let before = try Self.residentBytes()
         burstOver.store(true, ordering: .relaxed)
-        try await Self.waitFor { trims.load(ordering: .relaxed) >= 1 }
+        try await Eventually.wait("a trim after the burst") { trims.load(ordering: .relaxed) >= 1 }
         let after = try Self.residentBytes()
-        for (index, block) in blocks.enumerated() where index % 100 == 0 { free(block) }
         #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
         running.cancel()
         try await running.value
@@ -220,17 +220,5 @@ struct MemoryTrimTests {
     /// `policy.shouldTrim(residentBytes:)` (`#expect` cannot call a mutating member itself).
     private static func decide(_ policy: inout TrimPolicy, _ residentBytes: Int?) -> Bool {
         policy.shouldTrim(residentBytes: residentBytes)
-    }
-
-    /// Polls `condition` every 10 ms for up to 5 s; fails the test when it never holds.
-    private static func waitFor(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("condition not met within 5 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 }

@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOWebSocket
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import GatewayApp
 
@@ -179,17 +180,6 @@ struct DetachedWebSocketTests {
         return nil
     }
 
-    private func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out: \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     @Test("text messages reach receive in order, fragments joined; a ping is answered with its data; binary is reported")
     func messagesAndControl() async throws {
         let h = try await harness()
@@ -199,7 +189,7 @@ struct DetachedWebSocketTests {
         try await h.channel.writeInbound(frame(.continuation, "o"))
         try await h.channel.writeInbound(frame(.binary, "b"))
         try await h.channel.writeInbound(frame(.text, "three"))
-        try await eventually("three messages") { h.received.all.count == 3 }
+        try await Eventually.wait("three messages") { h.received.all.count == 3 }
         #expect(h.received.all == ["one", "two", "three"])
         let pong = try await h.channel.readOutbound(as: WebSocketFrame.self)
         #expect(pong?.opcode == .pong && pong.map { String(buffer: $0.data) } == "p")
@@ -242,22 +232,22 @@ struct DetachedWebSocketTests {
         try await stopping.channel.writeInbound(frame(.text, "stop"))
         try await stopping.channel.writeInbound(frame(.text, "after"))
         // The protocol closes the connection itself; one it left open is dropped after the grace period.
-        try await eventually("stop handled") { stopping.received.all.first == "stop" }
+        try await Eventually.wait("stop handled") { stopping.received.all.first == "stop" }
         try await Task.sleep(for: .milliseconds(50))
         #expect(stopping.channel.isActive)
         await stopping.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace)
-        try await eventually("the channel closes after the grace period") { !stopping.channel.isActive }
+        try await Eventually.wait("the channel closes after the grace period") { !stopping.channel.isActive }
         #expect(stopping.received.all.first == "stop")
         #expect(!stopping.received.all.contains("after") || stopping.received.all == ["stop", "after"])
         #expect(stopping.events.all == ["closed"])
 
         let quiescing = try await harness()
         quiescing.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
-        try await eventually("shutdown heard") { quiescing.events.all == ["shutdown"] }
+        try await Eventually.wait("shutdown heard") { quiescing.events.all == ["shutdown"] }
         // The protocol did not close it (a test stand-in): the server's shutdown still ends it.
         #expect(quiescing.channel.isActive)
         await quiescing.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace)
-        try await eventually("closed after the grace period") { quiescing.events.all == ["shutdown", "closed"] }
+        try await Eventually.wait("closed after the grace period") { quiescing.events.all == ["shutdown", "closed"] }
     }
 
     @Test("the server's close waits for the client's close (at most the grace period); a protocol may refuse a large message itself")
@@ -272,7 +262,7 @@ struct DetachedWebSocketTests {
         var data = ByteBuffer()
         data.write(webSocketErrorCode: .init(codeNumber: 4008))
         try await answered.channel.writeInbound(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
-        try await eventually("closed once the client answered") { !answered.channel.isActive }
+        try await Eventually.wait("closed once the client answered") { !answered.channel.isActive }
         #expect(answered.received.all.isEmpty)
         #expect(try await answered.channel.readOutbound(as: WebSocketFrame.self) == nil, "the client's close is not answered twice")
 
@@ -283,7 +273,7 @@ struct DetachedWebSocketTests {
         await silent.channel.testingEventLoop.advanceTime(by: DetachedWebSocketHandler.closeGrace - .milliseconds(1))
         #expect(silent.channel.isActive)
         await silent.channel.testingEventLoop.advanceTime(by: .milliseconds(1))
-        try await eventually("dropped after the grace period") { !silent.channel.isActive }
+        try await Eventually.wait("dropped after the grace period") { !silent.channel.isActive }
 
         // A protocol that refuses a large message in its own terms hears of it; no 1009 from here.
         let own = try await harness(ownTooLarge: true)
@@ -300,8 +290,8 @@ struct DetachedWebSocketTests {
     func halfClosed() async throws {
         let h = try await harness()
         h.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        try await eventually("closed") { !h.channel.isActive }
-        try await eventually("closed is heard") { h.events.all == ["closed"] }
+        try await Eventually.wait("closed") { !h.channel.isActive }
+        try await Eventually.wait("closed is heard") { h.events.all == ["closed"] }
     }
 
     @Test("while the pending messages reach the limit no read reaches the socket; reads resume once they drain")
@@ -310,16 +300,16 @@ struct DetachedWebSocketTests {
         let h = try await harness(maxPending: 2, gate: gate)
         for index in 0..<3 { try await h.channel.writeInbound(frame(.text, "m\(index)")) }
         // m0 is being handled (waiting at the gate); m1 and m2 are pending: the limit.
-        try await eventually("m0 in receive") { h.received.all.count == 1 }
+        try await Eventually.wait("m0 in receive") { h.received.all.count == 1 }
         let before = h.counter.reads.load(ordering: .relaxed)
         h.channel.pipeline.read()
         try await Task.sleep(for: .milliseconds(50))
         #expect(h.counter.reads.load(ordering: .relaxed) == before, "a read while 2 messages wait is held")
         gate.open()
-        try await eventually("the held read goes out once one drained") { h.counter.reads.load(ordering: .relaxed) == before + 1 }
+        try await Eventually.wait("the held read goes out once one drained") { h.counter.reads.load(ordering: .relaxed) == before + 1 }
         gate.open()
         gate.open()
-        try await eventually("all three handled") { h.received.all.count == 3 }
+        try await Eventually.wait("all three handled") { h.received.all.count == 3 }
         #expect(h.received.all == ["m0", "m1", "m2"])
         _ = try? await h.channel.finish()
     }
