@@ -85,11 +85,19 @@ final class RawKafkaClient {
     }
 
     /// Whether the broker has sent something (or closed the connection) within `timeout`: nothing
-    /// is read.
+    /// is read. A signal interrupting the wait resumes it for the time left (an interrupted `poll`
+    /// had read as "no answer" at once); another `poll` error reads as an answer, and the read that
+    /// follows meets the broken connection.
     func hasAnswer(within timeout: Duration) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        return poll(&entry, 1, milliseconds) > 0
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let left = max(.zero, ContinuousClock.now.duration(to: deadline))
+            let milliseconds = Int32(clamping: left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000)
+            let ready = poll(&entry, 1, milliseconds)
+            if ready >= 0 { return ready > 0 }
+            guard errno == EINTR else { return true }
+        }
     }
 
     /// Whether the broker closed this connection (within the receive timeout).
