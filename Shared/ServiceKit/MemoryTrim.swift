@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Logging
 import Metrics
@@ -10,8 +11,8 @@ import ServiceLifecycle
 /// for the pages back (docs/benchmarks.md, parts 15 and 34). A no-op where the C library has no
 /// `malloc_trim` (musl).
 ///
-/// The burst watch reads the resident size once a `watchInterval` (one read of
-/// /proc/self/statm) and trims when it has grown by `memory.trim-after-growth-mib` since the last
+/// The burst watch reads the resident size once a `watchInterval` (`ProcessStats.rssKiB`, one
+/// read of /proc/self/status) and trims when it has grown by `memory.trim-after-growth-mib` since the last
 /// trim and stopped growing (`TrimPolicy`), so a connect burst's garbage is handed back within
 /// about two seconds of its end instead of up to an interval later.
 public struct MemoryTrim: Service {
@@ -35,7 +36,7 @@ public struct MemoryTrim: Service {
     public init(
         interval: Duration?, afterGrowthBytes: Int? = nil, watchInterval: Duration = .seconds(1), logger: Logger,
         trim: @escaping @Sendable () -> Bool = { MallocTrim.run() },
-        resident: @escaping @Sendable () -> Int? = { ResidentSize.bytes() }
+        resident: @escaping @Sendable () -> Int? = { ProcessStats.rssKiB(pid: getpid()).map { $0 * 1024 } }
     ) {
         self.interval = interval
         self.policy = afterGrowthBytes.map { TrimPolicy(growthBytes: $0) }
@@ -84,8 +85,8 @@ public struct MemoryTrim: Service {
 /// A trim walks the whole heap under the allocator's lock (about 20 ms for 250 000 free blocks in
 /// 135 MB here), so growth that is real — a process taking on sockets for good — must not trim
 /// again and again for nothing: a settle reading allows a quarter MiB of growth, a larger heap
-/// must grow in proportion, and a trim that released less than a quarter of the growth doubles the
-/// growth the next one waits for (up to 64×; a trim that releases resets it).
+/// must grow in proportion, and a growth trim that released less than a quarter of the growth
+/// doubles the growth the next one waits for (up to 64×; any trim that releases resets it).
 public struct TrimPolicy: Sendable {
     public let growthBytes: Int
     public let settleBytes: Int
@@ -124,37 +125,20 @@ public struct TrimPolicy: Sendable {
     }
 
     /// A trim was done; `residentBytes` is the size after it. `afterGrowth`: this policy asked for
-    /// it (a trim on the interval leaves the backoff as it is).
+    /// it. Any trim that released a quarter of the growth since the last one resets the backoff
+    /// (there was garbage to give back after all: a backoff that only grew would end the watch
+    /// for good); only a growth trim that released less doubles it.
     public mutating func trimmed(residentBytes: Int?, afterGrowth: Bool = false) {
-        if afterGrowth, let after = residentBytes, let before = previous, let base = baseline {
-            let released = before - after
-            backoff = released * 4 < before - base ? min(backoff * 2, Self.maximumBackoff) : 1
+        if let after = residentBytes, let before = previous, let base = baseline {
+            let releasedEnough = (before - after) * 4 >= max(before - base, 1)
+            if releasedEnough {
+                backoff = 1
+            } else if afterGrowth {
+                backoff = min(backoff * 2, Self.maximumBackoff)
+            }
         }
         baseline = residentBytes ?? baseline
         previous = residentBytes ?? previous
-    }
-}
-
-/// The process's resident set size, from /proc/self/statm (Linux); nil elsewhere.
-public enum ResidentSize {
-    private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-
-    public static func bytes() -> Int? {
-        let fd = open("/proc/self/statm", O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        // "size resident shared text lib data dt": the second field, in pages.
-        let fields = buffer[..<count].split(separator: UInt8(ascii: " "), maxSplits: 2)
-        guard fields.count >= 2 else { return nil }
-        var pages = 0
-        for digit in fields[1] {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
-            pages = pages &* 10 &+ Int(digit - UInt8(ascii: "0"))
-        }
-        return pages * pageSize
     }
 }
 

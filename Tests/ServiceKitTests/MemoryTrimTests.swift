@@ -1,3 +1,4 @@
+import Common
 import Foundation
 import Logging
 import Synchronization
@@ -22,10 +23,9 @@ struct MemoryTrimTests {
         }
     }
 
-    /// The process's resident pages, from /proc/self/statm.
+    /// The process's resident bytes (`ProcessStats.rssKiB`, what the service reads by default).
     static func residentBytes() throws -> Int {
-        let statm = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
-        return try #require(Int(statm[1])) * Int(sysconf(Int32(_SC_PAGESIZE)))
+        try #require(ProcessStats.rssKiB(pid: getpid())) * 1024
     }
 
     /// 100 000 blocks of 2 KiB (below glibc's mmap threshold: from the heap), each touched, then
@@ -130,7 +130,7 @@ struct MemoryTrimTests {
         #expect(!Self.decide(&fresh, 500 * Self.mib))
     }
 
-    @Test("a trim after growth that released under a quarter of it doubles the growth the next one waits for; one that releases resets it")
+    @Test("a trim after growth that released under a quarter of it doubles the growth the next one waits for; any trim that releases resets it")
     func backoff() {
         var policy = TrimPolicy(growthBytes: 16 * Self.mib)
         policy.trimmed(residentBytes: 100 * Self.mib)
@@ -149,13 +149,13 @@ struct MemoryTrimTests {
         policy.trimmed(residentBytes: 148 * Self.mib)
         #expect(!Self.decide(&policy, 167 * Self.mib))
         #expect(Self.decide(&policy, 167 * Self.mib))
-    }
-
-    @Test("/proc/self/statm read without Foundation gives the resident size")
-    func residentSize() throws {
-        let read = try #require(ResidentSize.bytes())
-        let reference = try Self.residentBytes()
-        #expect(abs(read - reference) < 16 * Self.mib, "\(read) against \(reference) bytes")
+        // Backed off to 64×, the watch is not over for good: an interval trim that releases
+        // resets it.
+        for _ in 0..<7 { policy.trimmed(residentBytes: 167 * Self.mib, afterGrowth: true) }
+        for size in [300, 300] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB, backed off") }
+        policy.trimmed(residentBytes: 200 * Self.mib)
+        #expect(!Self.decide(&policy, 230 * Self.mib))
+        #expect(Self.decide(&policy, 230 * Self.mib), "30 MiB above 200 after the reset")
     }
 
     @Test("with the burst watch and no interval: one trim per settled burst, none while the size holds")
@@ -192,7 +192,7 @@ struct MemoryTrimTests {
         try #require(MallocTrim.isAvailable, "this glibc has malloc_trim")
         // The watch sees the real resident size only once the burst (allocation and frees) is
         // over, so it cannot trim halfway through it.
-        let baseline = try #require(ResidentSize.bytes())
+        let baseline = try Self.residentBytes()
         let burstOver = Atomic<Bool>(false)
         let trims = Atomic<Int>(0)
         let trimmer = MemoryTrim(
@@ -203,7 +203,7 @@ struct MemoryTrimTests {
                 trims.add(1, ordering: .relaxed)
                 return released
             },
-            resident: { burstOver.load(ordering: .relaxed) ? ResidentSize.bytes() : baseline })
+            resident: { burstOver.load(ordering: .relaxed) ? ProcessStats.rssKiB(pid: getpid()).map { $0 * 1024 } : baseline })
         let running = Task { try await trimmer.run() }
         defer { running.cancel() }
         let survivors = try Self.holedHeap()
