@@ -283,17 +283,16 @@ extension ServicePlatform where Storage == ServiceDatabase {
     /// Adds a consumer-group consumer whose events are applied through the inbox. It joins the
     /// group only once the service is ready. The first one also starts the inbox pruner
     /// (`inbox.retention-hours`, `inbox.prune-interval-seconds`).
-    /// - Parameter batchLingerMilliseconds: how long a poll keeps collecting records after its
-    ///   first (`KafkaConsumerConfiguration.batchLingerMilliseconds`), for a router with batch handlers.
+    /// - Parameter batchLingerMilliseconds: how long a batch may wait for more records after its
+    ///   first, for a router with batch handlers (`KafkaConsumerConfiguration.withInboxLinger`).
     public mutating func addInboxConsumer(group: String, topics: [Topic], router: EventRouter, batchLingerMilliseconds: Int = 0) {
         var config = KafkaConsumerConfiguration(client: kafkaClient, mode: .group(id: group, topics: topics.map(\.name)))
         config.client.clientId = "\(platformSettings.instanceId)-\(group)"
         config.fetchWaitMaxMilliseconds = platformSettings.kafkaFetchWaitMilliseconds
-        config.batchLingerMilliseconds = batchLingerMilliseconds
         let logger = self.logger
         let postgres = self.postgres
-        let consumerConfig = config
         let fetchesItself = platformSettings.kafkaInboxReaderIsNative
+        let consumerConfig = config.withInboxLinger(milliseconds: batchLingerMilliseconds, fetchesItself: fetchesItself)
         consumers.append(
             GatedService(gate: startup, hold: kafkaReadiness.hold(group)) {
                 let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
@@ -309,6 +308,26 @@ extension ServicePlatform where Storage == ServiceDatabase {
             let configuration = pruning
             consumers.append(GatedService(gate: startup) { InboxPruner(postgres: postgres, logger: logger, configuration: configuration) })
         }
+    }
+}
+
+extension KafkaConsumerConfiguration {
+    /// This configuration with a linger of `lingerMilliseconds`: how long a batch may wait for more records
+    /// after its first. When the consumer fetches itself (`kafka.inbox-reader` native, and a
+    /// configuration `KafkaConsumer.canFetchItself` takes), the broker gathers the batch: under load
+    /// a fetch waits that long for more (`fetchBatchWaitMilliseconds`), so a consumer sees one answer
+    /// and one wake-up per linger instead of one per record, and a record waits no longer than with
+    /// the linger (a lone record after a quiet spell is answered at once). librdkafka's consumer
+    /// ignores that setting, so it keeps the linger (`batchLingerMilliseconds`): the records are
+    /// fetched one by one and held in the process.
+    public func withInboxLinger(milliseconds lingerMilliseconds: Int, fetchesItself: Bool) -> KafkaConsumerConfiguration {
+        var config = self
+        if lingerMilliseconds > 0, fetchesItself, KafkaConsumer.canFetchItself(config) {
+            config.fetchBatchWaitMilliseconds = lingerMilliseconds
+        } else {
+            config.batchLingerMilliseconds = lingerMilliseconds
+        }
+        return config
     }
 }
 
