@@ -66,28 +66,3 @@ struct PasswordHasherTests {
         #expect(!(try await hasher.verify("correct horse 1", hash: "$2b$10$4/7HGfs1DuHsDuvRpKdZ/e15HptRC9UQycaK3Jmz3zuF6F3.xqcyb")))
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-
-    @Suite("bcrypt threads yield to the event loops")
-    struct HashingPriorityTests {
-        static func niceness() -> Int32 { getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) }
-
-        /// With both cores hashing, a route without bcrypt must still get the CPU at once
-        /// (LoginFloodTests measures that end to end): the hash runs on a thread of lower priority,
-        /// shed or not, and the caller's own thread keeps its priority.
-        @Test("a hash runs at the bcrypt niceness; the caller's thread is left as it was")
-        func hashingThreadsAreNiced() async throws {
-            let admission = HashingAdmission(capacity: 2, maxWait: .seconds(5))
-            let before = Self.niceness()
-            let sheddable = try await admission.run { Self.niceness() }
-            let startUp = try await admission.run(sheddable: false) { Self.niceness() }
-            // A process started at a lower priority still (nice 15) keeps it on every thread.
-            let expected = max(before, HashingAdmission.hashingNiceness)
-            #expect(sheddable == expected)
-            #expect(startUp == expected)
-            #expect(Self.niceness() == before, "the calling thread's priority is untouched")
-        }
-    }
-#endif

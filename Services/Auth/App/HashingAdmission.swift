@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
 import Metrics
 import NIOCore
 import NIOPosix
@@ -13,9 +10,7 @@ import Synchronization
 /// and client time-outs) the CPU will never catch up with; every other route stays fast.
 ///
 /// The hashing itself runs on a fixed pool of one thread per core, never on Swift's cooperative
-/// pool (bcrypt blocks a thread for tens of milliseconds by design). Those threads run at a lower
-/// scheduling priority (`hashingNiceness`): with both cores hashing, the event loops that answer
-/// every other route (and shed the excess logins) still get the CPU as soon as they have work.
+/// pool (bcrypt blocks a thread for tens of milliseconds by design).
 final class HashingAdmission: Sendable {
     let capacity: Int
     let maxWait: Duration
@@ -32,24 +27,6 @@ final class HashingAdmission: Sendable {
 
     static var defaultCapacity: Int { 4 * System.coreCount }
 
-    /// The nice value of a thread while it hashes (0 is the default, 19 the lowest priority).
-    /// Under contention the Linux scheduler gives a thread at 10 about a tenth of the CPU share of
-    /// one at 0; on an idle machine the hash runs at full speed all the same.
-    static let hashingNiceness: Int32 = 10
-
-    /// Lowers the calling thread's priority to `hashingNiceness` (Linux keeps the nice value per
-    /// thread, and `who == 0` names the calling thread). Raising it back would need privileges, so
-    /// this is only called on the bcrypt pool's threads. A failure leaves the thread as it was.
-    static func lowerThreadPriority() {
-        #if canImport(Glibc)
-            let which = __priority_which_t(PRIO_PROCESS.rawValue)
-            errno = 0
-            let current = getpriority(which, 0)
-            guard errno == 0, current < hashingNiceness else { return }
-            _ = setpriority(which, 0, hashingNiceness)
-        #endif
-    }
-
     init(capacity: Int, maxWait: Duration) {
         self.capacity = capacity
         self.maxWait = maxWait
@@ -62,12 +39,7 @@ final class HashingAdmission: Sendable {
     /// - Parameter sheddable: false for work that must not fail under load (the start-up hash);
     ///   it still runs on the bcrypt threads, but is neither counted nor shed.
     func run<T: Sendable>(sheddable: Bool = true, _ work: @escaping @Sendable () throws -> T) async throws -> T {
-        guard sheddable else {
-            return try await Self.pool.runIfActive {
-                Self.lowerThreadPriority()
-                return try work()
-            }
-        }
+        guard sheddable else { return try await Self.pool.runIfActive(work) }
         guard admit() else {
             shedFull.increment()
             throw APIError.overloaded(detail: "bcrypt queue full (\(capacity) waiting or running)")
@@ -76,7 +48,6 @@ final class HashingAdmission: Sendable {
         let enqueued = ContinuousClock.now
         let maxWait = self.maxWait
         let result: Result<T, any Error>? = try await Self.pool.runIfActive {
-            Self.lowerThreadPriority()
             guard ContinuousClock.now - enqueued <= maxWait else { return nil }
             return Result { try work() }
         }
