@@ -92,7 +92,7 @@ var targets: [Target] = [
         name: "Kafka", dependencies: ["CRdKafka", "Common", logging, lifecycle, metrics, tracing, nioCore, .product(name: "NIOPosix", package: "swift-nio")],
         path: "Shared/Kafka", swiftSettings: swiftSettings),
     // Crypto: name-based ids (a study user's live route).
-    .target(name: "Events", dependencies: [crypto], path: "Shared/Events", swiftSettings: swiftSettings),
+    .target(name: "Events", dependencies: [crypto, nioCore], path: "Shared/Events", swiftSettings: swiftSettings),
     .target(
         name: "Database",
         dependencies: ["Common", "Kafka", "Events", postgres, logging, metrics, lifecycle, tracing, .product(name: "NIOSSL", package: "swift-nio-ssl")],

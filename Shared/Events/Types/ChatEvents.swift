@@ -117,3 +117,62 @@ extension ChatEvents {
         }
     }
 }
+
+// The message events, written once per message (`EventPayload.writeJSON`): members in sorted key
+// order, as `EventCoding.encoder()` writes them (`EventCodingTests` compares the two byte for byte).
+extension ChatEvents.Sender {
+    func writeJSON(to json: inout JSONWriter) {
+        json.beginObject()
+        json.member("alias", alias)
+        json.member("email", email)
+        json.member("nickname", nickname)
+        json.member("profileImage", profileImage)
+        json.member("userId", userId)
+        json.endObject()
+    }
+}
+
+extension ChatEvents.ChannelMessageCreated {
+    public func writeJSON(to json: inout JSONWriter) -> Bool {
+        json.beginObject()
+        json.member("channelAlias", channelAlias)
+        json.member("channelId", channelId)
+        json.member("channelName", channelName)
+        json.member("content", content)
+        json.member("createdAt", date: createdAt)
+        json.member("files", strings: files)
+        if let mentions { json.member("mentions", ids: mentions) }
+        json.member("messageId", messageId)
+        json.member("parentContent", parentContent)
+        json.member("parentId", parentId)
+        json.member("parentName", parentName)
+        json.key("sender")
+        sender.writeJSON(to: &json)
+        json.member("workspaceId", workspaceId)
+        json.endObject()
+        return true
+    }
+}
+
+extension ChatEvents.DirectMessageCreated {
+    public func writeJSON(to json: inout JSONWriter) -> Bool {
+        json.beginObject()
+        json.member("content", content)
+        json.member("createdAt", date: createdAt)
+        json.member("files", strings: files)
+        if let mentions { json.member("mentions", ids: mentions) }
+        json.member("messageId", messageId)
+        json.member("parentContent", parentContent)
+        json.member("parentId", parentId)
+        json.member("parentName", parentName)
+        json.member("participants", ids: participants)
+        json.member("roomAlias", roomAlias)
+        json.member("roomId", roomId)
+        json.member("roomName", roomName)
+        json.key("sender")
+        sender.writeJSON(to: &json)
+        json.member("workspaceId", workspaceId)
+        json.endObject()
+        return true
+    }
+}

@@ -1,4 +1,5 @@
 import ClientContract
+import Events
 import Foundation
 
 /// The little JSON the Socket.IO server reads from clients (event arguments, CONNECT payloads)
