@@ -54,6 +54,21 @@ struct EventWriterTests {
         Array(try EventCoding.encoder().encode(event))
     }
 
+    /// `payload`'s event written by `JSONWriter` is `JSONEncoder`'s bytes and decodes back; false
+    /// (after recording why) when the bytes differ.
+    static func check<P: EventPayload>(_ payload: P, time: Date, case number: Int) throws -> Bool {
+        let event = CloudEvent(source: "/chat", data: payload, time: time)
+        var json = JSONWriter()
+        #expect(payload.writeJSON(to: &json), "written by JSONWriter, not by the encoder")
+        let written = try EventCoding.encode(event)
+        let encoded = try viaEncoder(event)
+        #expect(
+            written == encoded,
+            "case \(number):\n\(String(decoding: written, as: UTF8.self))\n\(String(decoding: encoded, as: UTF8.self))")
+        #expect(try EventCoding.decode(P.self, from: written) == event, "case \(number)")
+        return written == encoded
+    }
+
     @Test("a channel message's event: 2 000 random payloads, the same bytes as JSONEncoder's, and they decode back")
     func channelMessages() throws {
         var random = Random(state: 0xC0FFEE)
@@ -64,16 +79,7 @@ struct EventWriterTests {
                 parentId: random.maybe { $0.id() }, mentions: random.maybe { r in (0..<Int(r.next() % 3)).map { _ in r.id() } },
                 channelAlias: random.maybe { Int64(bitPattern: $0.next()) }, parentName: random.maybe { $0.text() },
                 parentContent: random.maybe { $0.text() })
-            let event = CloudEvent(source: "/chat", data: payload, time: random.date())
-            var json = JSONWriter()
-            #expect(payload.writeJSON(to: &json), "written by JSONWriter, not by the encoder")
-            let written = try EventCoding.encode(event)
-            let encoded = try Self.viaEncoder(event)
-            #expect(
-                written == encoded,
-                "case \(case_):\n\(String(decoding: written, as: UTF8.self))\n\(String(decoding: encoded, as: UTF8.self))")
-            #expect(try EventCoding.decode(ChatEvents.ChannelMessageCreated.self, from: written) == event, "case \(case_)")
-            if written != encoded { return }
+            guard try Self.check(payload, time: random.date(), case: case_) else { return }
         }
     }
 
@@ -88,16 +94,7 @@ struct EventWriterTests {
                 parentId: random.maybe { $0.id() }, mentions: random.maybe { r in (0..<Int(r.next() % 3)).map { _ in r.id() } },
                 parentName: random.maybe { $0.text() }, parentContent: random.maybe { $0.text() },
                 roomAlias: random.maybe { Int64(bitPattern: $0.next()) }, roomName: random.maybe { $0.text() })
-            let event = CloudEvent(source: "/chat", data: payload, time: random.date())
-            var json = JSONWriter()
-            #expect(payload.writeJSON(to: &json), "written by JSONWriter, not by the encoder")
-            let written = try EventCoding.encode(event)
-            let encoded = try Self.viaEncoder(event)
-            #expect(
-                written == encoded,
-                "case \(case_):\n\(String(decoding: written, as: UTF8.self))\n\(String(decoding: encoded, as: UTF8.self))")
-            #expect(try EventCoding.decode(ChatEvents.DirectMessageCreated.self, from: written) == event, "case \(case_)")
-            if written != encoded { return }
+            guard try Self.check(payload, time: random.date(), case: case_) else { return }
         }
     }
 

@@ -119,7 +119,7 @@ extension ChatEvents {
 }
 
 // The message events, written once per message (`EventPayload.writeJSON`): members in sorted key
-// order, as `EventCoding.encoder()` writes them (`EventCodingTests` compares the two byte for byte).
+// order, as `EventCoding.encoder()` writes them (`EventWriterTests` compares the two byte for byte).
 extension ChatEvents.Sender {
     func writeJSON(to json: inout JSONWriter) {
         json.beginObject()
@@ -132,12 +132,13 @@ extension ChatEvents.Sender {
     }
 }
 
-extension ChatEvents.ChannelMessageCreated {
-    public func writeJSON(to json: inout JSONWriter) -> Bool {
-        json.beginObject()
-        json.member("channelAlias", channelAlias)
-        json.member("channelId", channelId)
-        json.member("channelName", channelName)
+extension JSONWriter {
+    /// The members both message events have, from `content` to `parentName` (in sorted key order
+    /// they come together).
+    fileprivate static func messageMembers(
+        content: String?, createdAt: Date, files: [String], mentions: [UserID]?, messageId: MessageID, parentContent: String?,
+        parentId: MessageID?, parentName: String?, into json: inout JSONWriter
+    ) {
         json.member("content", content)
         json.member("createdAt", date: createdAt)
         json.member("files", strings: files)
@@ -146,6 +147,18 @@ extension ChatEvents.ChannelMessageCreated {
         json.member("parentContent", parentContent)
         json.member("parentId", parentId)
         json.member("parentName", parentName)
+    }
+}
+
+extension ChatEvents.ChannelMessageCreated {
+    public func writeJSON(to json: inout JSONWriter) -> Bool {
+        json.beginObject()
+        json.member("channelAlias", channelAlias)
+        json.member("channelId", channelId)
+        json.member("channelName", channelName)
+        JSONWriter.messageMembers(
+            content: content, createdAt: createdAt, files: files, mentions: mentions, messageId: messageId, parentContent: parentContent,
+            parentId: parentId, parentName: parentName, into: &json)
         json.key("sender")
         sender.writeJSON(to: &json)
         json.member("workspaceId", workspaceId)
@@ -157,14 +170,9 @@ extension ChatEvents.ChannelMessageCreated {
 extension ChatEvents.DirectMessageCreated {
     public func writeJSON(to json: inout JSONWriter) -> Bool {
         json.beginObject()
-        json.member("content", content)
-        json.member("createdAt", date: createdAt)
-        json.member("files", strings: files)
-        if let mentions { json.member("mentions", ids: mentions) }
-        json.member("messageId", messageId)
-        json.member("parentContent", parentContent)
-        json.member("parentId", parentId)
-        json.member("parentName", parentName)
+        JSONWriter.messageMembers(
+            content: content, createdAt: createdAt, files: files, mentions: mentions, messageId: messageId, parentContent: parentContent,
+            parentId: parentId, parentName: parentName, into: &json)
         json.member("participants", ids: participants)
         json.member("roomAlias", roomAlias)
         json.member("roomId", roomId)
