@@ -128,7 +128,7 @@ var targets: [Target] = [
     // Firebase ID tokens (the study app's `idtoken`): RS256 against Google's key set, cached by kid.
     .target(name: "FirebaseAuth", dependencies: [jwt, httpClient, logging, nioCore, nioHTTP1], path: "Shared/FirebaseAuth", swiftSettings: swiftSettings),
     // Outbound HTTP clients as platform services.
-    .target(name: "OutboundHTTP", dependencies: [httpClient, lifecycle], path: "Shared/OutboundHTTP", swiftSettings: swiftSettings),
+    .target(name: "OutboundHTTP", dependencies: [httpClient, lifecycle, tracing], path: "Shared/OutboundHTTP", swiftSettings: swiftSettings),
     .target(
         name: "TestSupport",
         dependencies: ["Common", "Kafka", "Events", "Database", "Messaging", "ServiceKit", postgres, logging],
@@ -257,7 +257,8 @@ var targets: [Target] = [
         name: "GatewayTests",
         dependencies: [
             "SuiteTesting", "GatewayApp", "ChatFanoutApp", "ServiceCatalog", "ServiceKit", "AccessTokens", "TestSupport", "Events", "Kafka", "Common",
-            hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration, lifecycle,
+            "OutboundHTTP", hummingbird, hummingbirdTesting, nioCore, nioHTTP1, httpClient, configuration, lifecycle, tracing,
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"), .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ],

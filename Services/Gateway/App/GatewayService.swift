@@ -126,6 +126,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     clientConfiguration.decompression = .disabled
     clientConfiguration.timeout = .init(connect: .seconds(3))
     clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: gateway.upstreamConnections)
+    clientConfiguration.traceOnlyWithATracer()
     let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
     platform.addService(HTTPClientService(client: httpClient))
     let routes = RouteTable.suite
