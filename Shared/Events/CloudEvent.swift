@@ -141,7 +141,7 @@ public enum EventCoding {
         json.member("source", event.source)
         json.member("specversion", event.specversion)
         json.member("subject", event.subject)
-        json.member("time", date: event.time)
+        json.member("time", Timestamp.format(event.time))
         json.member("type", event.type)
         json.endObject()
         return json.bytes

@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 
 /// Writes JSON straight into a `ByteBuffer`, for the hot answers (message lists) and the hot
@@ -111,15 +110,7 @@ public struct JSONWriter {
     /// `key: value`, or nothing when the value is nil.
     public mutating func member(_ name: StaticString, _ value: Int64?) {
         guard let value else { return }
-        key(name)
-        separate()
-        buffer.writeString(String(value))
-    }
-
-    /// `key: "yyyy-MM-ddTHH:mm:ss.SSSZ"` (`Timestamp.format`: how `EventCoding.encoder()` writes a date).
-    public mutating func member(_ name: StaticString, date: Date) {
-        key(name)
-        string(Timestamp.format(date))
+        member(name, Int(value))
     }
 
     public mutating func member<Entity>(_ name: StaticString, _ value: Identifier<Entity>?) {

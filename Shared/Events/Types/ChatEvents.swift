@@ -140,7 +140,7 @@ extension JSONWriter {
         parentId: MessageID?, parentName: String?, into json: inout JSONWriter
     ) {
         json.member("content", content)
-        json.member("createdAt", date: createdAt)
+        json.member("createdAt", Timestamp.format(createdAt))
         json.member("files", strings: files)
         if let mentions { json.member("mentions", ids: mentions) }
         json.member("messageId", messageId)
