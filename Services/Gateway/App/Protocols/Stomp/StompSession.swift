@@ -137,8 +137,8 @@ final class StompSession: Sendable {
 
     /// A MESSAGE frame for `subscription` around a body other subscribers share: the
     /// subscription's escaped head, this message's id (our own characters: no escaping) and
-    /// length, the body, the NUL.
-    private func message(_ subscription: Subscription, body: ByteBuffer, number: Int) -> OutboundText {
+    /// length, the body, the NUL. (Internal for `MessageFrameTests`.)
+    func message(_ subscription: Subscription, body: ByteBuffer, number: Int) -> OutboundText {
         let messageId = "\(id)-\(number)"
         var head = subscription.head
         head += "message-id:\(messageId)\n"
