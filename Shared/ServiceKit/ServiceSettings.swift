@@ -26,7 +26,7 @@ public struct ServiceSettings: Sendable {
         "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 500,
         "kafka.delivery-fetch-min-bytes": 1,
-        "kafka.delivery-fetch-batch-ms": 1,
+        "kafka.delivery-fetch-batch-ms": 0,
         "kafka.delivery-reader": "native",
         "kafka.delivery-writer": "native",
         "kafka.fanout-reader": "native",
@@ -160,7 +160,7 @@ public struct ServiceSettings: Sendable {
     /// The real-time path's two consumers under load: after a fetch that brought records, the next
     /// one waits up to this many milliseconds for more (`KafkaConsumerConfiguration.fetchBatchWaitMilliseconds`),
     /// so a busy consumer fetches and wakes up once per batch, not once per record; an idle one
-    /// polls as before. 1 by default (docs/benchmarks.md, part 37); 0: off. At most 1 000.
+    /// polls as before. 0 (default): off. At most 1 000.
     public var kafkaDeliveryFetchBatchMilliseconds: Int {
         get throws {
             let value = try int("kafka.delivery-fetch-batch-ms")
