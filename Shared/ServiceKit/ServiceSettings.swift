@@ -157,18 +157,20 @@ public struct ServiceSettings: Sendable {
             return value
         }
     }
-    /// The real-time path's two consumers under load: after a fetch that brought records, the next
-    /// one waits up to this many milliseconds for more (`KafkaConsumerConfiguration.fetchBatchWaitMilliseconds`),
-    /// so a busy consumer fetches and wakes up once per batch, not once per record; an idle one
-    /// polls as before. 0 (default): off. At most 1 000.
+    /// The gateway's delivery consumer under load: after a fetch that brought records, the next
+    /// one waits up to this many milliseconds for more (`fetchBatchMilliseconds(_:)`). 0 (default):
+    /// off. chat-fanout's message consumer has its own (`fanout.fetch-batch-ms`).
     public var kafkaDeliveryFetchBatchMilliseconds: Int {
-        get throws {
-            let value = try int("kafka.delivery-fetch-batch-ms")
-            guard (0...1_000).contains(value) else {
-                throw StartupError("kafka.delivery-fetch-batch-ms must be between 0 and 1000, not \(value)")
-            }
-            return value
-        }
+        get throws { try fetchBatchMilliseconds("kafka.delivery-fetch-batch-ms") }
+    }
+    /// A consumer's batch wait under load, read from `key`: after a fetch that brought records, the
+    /// next one waits up to this many milliseconds for more (`KafkaConsumerConfiguration.fetchBatchWaitMilliseconds`),
+    /// so a busy consumer fetches and wakes up once per batch, not once per record; an idle one
+    /// polls as before. 0: off. At most 1 000.
+    public func fetchBatchMilliseconds(_ key: String) throws -> Int {
+        let value = try int(key)
+        guard (0...1_000).contains(value) else { throw StartupError("\(key) must be between 0 and 1000, not \(value)") }
+        return value
     }
     /// How the gateway reads its deliveries: `native` (default; `KafkaPartitionReader` on an event
     /// loop, for a plaintext cluster) or `librdkafka` (a librdkafka consumer, as TLS and SASL

@@ -53,7 +53,7 @@ struct ServiceSettingsTests {
         }
     }
 
-    @Test("the real-time consumers' batch wait: 0 (off) unless set, 0 to 1 000 ms, anything else refused at startup")
+    @Test("the gateway's delivery batch wait: 0 (off) unless set, 0 to 1 000 ms, anything else refused at startup")
     func deliveryFetchBatch() throws {
         #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchBatchMilliseconds == 0)
         let set = ServiceSettings(serviceName: "x", environment: ["KAFKA_DELIVERY_FETCH_BATCH_MS": "1"], arguments: ["x"])

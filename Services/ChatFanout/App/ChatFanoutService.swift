@@ -16,13 +16,13 @@ public enum ChatFanoutService {
     /// Defaults below environment variables and command-line flags (docs/configuration.md).
     public static let defaults: [AbsoluteConfigKey: ConfigValue] = [
         "http.port": ConfigValue(.int(ServiceEntry.chatFanout.port), isSecret: false), "fanout.batch-size": 500,
+        "fanout.fetch-batch-ms": 2,
     ]
 }
 
 /// Builds the `chat-fanout` application: platform services, routes, and the startup step.
 public func buildApplication(settings: ServiceSettings, logger: Logger) async throws -> some ApplicationProtocol {
-    let batchSize = try settings.int("fanout.batch-size")
-    guard batchSize > 0 else { throw StartupError("fanout.batch-size (FANOUT_BATCH_SIZE, --fanout-batch-size) must be at least 1, not \(batchSize)") }
+    let fanoutSettings = try FanoutSettings(settings)
     var platform = try await ServicePlatform.make(settings: settings, logger: logger)
     let fetchWait = platform.platformSettings.kafkaFetchWaitMilliseconds
 
@@ -34,7 +34,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     let consumerConfiguration = FanoutConsumer.configuration(
         client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
         fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes,
-        fetchBatchMilliseconds: platform.platformSettings.kafkaDeliveryFetchBatchMilliseconds, batchSize: batchSize)
+        fetchBatchMilliseconds: fanoutSettings.fetchBatchMilliseconds, batchSize: fanoutSettings.batchSize)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     // Deliveries on a producer of their own, which the consumer's poll thread blocks on until
     // every record of a poll is acknowledged. On a plaintext cluster the suite's own writer
