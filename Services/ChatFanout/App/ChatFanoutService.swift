@@ -31,10 +31,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
     // The interest table loads from the start; the group consumer joins once the service is
     // ready and the table caught up. Shutdown runs in reverse: fan-out stops before the table.
     platform.addService(interest)
-    let consumerConfiguration = FanoutConsumer.configuration(
-        client: platform.kafkaClient, fetchWaitMilliseconds: platform.platformSettings.kafkaDeliveryFetchWaitMilliseconds,
-        fetchMinBytes: platform.platformSettings.kafkaDeliveryFetchMinBytes,
-        fetchBatchMilliseconds: fanoutSettings.fetchBatchMilliseconds, batchSize: fanoutSettings.batchSize)
+    let consumerConfiguration = FanoutConsumer.configuration(client: platform.kafkaClient, platform: platform.platformSettings, fanout: fanoutSettings)
     consumerConfiguration.announceForReadiness()  // created once the interest table is loaded
     // Deliveries on a producer of their own, which the consumer's poll thread blocks on until
     // every record of a poll is acknowledged. On a plaintext cluster the suite's own writer

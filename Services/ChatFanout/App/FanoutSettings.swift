@@ -1,3 +1,4 @@
+import Kafka
 import ServiceKit
 
 /// chat-fanout's own keys (docs/configuration.md, "Chat-fanout keys"), read and checked at startup.
@@ -15,5 +16,15 @@ struct FanoutSettings: Sendable {
         batchSize = try settings.int("fanout.batch-size")
         guard batchSize > 0 else { throw StartupError("fanout.batch-size (FANOUT_BATCH_SIZE, --fanout-batch-size) must be at least 1, not \(batchSize)") }
         fetchBatchMilliseconds = try settings.fetchBatchMilliseconds("fanout.fetch-batch-ms")
+    }
+}
+
+extension FanoutConsumer {
+    /// The group consumer's configuration from the platform's settings (the real-time path's
+    /// fetch wait and min bytes) and chat-fanout's own (its batch wait and batch size).
+    static func configuration(client: KafkaClientConfiguration, platform: PlatformSettings, fanout: FanoutSettings) -> KafkaConsumerConfiguration {
+        configuration(
+            client: client, fetchWaitMilliseconds: platform.kafkaDeliveryFetchWaitMilliseconds, fetchMinBytes: platform.kafkaDeliveryFetchMinBytes,
+            fetchBatchMilliseconds: fanout.fetchBatchMilliseconds, batchSize: fanout.batchSize)
     }
 }
