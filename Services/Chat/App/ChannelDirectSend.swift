@@ -58,10 +58,11 @@ struct ChannelSendContextQuery: PostgresPreparedStatement {
 /// clock is still before that time, the sender is still in the channel, and the channel's name
 /// and alias and the sender's profile are still those of the event; a retry's taken nonce writes
 /// nothing (a concurrent retry that takes it first leaves only the clock moved). Row lock and commit are the statement's own: a concurrent send of the channel waits
-/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote.
-struct InsertChannelMessageDirectly: PostgresPreparedStatement {
-    typealias Row = ()
-    static let sql = """
+/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote. It ends
+/// with `tail`: the relay's `NOTIFY`, or nothing when the writer wakes its relay in process.
+struct ChannelMessageInsert: Sendable {
+    static func sql(tail: (String) -> String) -> String {
+        """
         WITH clock AS (
             UPDATE channels c SET last_message_at = 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
             WHERE c.id = $2 AND c.last_message_at < 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
@@ -81,8 +82,10 @@ struct InsertChannelMessageDirectly: PostgresPreparedStatement {
         ), outboxed AS (
             \(Outbox.insertSQL(firstParameter: 14, from: "inserted"))
         )
-        \(Outbox.notifySQL(from: "outboxed"))
+        \(tail("outboxed"))
         """
+    }
+
     static let bindingDataTypes: [PostgresDataType] =
         [.uuid, .uuid, .uuid, .text, .textArray, .text, .int8, .text, .int8, .text, .text, .text, .int8] + OutboxRecord.bindingDataTypes
 
@@ -100,8 +103,31 @@ struct InsertChannelMessageDirectly: PostgresPreparedStatement {
         event.bind(into: &bindings)
         return bindings
     }
+}
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {}
+/// A statement writing a `ChannelMessageInsert`; the two differ only in their tail.
+protocol ChannelMessageInsertStatement: PostgresPreparedStatement where Row == () {
+    var insert: ChannelMessageInsert { get }
+}
+
+extension ChannelMessageInsertStatement {
+    static var bindingDataTypes: [PostgresDataType] { ChannelMessageInsert.bindingDataTypes }
+    func makeBindings() -> PostgresBindings { insert.makeBindings() }
+    func decodeRow(_ row: PostgresRow) throws {}
+}
+
+/// `ChannelMessageInsert` notifying the relay at commit.
+struct InsertChannelMessageDirectly: ChannelMessageInsertStatement {
+    typealias Row = ()
+    static let sql = ChannelMessageInsert.sql(tail: Outbox.notifySQL(from:))
+    var insert: ChannelMessageInsert
+}
+
+/// `ChannelMessageInsert` without `NOTIFY`: its writer wakes the relay in process after the commit.
+struct InsertChannelMessageDirectlyUnnotified: ChannelMessageInsertStatement {
+    typealias Row = ()
+    static let sql = ChannelMessageInsert.sql(tail: Outbox.unnotifiedSQL(from:))
+    var insert: ChannelMessageInsert
 }
 
 extension MessageStore {
@@ -116,12 +142,18 @@ extension MessageStore {
         return nil
     }
 
-    /// `InsertChannelMessageDirectly`: true when it stored the message and its event.
+    /// `ChannelMessageInsert`: true when it stored the message and its event. `notify`: the
+    /// statement notifies the relay at commit (else the caller wakes it in process).
     func insertDirectly(
-        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, _ c: PostgresConnection
+        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, notify: Bool = true,
+        _ c: PostgresConnection
     ) async throws -> Bool {
-        let statement = InsertChannelMessageDirectly(message: message, nonce: nonce, time: time, context: context, event: event)
-        for try await _ in try await c.execute(statement, logger: logger) { return true }
+        let insert = ChannelMessageInsert(message: message, nonce: nonce, time: time, context: context, event: event)
+        if notify {
+            for try await _ in try await c.execute(InsertChannelMessageDirectly(insert: insert), logger: logger) { return true }
+        } else {
+            for try await _ in try await c.execute(InsertChannelMessageDirectlyUnnotified(insert: insert), logger: logger) { return true }
+        }
         return false
     }
 }
@@ -153,9 +185,12 @@ extension ChatAPI {
             id: MessageID.generate(), sender: ready.sender, content: draft.content, files: files,
             createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
         let record = try outboxRecord(event(message))
+        // This process's relay leads: no NOTIFY, it is woken here once the statement committed.
+        let wakeHere = relay?.wakesInProcess ?? false
         let stored = try await postgres.withLiveConnection { c in
-            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, c)
+            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, notify: !wakeHere, c)
         }
+        if stored, wakeHere { relay?.wake() }
         let key = SendContextCache.Key(channel: ready.channel.id, workspace: ready.channel.workspaceId, user: me)
         guard stored else {
             sendContexts.forget(key)
