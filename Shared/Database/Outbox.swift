@@ -79,12 +79,6 @@ public enum Outbox {
     public static func notifySQL(from source: String) -> String {
         "SELECT pg_notify('\(channel)', '') FROM \(source)"
     }
-
-    /// What a statement ends with instead of `notifySQL` when its writer wakes the relay in
-    /// process after the commit (`OutboxRelay.wakesInProcess`): one row per row `source` yields.
-    public static func unnotifiedSQL(from source: String) -> String {
-        "SELECT 1 FROM \(source)"
-    }
 }
 
 /// One outbox row, encoded: what `append` writes, or what a service's own statement writes with

@@ -78,16 +78,6 @@ public final class OutboxRelay: Service, Sendable {
     /// Whether this instance currently holds the relay leadership.
     public var isLeader: Bool { leading.load(ordering: .relaxed) }
 
-    /// Whether a writer in this process may leave `NOTIFY` out of its statement and call `wake()`
-    /// once it committed: this relay leads, so it is the one the notification would reach. A
-    /// `NOTIFY` per commit costs PostgreSQL a signal to the listening backend, that backend's
-    /// wake-up and a message to the relay's connection (a tenth of PostgreSQL's samples over REST;
-    /// leaving it out of channel sends took 3–17 % off PostgreSQL's CPU per send: docs/benchmarks.md,
-    /// part 38). Should the leadership move between this
-    /// check and the commit, the next leader's first pass (it drains before it waits) or its
-    /// fallback poll finds the row: later, never lost.
-    public var wakesInProcess: Bool { isLeader }
-
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {

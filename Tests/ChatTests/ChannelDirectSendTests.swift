@@ -70,7 +70,13 @@ struct ChannelDirectSendTests {
                 let message = StoredMessage(
                     id: MessageID.generate(), sender: context.sender, content: "직접", files: [],
                     createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
-                let event = try Self.event(of: message, in: context, workspace: workspace)
+                let event = try Outbox.record(
+                    CloudEvent(
+                        source: "chat",
+                        data: ChatEvents.ChannelMessageCreated(
+                            messageId: message.id, workspaceId: workspace, channelId: channel, channelName: context.channel.name,
+                            sender: context.sender, content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
+                            channelAlias: context.channel.alias, parentName: nil, parentContent: nil)))
                 let wrote = try await db.withConnection {
                     try await store.insertDirectly(message, nonce: nonce, at: time, context: context, event: event, $0)
                 }
@@ -173,70 +179,5 @@ struct ChannelDirectSendTests {
             #expect(events.map(\.0) == ["일반", "일반", "새 이름", "새 이름", "새 이름", "새 이름"])
             #expect(events.map(\.1) == ["처음 별명", "처음 별명", "처음 별명", "새 별명", "새 별명", "새 별명"])
         }
-    }
-
-    @Test(
-        "with this process's relay leading, a channel send wakes it in process: no NOTIFY, each event published at once; the notifying statement still notifies"
-    )
-    func wakesTheRelayInProcess() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let owner = try await s.user()
-            let member = try await s.user()
-            let room = try await ChannelChatTests().room(s, owner, member)
-            let db = try #require(s.chatDatabase)
-            try await eventually("chat's relay leads", timeout: .seconds(30)) {
-                try await db.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").decode(Int64.self).reduce(0, +) > 0
-            }
-            func unpublished() async throws -> Int64 {
-                try await db.query(
-                    "SELECT count(*) FROM outbox WHERE event_key = \(room.channel) AND published_at IS NULL"
-                ).decode(Int64.self).reduce(0, +)
-            }
-            try await eventually("the room's events are out", timeout: .seconds(30)) { try await unpublished() == 0 }
-            let heard = Locked(0)
-            try await db.withConnection { listener in
-                try await listener.listen(on: Outbox.channel) { notifications in
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask { for try await _ in notifications { heard.withLock { $0 += 1 } } }
-                        // Each event is out within a second of its send, five times, 1.2 s apart:
-                        // the relay's fallback poll (every 5 s) could rescue one of them at most.
-                        for index in 0..<5 {
-                            let response = try await s.send(.post, room.chats, member, json: #"{"content":"깨우기 \#(index)"}"#)
-                            #expect(response.status == .ok, "\(String(buffer: response.body))")
-                            try await eventually("send \(index) published", timeout: .seconds(1)) { try await unpublished() == 0 }
-                            try await Task.sleep(for: .milliseconds(1_200))
-                        }
-                        #expect(heard.value == 0)
-                        // The statement a send uses when the relay is elsewhere notifies.
-                        let (workspace, channel) = (
-                            WorkspaceID(try #require(UUID(uuidString: room.workspace))), ChannelID(try #require(UUID(uuidString: room.channel)))
-                        )
-                        let memberId = UserID(try #require(UUID(uuidString: member.id)))
-                        let store = MessageStore(logger: Logger(label: "test"))
-                        let context = try #require(try await db.withConnection { try await store.sendContext(channel, in: workspace, member: memberId, $0) })
-                        let message = StoredMessage(id: MessageID.generate(), sender: context.sender, content: "알림", files: [], createdAt: Date())
-                        let event = try Self.event(of: message, in: context, workspace: workspace)
-                        let time = Timestamp.milliseconds(Date()) + 1_000
-                        let wrote = try await db.withConnection {
-                            try await store.insertDirectly(message, nonce: nil, at: time, context: context, event: event, notify: true, $0)
-                        }
-                        #expect(wrote)
-                        try await eventually("the notification", timeout: .seconds(5)) { heard.value == 1 }
-                        group.cancelAll()
-                    }
-                }
-            }
-        }
-    }
-
-    /// The event a send of `message` in `context`'s channel appends.
-    static func event(of message: StoredMessage, in context: ChannelSendContext, workspace: WorkspaceID) throws -> OutboxRecord {
-        try Outbox.record(
-            CloudEvent(
-                source: "chat",
-                data: ChatEvents.ChannelMessageCreated(
-                    messageId: message.id, workspaceId: workspace, channelId: context.channel.id, channelName: context.channel.name,
-                    sender: context.sender, content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
-                    channelAlias: context.channel.alias, parentName: nil, parentContent: nil)))
     }
 }

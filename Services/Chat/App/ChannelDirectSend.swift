@@ -58,11 +58,10 @@ struct ChannelSendContextQuery: PostgresPreparedStatement {
 /// clock is still before that time, the sender is still in the channel, and the channel's name
 /// and alias and the sender's profile are still those of the event; a retry's taken nonce writes
 /// nothing (a concurrent retry that takes it first leaves only the clock moved). Row lock and commit are the statement's own: a concurrent send of the channel waits
-/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote. It ends
-/// with `tail`: the relay's `NOTIFY`, or nothing when the writer wakes its relay in process.
-struct ChannelMessageInsert: Sendable {
-    static func sql(tail: (String) -> String) -> String {
-        """
+/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote.
+struct InsertChannelMessageDirectly: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = """
         WITH clock AS (
             UPDATE channels c SET last_message_at = 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
             WHERE c.id = $2 AND c.last_message_at < 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
@@ -82,10 +81,8 @@ struct ChannelMessageInsert: Sendable {
         ), outboxed AS (
             \(Outbox.insertSQL(firstParameter: 14, from: "inserted"))
         )
-        \(tail("outboxed"))
+        \(Outbox.notifySQL(from: "outboxed"))
         """
-    }
-
     static let bindingDataTypes: [PostgresDataType] =
         [.uuid, .uuid, .uuid, .text, .textArray, .text, .int8, .text, .int8, .text, .text, .text, .int8] + OutboxRecord.bindingDataTypes
 
@@ -103,31 +100,8 @@ struct ChannelMessageInsert: Sendable {
         event.bind(into: &bindings)
         return bindings
     }
-}
 
-/// A statement writing a `ChannelMessageInsert`; the two differ only in their tail.
-protocol ChannelMessageInsertStatement: PostgresPreparedStatement where Row == () {
-    var insert: ChannelMessageInsert { get }
-}
-
-extension ChannelMessageInsertStatement {
-    static var bindingDataTypes: [PostgresDataType] { ChannelMessageInsert.bindingDataTypes }
-    func makeBindings() -> PostgresBindings { insert.makeBindings() }
-    func decodeRow(_ row: PostgresRow) throws {}
-}
-
-/// `ChannelMessageInsert` notifying the relay at commit.
-struct InsertChannelMessageDirectly: ChannelMessageInsertStatement {
-    typealias Row = ()
-    static let sql = ChannelMessageInsert.sql(tail: Outbox.notifySQL(from:))
-    var insert: ChannelMessageInsert
-}
-
-/// `ChannelMessageInsert` without `NOTIFY`: its writer wakes the relay in process after the commit.
-struct InsertChannelMessageDirectlyUnnotified: ChannelMessageInsertStatement {
-    typealias Row = ()
-    static let sql = ChannelMessageInsert.sql(tail: Outbox.unnotifiedSQL(from:))
-    var insert: ChannelMessageInsert
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
 }
 
 extension MessageStore {
@@ -142,18 +116,12 @@ extension MessageStore {
         return nil
     }
 
-    /// `ChannelMessageInsert`: true when it stored the message and its event. `notify`: the
-    /// statement notifies the relay at commit (else the caller wakes it in process).
+    /// `InsertChannelMessageDirectly`: true when it stored the message and its event.
     func insertDirectly(
-        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, notify: Bool = true,
-        _ c: PostgresConnection
+        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, _ c: PostgresConnection
     ) async throws -> Bool {
-        let insert = ChannelMessageInsert(message: message, nonce: nonce, time: time, context: context, event: event)
-        if notify {
-            for try await _ in try await c.execute(InsertChannelMessageDirectly(insert: insert), logger: logger) { return true }
-        } else {
-            for try await _ in try await c.execute(InsertChannelMessageDirectlyUnnotified(insert: insert), logger: logger) { return true }
-        }
+        let statement = InsertChannelMessageDirectly(message: message, nonce: nonce, time: time, context: context, event: event)
+        for try await _ in try await c.execute(statement, logger: logger) { return true }
         return false
     }
 }
@@ -185,12 +153,9 @@ extension ChatAPI {
             id: MessageID.generate(), sender: ready.sender, content: draft.content, files: files,
             createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
         let record = try outboxRecord(event(message))
-        // This process's relay leads: no NOTIFY, it is woken here once the statement committed.
-        let wakeHere = relay?.wakesInProcess ?? false
         let stored = try await postgres.withLiveConnection { c in
-            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, notify: !wakeHere, c)
+            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, c)
         }
-        if stored, wakeHere { relay?.wake() }
         let key = SendContextCache.Key(channel: ready.channel.id, workspace: ready.channel.workspaceId, user: me)
         guard stored else {
             sendContexts.forget(key)
