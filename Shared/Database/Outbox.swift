@@ -79,6 +79,12 @@ public enum Outbox {
     public static func notifySQL(from source: String) -> String {
         "SELECT pg_notify('\(channel)', '') FROM \(source)"
     }
+
+    /// What a statement ends with instead of `notifySQL` when its writer wakes the relay of its own
+    /// process for the rows (`OutboxRelay.wake(awaiting:)`): the id of each row `source` yields.
+    public static func idsSQL(from source: String) -> String {
+        "SELECT id FROM \(source)"
+    }
 }
 
 /// One outbox row, encoded: what `append` writes, or what a service's own statement writes with

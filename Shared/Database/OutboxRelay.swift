@@ -11,8 +11,9 @@ import Synchronization
 ///
 /// - One active relay per database: the relay holding a session advisory lock is the leader;
 ///   replicas stand by and take over when the leader's connection drops.
-/// - Woken by `NOTIFY` at commit (any replica's write) or `wake()`; a slow fallback poll covers a
-///   lost notification.
+/// - Woken by `NOTIFY` at commit (any replica's write), by `wake()`, or by `wake(awaiting:)` from a
+///   writer in this process that left `NOTIFY` out (`wakesInProcess`); a slow fallback poll covers
+///   a lost notification.
 /// - While the broker is down, delivery fails and the relay retries with capped exponential backoff;
 ///   rows are marked only after the broker acknowledged them, so a crash republishes (consumers'
 ///   inboxes drop the duplicates) but never loses.
@@ -34,6 +35,9 @@ public final class OutboxRelay: Service, Sendable {
         /// 1 000 msgs/s, every minute: docs/benchmarks.md, part 11).
         public var cleanupInterval: Duration = .seconds(60)
         public var cleanupBatchSize: Int = 1_000
+        /// How long the relay keeps looking for a row a writer woke it for (`wake(awaiting:)`) that
+        /// it has not read yet; past that the fallback poll covers it (a transaction rolled back).
+        public var awaitedRowTimeout: Duration = .seconds(5)
         public init() {}
     }
 
@@ -49,6 +53,9 @@ public final class OutboxRelay: Service, Sendable {
     private let publishedCounter = Counter(label: "outbox_published_total")
     private let failedCounter = Counter(label: "outbox_publish_failures_total")
     private let leading = Atomic<Bool>(false)
+    /// Rows written in this process without `NOTIFY` that no pass has read yet, and until when the
+    /// relay looks for them (`wake(awaiting:)`).
+    private let awaited = Mutex<[Int64: ContinuousClock.Instant]>([:])
     private let drainPasses = Atomic<Int>(0)
     private let backOffs = Atomic<Int>(0)
     private let drainCounter = Counter(label: "outbox_drain_passes_total")
@@ -68,6 +75,32 @@ public final class OutboxRelay: Service, Sendable {
     public func wake() {
         _ = wakeContinuation.withLock { $0 }?.yield()
     }
+
+    /// Whether a writer in this process may leave `NOTIFY` out of its statement and call
+    /// `wake(awaiting:)` with the rows' ids instead: this relay leads, so it is the one the
+    /// notification would reach. A `NOTIFY` per commit costs PostgreSQL a signal to the listening
+    /// backend, that backend's wake-up and a message to the relay's connection (about a tenth of
+    /// PostgreSQL's CPU per channel send over REST: docs/benchmarks.md, parts 38 and 39). Should the
+    /// leadership move between this check and the commit, the next leader's first pass (it drains
+    /// before it waits) or its fallback poll finds the row: later, never lost.
+    public var wakesInProcess: Bool { isLeader }
+
+    /// Asks the relay to publish the outbox rows `ids`, written in this process without `NOTIFY`.
+    /// The writer may call this before its transaction is visible (a statement's rows can reach it
+    /// before PostgreSQL has committed at the `Sync` that follows): the relay keeps each id until a
+    /// pass has read it, or it reads as published, looking again shortly after a pass that missed
+    /// it, for up to `awaitedRowTimeout`. Ignored while this relay does not lead.
+    public func wake(awaiting ids: some Sequence<Int64>) {
+        guard isLeader else { return }
+        let until = ContinuousClock.now + configuration.awaitedRowTimeout
+        awaited.withLock { awaited in
+            for id in ids { awaited[id] = until }
+        }
+        wake()
+    }
+
+    /// How many rows woken for in process the relay still looks for.
+    public var awaitedRowCount: Int { awaited.withLock { $0.count } }
 
     /// How many times the relay looked at the outbox (an idle relay should barely move this).
     public var drainPassCount: Int { drainPasses.load(ordering: .relaxed) }
@@ -104,6 +137,8 @@ public final class OutboxRelay: Service, Sendable {
             self.wakeContinuation.withLock { $0 = continuation }
             defer {
                 self.wakeContinuation.withLock { $0 = nil }
+                // The next leader's first pass reads whatever this term was still looking for.
+                self.awaited.withLock { $0 = [:] }
                 continuation.finish()
                 self.leading.store(false, ordering: .relaxed)
             }
@@ -154,6 +189,7 @@ public final class OutboxRelay: Service, Sendable {
         var lastCleanup = ContinuousClock.now
         var cleaning = false
         var lastCount: ContinuousClock.Instant?
+        var lookAgainAfter = Self.firstLookAgain
         while !Task.isCancelled {
             // Abandoned when the connection closes (a query can hang on a closing connection).
             let outcome = try await connection.abandoningOnClose { try await self.drain(connection) }
@@ -184,8 +220,66 @@ public final class OutboxRelay: Service, Sendable {
                 // More to delete: publish what came meanwhile, then the next batch.
                 if cleaning { continue }
             }
+            switch try await connection.abandoningOnClose({ try await self.lookAgain(connection, afterPublishing: outcome.published) }) {
+            case .now:
+                lookAgainAfter = Self.firstLookAgain
+                continue
+            case .later:
+                try await Task.sleep(for: lookAgainAfter)
+                lookAgainAfter = min(lookAgainAfter * 2, Self.lastLookAgain)
+                continue
+            case .no:
+                lookAgainAfter = Self.firstLookAgain
+            }
             guard await wakes.next() != nil else { return }
         }
+    }
+
+    /// The first wait before looking again for an awaited row a pass did not find; it doubles up
+    /// to `lastLookAgain` while the row stays invisible.
+    static let firstLookAgain: Duration = .milliseconds(1)
+    static let lastLookAgain: Duration = .milliseconds(50)
+
+    private func forget(_ ids: some Sequence<Int64>) {
+        awaited.withLock { awaited in
+            guard !awaited.isEmpty else { return }
+            for id in ids { awaited.removeValue(forKey: id) }
+        }
+    }
+
+    /// What follows a pass for rows woken in process that no pass has read yet.
+    enum LookAgain: Equatable {
+        /// None is left: wait for a wake.
+        case no
+        /// Another pass at once.
+        case now
+        /// Their transactions have not committed: another pass after a short wait.
+        case later
+    }
+
+    /// After a pass, for the rows woken in process (`wake(awaiting:)`) that no pass has read yet:
+    /// after a pass that read rows, another at once (they may have committed meanwhile). After an
+    /// empty one the relay asks which of them are visible: those already published (by an earlier
+    /// pass, before the writer's wake) are done; one visible and unpublished means another pass
+    /// now; if none is visible yet, their transactions have not committed, so later. Expired ones
+    /// are dropped: the fallback poll covers them.
+    private func lookAgain(_ connection: PostgresConnection, afterPublishing count: Int) async throws -> LookAgain {
+        let now = ContinuousClock.now
+        let ids = awaited.withLock { awaited -> [Int64] in
+            guard !awaited.isEmpty else { return [] }
+            awaited = awaited.filter { $0.value > now }
+            return Array(awaited.keys)
+        }
+        if ids.isEmpty { return .no }
+        if count > 0 { return .now }
+        var published: [Int64] = []
+        var visibleUnpublished = false
+        for try await (id, isPublished) in try await connection.execute(OutboxRowsPublished(ids: ids), logger: logger) {
+            if isPublished { published.append(id) } else { visibleUnpublished = true }
+        }
+        forget(published)
+        if visibleUnpublished { return .now }
+        return published.count < ids.count ? .later : .no
     }
 
     /// Deletes up to `cleanupBatchSize` published rows older than `retention`, oldest first (on
@@ -249,6 +343,7 @@ public final class OutboxRelay: Service, Sendable {
                     ))
             }
             if rows.isEmpty { return outcome }
+            forget(rows.lazy.map(\.id))
             let results = await producer.sendAllAndAwait(messages)
             var delivered: [Int64] = []
             var refused: [DeadLetter] = []
@@ -301,6 +396,20 @@ struct UnpublishedOutboxRows: PostgresPreparedStatement {
     var limit: Int
 
     func makeBindings() -> PostgresBindings { PostgresBindings(values: Int64(limit)) }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// Which of the rows `ids` are visible, and whether each is published (the relay's question for
+/// rows woken in process that a pass did not read).
+struct OutboxRowsPublished: PostgresPreparedStatement {
+    typealias Row = (Int64, Bool)
+    static let sql = "SELECT id, published_at IS NOT NULL FROM outbox WHERE id = ANY($1)"
+    static let bindingDataTypes: [PostgresDataType] = [.int8Array]
+
+    var ids: [Int64]
+
+    func makeBindings() -> PostgresBindings { PostgresBindings(values: ids) }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

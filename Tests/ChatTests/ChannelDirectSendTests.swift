@@ -70,13 +70,7 @@ struct ChannelDirectSendTests {
                 let message = StoredMessage(
                     id: MessageID.generate(), sender: context.sender, content: "직접", files: [],
                     createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
-                let event = try Outbox.record(
-                    CloudEvent(
-                        source: "chat",
-                        data: ChatEvents.ChannelMessageCreated(
-                            messageId: message.id, workspaceId: workspace, channelId: channel, channelName: context.channel.name,
-                            sender: context.sender, content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
-                            channelAlias: context.channel.alias, parentName: nil, parentContent: nil)))
+                let event = try Self.event(of: message, in: context, workspace: workspace)
                 let wrote = try await db.withConnection {
                     try await store.insertDirectly(message, nonce: nonce, at: time, context: context, event: event, $0)
                 }
@@ -179,5 +173,102 @@ struct ChannelDirectSendTests {
             #expect(events.map(\.0) == ["일반", "일반", "새 이름", "새 이름", "새 이름", "새 이름"])
             #expect(events.map(\.1) == ["처음 별명", "처음 별명", "처음 별명", "새 별명", "새 별명", "새 별명"])
         }
+    }
+
+    @Test(
+        "with this process's relay leading, a channel send wakes it in process for its row: no NOTIFY, each event out at once, also when PostgreSQL answers before it commits; the notifying statement still notifies"
+    )
+    func wakesTheRelayInProcess() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let owner = try await s.user()
+            let member = try await s.user()
+            let room = try await ChannelChatTests().room(s, owner, member)
+            let db = try #require(s.chatDatabase)
+            try await eventually("chat's relay leads", timeout: .seconds(30)) {
+                try await db.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").decode(Int64.self).reduce(0, +) > 0
+            }
+            /// The room's events written and published so far (a row not committed yet is in neither).
+            func events() async throws -> (written: Int64, published: Int64) {
+                var counts: (Int64, Int64) = (0, 0)
+                for try await row in try await db.query(
+                    "SELECT count(*), count(published_at) FROM outbox WHERE event_key = \(room.channel)"
+                ).decode((Int64, Int64).self) { counts = row }
+                return counts
+            }
+            try await eventually("the room's events are out", timeout: .seconds(30)) {
+                let counts = try await events()
+                return counts.written == counts.published
+            }
+            var published = try await events().published
+            let heard = Locked(0)
+            try await db.withConnection { listener in
+                try await listener.listen(on: Outbox.channel) { notifications in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { for try await _ in notifications { heard.withLock { $0 += 1 } } }
+                        // Each event is out within a second of its send, five times, 1.2 s apart:
+                        // the relay's fallback poll (every 5 s) could rescue one of them at most.
+                        for index in 0..<5 {
+                            let response = try await s.send(.post, room.chats, member, json: #"{"content":"깨우기 \#(index)"}"#)
+                            #expect(response.status == .ok, "\(String(buffer: response.body))")
+                            published += 1
+                            let expected = published
+                            try await eventually("send \(index) published", timeout: .seconds(1)) { try await events().published == expected }
+                            try await Task.sleep(for: .milliseconds(1_200))
+                        }
+                        // PostgreSQL may send a statement's rows before it commits at the `Sync`
+                        // after it (here a notice at commit flushes them, then the commit takes
+                        // 400 ms): chat then wakes the relay before the row is visible, and the
+                        // relay must look again until it is, not wait for its fallback poll.
+                        _ = try await db.query(
+                            """
+                            CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                            BEGIN RAISE NOTICE 'committing'; PERFORM pg_sleep(0.4); RETURN NULL; END $$
+                            """)
+                        _ = try await db.query(
+                            """
+                            CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON outbox DEFERRABLE INITIALLY DEFERRED
+                            FOR EACH ROW EXECUTE FUNCTION slow_commit()
+                            """)
+                        for index in 0..<3 {
+                            let response = try await s.send(.post, room.chats, member, json: #"{"content":"늦은 커밋 \#(index)"}"#)
+                            #expect(response.status == .ok, "\(String(buffer: response.body))")
+                            published += 1
+                            let expected = published
+                            try await eventually("slow commit \(index) published", timeout: .milliseconds(1_500)) { try await events().published == expected }
+                            try await Task.sleep(for: .milliseconds(1_200))
+                        }
+                        _ = try await db.query("DROP TRIGGER slow_commit ON outbox")
+                        #expect(heard.value == 0)
+                        // The statement a send uses when the relay is elsewhere notifies.
+                        let (workspace, channel) = (
+                            WorkspaceID(try #require(UUID(uuidString: room.workspace))), ChannelID(try #require(UUID(uuidString: room.channel)))
+                        )
+                        let memberId = UserID(try #require(UUID(uuidString: member.id)))
+                        let store = MessageStore(logger: Logger(label: "test"))
+                        let context = try #require(try await db.withConnection { try await store.sendContext(channel, in: workspace, member: memberId, $0) })
+                        let message = StoredMessage(id: MessageID.generate(), sender: context.sender, content: "알림", files: [], createdAt: Date())
+                        let event = try Self.event(of: message, in: context, workspace: workspace)
+                        let time = Timestamp.milliseconds(Date()) + 1_000
+                        let wrote = try await db.withConnection {
+                            try await store.insertDirectly(message, nonce: nil, at: time, context: context, event: event, $0)
+                        }
+                        #expect(wrote)
+                        try await eventually("the notification", timeout: .seconds(5)) { heard.value == 1 }
+                        group.cancelAll()
+                    }
+                }
+            }
+        }
+    }
+
+    /// The event a send of `message` in `context`'s channel appends.
+    static func event(of message: StoredMessage, in context: ChannelSendContext, workspace: WorkspaceID) throws -> OutboxRecord {
+        try Outbox.record(
+            CloudEvent(
+                source: "chat",
+                data: ChatEvents.ChannelMessageCreated(
+                    messageId: message.id, workspaceId: workspace, channelId: context.channel.id, channelName: context.channel.name,
+                    sender: context.sender, content: message.content, files: [], createdAt: message.createdAt, parentId: nil, mentions: nil,
+                    channelAlias: context.channel.alias, parentName: nil, parentContent: nil)))
     }
 }

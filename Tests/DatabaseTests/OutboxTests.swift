@@ -225,6 +225,63 @@ struct OutboxTests {
         }
     }
 
+    @Test(
+        "a row woken for in process before its transaction commits (no NOTIFY): the relay looks again until it commits, then publishes it; one of a rolled-back transaction is given up after awaitedRowTimeout"
+    )
+    func wakeAwaitingRowsBeforeCommit() async throws {
+        let f = try await OutboxFixture.make(prefix: "awaiting", partitions: 1)
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
+            let logger = TestDatabase.logger
+            // No fallback poll within the test and no NOTIFY in these inserts: only the wake
+            // for the awaited row can publish it.
+            var configuration = OutboxRelay.Configuration()
+            configuration.fallbackPollInterval = .seconds(600)
+            configuration.awaitedRowTimeout = .seconds(2)
+            let relay = OutboxRelay(postgres: client, producer: producer, logger: logger, configuration: configuration)
+            let task = Task { try await relay.run() }
+            defer { task.cancel() }
+            #expect(try await poll(timeout: .seconds(30)) { relay.wakesInProcess }, "the only relay leads")
+            /// Inserts one row without NOTIFY in a transaction, wakes the relay for it, waits
+            /// `held` before the transaction ends (committed, or rolled back when `commit` is false).
+            func insert(_ event: CloudEvent<OutboxTestEvent>, held: Duration, commit: Bool) async throws {
+                struct RolledBack: Error {}
+                do {
+                    try await client.withLiveTransaction(logger: logger) { c in
+                        let payload = ByteBuffer(bytes: try EventCoding.encode(event))
+                        var id: Int64?
+                        for try await row in try await c.query(
+                            """
+                            INSERT INTO outbox (event_id, topic, event_key, event_type, payload)
+                            VALUES (\(event.id), \(topic), \(event.subject), \(OutboxTestEvent.eventType), \(payload)) RETURNING id
+                            """, logger: logger
+                        ).decode(Int64.self) { id = row }
+                        relay.wake(awaiting: [try #require(id)])
+                        try await Task.sleep(for: held)
+                        if !commit { throw RolledBack() }
+                    }
+                } catch let error as PostgresTransactionError where error.closureError is RolledBack {}
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let before = relay.drainPassCount
+            let committed = CloudEvent(source: "test", data: OutboxTestEvent(key: "k", seq: 1))
+            try await insert(committed, held: .milliseconds(400), commit: true)
+            #expect(relay.drainPassCount > before + 1, "the relay looked while the row was not visible: \(relay.drainPassCount - before) passes")
+            let received = try await collect(cluster, topic: topic, group: "awaiting-\(topic)", timeout: .seconds(60)) { $0.count >= 1 }
+            #expect(received.map(\.id) == [committed.id])
+            #expect(try await poll(timeout: .seconds(30)) { relay.awaitedRowCount == 0 })
+
+            // Rolled back: the row never shows; the relay stops looking once its time is up.
+            try await insert(CloudEvent(source: "test", data: OutboxTestEvent(key: "k", seq: 2)), held: .milliseconds(100), commit: false)
+            #expect(try await poll(timeout: .seconds(30)) { relay.awaitedRowCount == 0 }, "given up after awaitedRowTimeout")
+            try await Task.sleep(for: .milliseconds(300))
+            let idle = relay.drainPassCount
+            try await Task.sleep(for: .seconds(1))
+            #expect(relay.drainPassCount == idle, "idle again: no pass in 1 s")
+            #expect(try await count(client, "SELECT count(*)::int FROM outbox") == 1)
+        }
+    }
+
     @Test("published rows past the retention are deleted batch by batch, between publishing passes; newer ones stay")
     func expiredRowsDeletedInBatches() async throws {
         let f = try await OutboxFixture.make()

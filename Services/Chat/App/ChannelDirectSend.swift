@@ -58,10 +58,12 @@ struct ChannelSendContextQuery: PostgresPreparedStatement {
 /// clock is still before that time, the sender is still in the channel, and the channel's name
 /// and alias and the sender's profile are still those of the event; a retry's taken nonce writes
 /// nothing (a concurrent retry that takes it first leaves only the clock moved). Row lock and commit are the statement's own: a concurrent send of the channel waits
-/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote.
-struct InsertChannelMessageDirectly: PostgresPreparedStatement {
-    typealias Row = ()
-    static let sql = """
+/// for it, then finds the clock moved and writes nothing. Answers one row when it wrote. It ends
+/// with `tail`: the relay's `NOTIFY`, or the outbox row's id when the writer wakes its relay in
+/// process (`OutboxRelay.wake(awaiting:)`).
+struct ChannelMessageInsert: Sendable {
+    static func sql(tail: (String) -> String) -> String {
+        """
         WITH clock AS (
             UPDATE channels c SET last_message_at = 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
             WHERE c.id = $2 AND c.last_message_at < 'epoch'::timestamptz + $7::float8 * interval '1 millisecond'
@@ -81,8 +83,10 @@ struct InsertChannelMessageDirectly: PostgresPreparedStatement {
         ), outboxed AS (
             \(Outbox.insertSQL(firstParameter: 14, from: "inserted"))
         )
-        \(Outbox.notifySQL(from: "outboxed"))
+        \(tail("outboxed"))
         """
+    }
+
     static let bindingDataTypes: [PostgresDataType] =
         [.uuid, .uuid, .uuid, .text, .textArray, .text, .int8, .text, .int8, .text, .text, .text, .int8] + OutboxRecord.bindingDataTypes
 
@@ -100,8 +104,31 @@ struct InsertChannelMessageDirectly: PostgresPreparedStatement {
         event.bind(into: &bindings)
         return bindings
     }
+}
+
+/// `ChannelMessageInsert` notifying the relay at commit.
+struct InsertChannelMessageDirectly: PostgresPreparedStatement {
+    typealias Row = ()
+    static let sql = ChannelMessageInsert.sql(tail: Outbox.notifySQL(from:))
+    static var bindingDataTypes: [PostgresDataType] { ChannelMessageInsert.bindingDataTypes }
+    var insert: ChannelMessageInsert
+
+    func makeBindings() -> PostgresBindings { insert.makeBindings() }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {}
+}
+
+/// `ChannelMessageInsert` without `NOTIFY`, answering the outbox row's id: its writer wakes the
+/// relay of its own process for that row.
+struct InsertChannelMessageDirectlyUnnotified: PostgresPreparedStatement {
+    typealias Row = Int64
+    static let sql = ChannelMessageInsert.sql(tail: Outbox.idsSQL(from:))
+    static var bindingDataTypes: [PostgresDataType] { ChannelMessageInsert.bindingDataTypes }
+    var insert: ChannelMessageInsert
+
+    func makeBindings() -> PostgresBindings { insert.makeBindings() }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }
 
 extension MessageStore {
@@ -116,13 +143,22 @@ extension MessageStore {
         return nil
     }
 
-    /// `InsertChannelMessageDirectly`: true when it stored the message and its event.
+    /// `ChannelMessageInsert`: true when it stored the message and its event. With `relay` (this
+    /// process's, leading: `OutboxRelay.wakesInProcess`) the statement leaves `NOTIFY` out and
+    /// the relay is woken for the row it wrote; without, the statement notifies at commit.
     func insertDirectly(
-        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord, _ c: PostgresConnection
+        _ message: StoredMessage, nonce: String?, at time: Int64, context: ChannelSendContext, event: OutboxRecord,
+        waking relay: OutboxRelay? = nil, _ c: PostgresConnection
     ) async throws -> Bool {
-        let statement = InsertChannelMessageDirectly(message: message, nonce: nonce, time: time, context: context, event: event)
-        for try await _ in try await c.execute(statement, logger: logger) { return true }
-        return false
+        let insert = ChannelMessageInsert(message: message, nonce: nonce, time: time, context: context, event: event)
+        guard let relay else {
+            for try await _ in try await c.execute(InsertChannelMessageDirectly(insert: insert), logger: logger) { return true }
+            return false
+        }
+        var rows: [Int64] = []
+        for try await id in try await c.execute(InsertChannelMessageDirectlyUnnotified(insert: insert), logger: logger) { rows.append(id) }
+        relay.wake(awaiting: rows)
+        return !rows.isEmpty
     }
 }
 
@@ -153,8 +189,10 @@ extension ChatAPI {
             id: MessageID.generate(), sender: ready.sender, content: draft.content, files: files,
             createdAt: Date(timeIntervalSince1970: Double(time) / 1000))
         let record = try outboxRecord(event(message))
+        // While this process's relay leads, no NOTIFY: the relay is woken here for the row.
+        let waking = relay.flatMap { $0.wakesInProcess ? $0 : nil }
         let stored = try await postgres.withLiveConnection { c in
-            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, c)
+            try await messages.insertDirectly(message, nonce: draft.nonce, at: time, context: ready, event: record, waking: waking, c)
         }
         let key = SendContextCache.Key(channel: ready.channel.id, workspace: ready.channel.workspaceId, user: me)
         guard stored else {

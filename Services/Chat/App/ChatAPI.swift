@@ -21,6 +21,9 @@ struct ChatAPI: Sendable {
     let cursors: ReadCursorStore
     let files: ChatFiles
     let logger: Logger
+    /// This process's outbox relay: a channel send wakes it in process while it leads
+    /// (`OutboxRelay.wakesInProcess`); nil: every send notifies.
+    var relay: OutboxRelay? = nil
     /// Recent senders' channel send contexts (ChannelDirectSend.swift).
     let sendContexts = SendContextCache()
     /// Channel sends by the path they took: one statement (`direct`) or a transaction

@@ -42,7 +42,7 @@ public func buildApplication(settings: ServiceSettings, logger: Logger) async th
         postgres: postgres, messages: MessageStore(logger: logger), rooms: RoomStore(logger: logger),
         personalRooms: PersonalRooms(store: PersonalRoomStore(logger: logger), logger: logger), roomIcons: roomIcons,
         reactions: ReactionStore(logger: logger),
-        cursors: ReadCursorStore(logger: logger), files: files, logger: logger
+        cursors: ReadCursorStore(logger: logger), files: files, logger: logger, relay: platform.relay
     ).add(to: router)
     return platform.makeApplication(responder: router.buildResponder())
 }
