@@ -55,7 +55,7 @@ public final class OutboxRelay: Service, Sendable {
     private let leading = Atomic<Bool>(false)
     /// Rows written in this process without `NOTIFY` that no pass has read yet, and until when the
     /// relay looks for them (`wake(awaiting:)`).
-    private let awaited = Mutex<[Int64: ContinuousClock.Instant]>([:])
+    private let awaited = Mutex<Awaited>(Awaited())
     private let drainPasses = Atomic<Int>(0)
     private let backOffs = Atomic<Int>(0)
     private let drainCounter = Counter(label: "outbox_drain_passes_total")
@@ -92,15 +92,35 @@ public final class OutboxRelay: Service, Sendable {
     /// it, for up to `awaitedRowTimeout`. Ignored while this relay does not lead.
     public func wake(awaiting ids: some Sequence<Int64>) {
         guard isLeader else { return }
-        let until = ContinuousClock.now + configuration.awaitedRowTimeout
+        let now = ContinuousClock.now
+        let until = now + configuration.awaitedRowTimeout
         awaited.withLock { awaited in
-            for id in ids { awaited[id] = until }
+            // While the broker is down no pass reads them, so the ids would pile up: expired ones
+            // are dropped now and then, and past `maxAwaitedRows` no more are kept (the passes
+            // still read those rows in order, and the fallback poll wakes the relay).
+            if awaited.rows.count >= Self.awaitedPruneThreshold, now - awaited.prunedAt >= .seconds(1) {
+                awaited.rows = awaited.rows.filter { $0.value > now }
+                awaited.prunedAt = now
+            }
+            for id in ids where awaited.rows.count < Self.maxAwaitedRows { awaited.rows[id] = until }
         }
         wake()
     }
 
+    /// Rows written in this process without `NOTIFY` that no pass has read yet, with the time the
+    /// relay stops looking for each, and when the expired ones were last dropped.
+    struct Awaited {
+        var rows: [Int64: ContinuousClock.Instant] = [:]
+        var prunedAt = ContinuousClock.now
+    }
+
+    /// How many awaited rows the relay keeps at most, and from how many on a wake drops the
+    /// expired ones (at most once a second). Sends at 1 000/s awaited for 5 s are 5 000.
+    public static let maxAwaitedRows = 100_000
+    static let awaitedPruneThreshold = 10_000
+
     /// How many rows woken for in process the relay still looks for.
-    public var awaitedRowCount: Int { awaited.withLock { $0.count } }
+    public var awaitedRowCount: Int { awaited.withLock { $0.rows.count } }
 
     /// How many times the relay looked at the outbox (an idle relay should barely move this).
     public var drainPassCount: Int { drainPasses.load(ordering: .relaxed) }
@@ -138,7 +158,7 @@ public final class OutboxRelay: Service, Sendable {
             defer {
                 self.wakeContinuation.withLock { $0 = nil }
                 // The next leader's first pass reads whatever this term was still looking for.
-                self.awaited.withLock { $0 = [:] }
+                self.awaited.withLock { $0.rows = [:] }
                 continuation.finish()
                 self.leading.store(false, ordering: .relaxed)
             }
@@ -242,8 +262,8 @@ public final class OutboxRelay: Service, Sendable {
 
     private func forget(_ ids: some Sequence<Int64>) {
         awaited.withLock { awaited in
-            guard !awaited.isEmpty else { return }
-            for id in ids { awaited.removeValue(forKey: id) }
+            guard !awaited.rows.isEmpty else { return }
+            for id in ids { awaited.rows.removeValue(forKey: id) }
         }
     }
 
@@ -266,9 +286,10 @@ public final class OutboxRelay: Service, Sendable {
     private func lookAgain(_ connection: PostgresConnection, afterPublishing count: Int) async throws -> LookAgain {
         let now = ContinuousClock.now
         let ids = awaited.withLock { awaited -> [Int64] in
-            guard !awaited.isEmpty else { return [] }
-            awaited = awaited.filter { $0.value > now }
-            return Array(awaited.keys)
+            guard !awaited.rows.isEmpty else { return [] }
+            awaited.rows = awaited.rows.filter { $0.value > now }
+            awaited.prunedAt = now
+            return Array(awaited.rows.keys)
         }
         if ids.isEmpty { return .no }
         if count > 0 { return .now }

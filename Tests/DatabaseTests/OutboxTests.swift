@@ -282,6 +282,34 @@ struct OutboxTests {
         }
     }
 
+    @Test("while the broker is down, the rows a relay was woken for stay bounded: at most maxAwaitedRows, the expired ones dropped by a later wake")
+    func awaitedRowsStayBounded() async throws {
+        let f = try await OutboxFixture.make(prefix: "bounded", partitions: 1)
+        let (cluster, topic, producer) = (f.cluster, f.topic, f.producer)
+        try await f.run { client in
+            var configuration = OutboxRelay.Configuration()
+            configuration.fallbackPollInterval = .seconds(600)
+            configuration.awaitedRowTimeout = .milliseconds(500)
+            let relay = OutboxRelay(postgres: client, producer: producer, logger: TestDatabase.logger, configuration: configuration)
+            let task = Task { try await relay.run() }
+            defer { task.cancel() }
+            #expect(try await poll(timeout: .seconds(30)) { relay.wakesInProcess }, "the only relay leads")
+            // A row no pass can publish: passes fail and back off, none asks after awaited rows.
+            cluster.setAllBrokersDown()
+            try await writeEvents(client, topic: topic, count: 1)
+            try await Task.sleep(for: .milliseconds(200))
+            let unknown = Int64(1_000_000_000)
+            relay.wake(awaiting: unknown..<unknown + 150_000)
+            #expect(relay.awaitedRowCount == OutboxRelay.maxAwaitedRows)
+            try await Task.sleep(for: .milliseconds(1_200))
+            relay.wake(awaiting: [unknown + 200_000])
+            #expect(relay.awaitedRowCount == 1, "the expired ones dropped")
+            cluster.setAllBrokersUp()
+            let events = try await collect(cluster, topic: topic, group: "bounded-\(topic)", timeout: .seconds(60)) { $0.count >= 1 }
+            #expect(events.count == 1)
+        }
+    }
+
     @Test("published rows past the retention are deleted batch by batch, between publishing passes; newer ones stay")
     func expiredRowsDeletedInBatches() async throws {
         let f = try await OutboxFixture.make()
