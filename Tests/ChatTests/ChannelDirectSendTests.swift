@@ -184,9 +184,7 @@ struct ChannelDirectSendTests {
             let member = try await s.user()
             let room = try await ChannelChatTests().room(s, owner, member)
             let db = try #require(s.chatDatabase)
-            try await eventually("chat's relay leads", timeout: .seconds(30)) {
-                try await db.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").decode(Int64.self).reduce(0, +) > 0
-            }
+            try await eventually("chat's relay leads", timeout: .seconds(30)) { try await Self.relayLeads(db) }
             /// The room's events written and published so far (a row not committed yet is in neither).
             func events() async throws -> (written: Int64, published: Int64) {
                 var counts: (Int64, Int64) = (0, 0)
@@ -259,6 +257,62 @@ struct ChannelDirectSendTests {
                 }
             }
         }
+    }
+
+    @Test(
+        "while chat's relay does not lead (another holds the leadership), a channel send notifies at commit; its event goes out once chat's relay leads again"
+    )
+    func notifiesWhileTheRelayDoesNotLead() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let owner = try await s.user()
+            let member = try await s.user()
+            let room = try await ChannelChatTests().room(s, owner, member)
+            let db = try #require(s.chatDatabase)
+            func published() async throws -> Int64 {
+                try await db.query("SELECT count(published_at) FROM outbox WHERE event_key = \(room.channel)").decode(Int64.self).reduce(0, +)
+            }
+            try await eventually("chat's relay leads", timeout: .seconds(30)) { try await Self.relayLeads(db) }
+            let before = try await published()
+            let heard = Locked(0)
+            try await db.withConnection { lock in
+                // Chat's relay loses its connection (as when its backend dies); this connection
+                // takes the leadership before chat's relay retries (every 2 s).
+                _ = try await lock.query(PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) " + Self.relayLock), logger: TestDatabase.logger)
+                try await eventually("the test holds the leadership", timeout: .seconds(10)) {
+                    try await lock.query("SELECT pg_try_advisory_lock(\(OutboxRelay.leaderLockId))", logger: TestDatabase.logger)
+                        .decode(Bool.self).reduce(false) { $0 || $1 }
+                }
+                // Chat's relay has noticed its term ended by now (its connection is gone).
+                try await Task.sleep(for: .seconds(1))
+                try await db.withConnection { listener in
+                    try await listener.listen(on: Outbox.channel) { notifications in
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask { for try await _ in notifications { heard.withLock { $0 += 1 } } }
+                            let response = try await s.send(.post, room.chats, member, json: #"{"content":"리더 없음"}"#)
+                            #expect(response.status == .ok, "\(String(buffer: response.body))")
+                            try await eventually("the send notified", timeout: .seconds(10)) { heard.value == 1 }
+                            group.cancelAll()
+                        }
+                    }
+                }
+                #expect(try await published() == before, "no relay leads: the event waits in the outbox")
+                _ = try await lock.query("SELECT pg_advisory_unlock(\(OutboxRelay.leaderLockId))", logger: TestDatabase.logger)
+            }
+            try await eventually("chat's relay leads again and publishes the event", timeout: .seconds(30)) { try await published() == before + 1 }
+        }
+    }
+
+    /// `FROM pg_locks …`: the outbox relay's leader lock in the connection's own database (every
+    /// service's relay takes the same lock id in its own database).
+    static let relayLock = """
+        FROM pg_locks WHERE locktype = 'advisory' AND granted
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND classid = \(Int64(OutboxRelay.leaderLockId >> 32)) AND objid = \(Int64(OutboxRelay.leaderLockId & 0xffff_ffff))
+        """
+
+    /// Whether a relay leads `db`'s outbox.
+    static func relayLeads(_ db: PostgresClient) async throws -> Bool {
+        try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*) " + relayLock)).decode(Int64.self).reduce(0, +) == 1
     }
 
     /// The event a send of `message` in `context`'s channel appends.

@@ -242,6 +242,14 @@ struct OutboxTests {
             let task = Task { try await relay.run() }
             defer { task.cancel() }
             #expect(try await poll(timeout: .seconds(30)) { relay.wakesInProcess }, "the only relay leads")
+            // A replica standing by is not the relay a writer may wake instead of notifying.
+            let standby = OutboxRelay(postgres: client, producer: producer, logger: logger, configuration: configuration)
+            let standbyTask = Task { try await standby.run() }
+            defer { standbyTask.cancel() }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!standby.wakesInProcess)
+            standby.wake(awaiting: [1])
+            #expect(standby.awaitedRowCount == 0, "a standby keeps no awaited rows")
             /// Inserts one row without NOTIFY in a transaction, wakes the relay for it, waits
             /// `held` before the transaction ends (committed, or rolled back when `commit` is false).
             func insert(_ event: CloudEvent<OutboxTestEvent>, held: Duration, commit: Bool) async throws {

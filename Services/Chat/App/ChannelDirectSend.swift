@@ -157,7 +157,8 @@ extension MessageStore {
         }
         var rows: [Int64] = []
         for try await id in try await c.execute(InsertChannelMessageDirectlyUnnotified(insert: insert), logger: logger) { rows.append(id) }
-        relay.wake(awaiting: rows)
+        // A statement that wrote nothing (clock moved, nonce taken) leaves nothing to publish.
+        if !rows.isEmpty { relay.wake(awaiting: rows) }
         return !rows.isEmpty
     }
 }
