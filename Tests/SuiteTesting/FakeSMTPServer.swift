@@ -77,6 +77,8 @@ public final class FakeSMTPServer: Sendable {
         /// `user:password` of every AUTH PLAIN.
         var logins: [String] = []
         var connections = 0
+        /// Connections that, the server silent, closed without a byte sent (`.silent` only).
+        var closedWaitingForGreeting = 0
     }
 
     public let port: Int
@@ -144,6 +146,11 @@ public final class FakeSMTPServer: Sendable {
     public var messages: [Message] { state.withLock { $0.messages } }
     public var logins: [String] { state.withLock { $0.logins } }
     public var connectionCount: Int { state.withLock { $0.connections } }
+    /// With `.silent`: the connections that waited for the greeting (sent nothing) and were then
+    /// closed, as an SMTP client that gives up does. A client that speaks first is not one: the
+    /// suite's tests leave Kafka clients reconnecting to their stopped brokers' ports, and such a
+    /// port can be this server's once freed.
+    public var closedWaitingForGreeting: Int { state.withLock { $0.closedWaitingForGreeting } }
 
     /// The first message to `recipient`, waiting for it up to `timeout`.
     public func message(to recipient: String, timeout: Duration = .seconds(10)) async throws -> Message {
@@ -169,7 +176,9 @@ public final class FakeSMTPServer: Sendable {
             func say(_ text: String) async throws { try await outbound.write(ByteBuffer(string: text + "\r\n")) }
             if behaviour == .silent {
                 // Say nothing; read until the client gives up and closes.
-                while try await lines.next() != nil {}
+                var spoke = false
+                while try await lines.inbound.next() != nil { spoke = true }
+                if !spoke { state.withLock { $0.closedWaitingForGreeting += 1 } }
                 return
             }
             try await say("220 fake.test ESMTP ready")
