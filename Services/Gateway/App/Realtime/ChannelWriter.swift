@@ -31,9 +31,11 @@ final class EventLoopWriteBatcher: Sendable {
         var holds = 0
     }
 
-    /// One channel a drain wrote to: its context, and who hears its frames were written.
+    /// One channel a drain writes to: its context, its frames in order, and who hears they were
+    /// written.
     private struct Flush {
         let context: ChannelHandlerContext
+        var frames: [OutboundText]
         var receipts = Receipts()
     }
 
@@ -118,7 +120,8 @@ final class EventLoopWriteBatcher: Sendable {
         return true
     }
 
-    private func drain() {
+    /// Writes what is pending now (on the loop; tests call it to run a drain at a chosen moment).
+    func drain() {
         let (batch, scheduledAt) = state.withLock { state -> ([Pending], ContinuousClock.Instant) in
             defer {
                 state.pending = []
@@ -141,17 +144,39 @@ final class EventLoopWriteBatcher: Sendable {
                 item.receipt?.deliver()
                 continue
             }
-            Self.write(item.frames, to: context)
             if slot == flushes.count {
-                flushes.append(Flush(context: context))
+                flushes.append(Flush(context: context, frames: item.frames))
+            } else {
+                flushes[slot].frames.append(contentsOf: item.frames)
             }
             flushes[slot].receipts.add(item.receipt)
         }
-        for flush in flushes {
-            flush.context.flush()
-            if flush.receipts.receipt != nil { Self.reportWritten(flush.receipts, on: flush.context) }
-        }
+        for flush in flushes { send(flush) }
     }
+
+    /// One channel's frames: straight to its socket when NIO holds nothing for it
+    /// (`SocketDirectWrite`), and whatever the socket did not take through NIO, flushed.
+    private func send(_ flush: Flush) {
+        let context = flush.context
+        if let sent = SocketDirectWrite.send(flush.frames, on: context) {
+            if sent == flush.frames.reduce(0, { $0 + $1.wireBytes }) {
+                directWrites.add(1, ordering: .relaxed)
+                flush.receipts.deliverAll()
+                return
+            }
+            partialWrites.add(1, ordering: .relaxed)
+            for buffer in SocketDirectWrite.remainder(of: flush.frames, after: sent) { context.write(NIOAny(buffer), promise: nil) }
+        } else {
+            Self.write(flush.frames, to: context)
+        }
+        context.flush()
+        if flush.receipts.receipt != nil { Self.reportWritten(flush.receipts, on: context) }
+    }
+
+    /// Channels whose frames a drain sent straight to the socket, whole; and those whose socket
+    /// took only part (the rest went through NIO). For tests.
+    let directWrites = Atomic<Int>(0)
+    let partialWrites = Atomic<Int>(0)
 
     /// Delivers `receipts` once the socket has taken every byte flushed so far (or the
     /// channel closed). Usually the flush wrote everything at once and they are delivered now,

@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+
+/// Writes a socket's frames with one `sendmsg` on its file descriptor, below NIO's channel, when
+/// NIO holds nothing for it: the bytes a drain has for a socket usually all fit its send buffer,
+/// and going through NIO for them (a pending write per buffer, its flush, the bookkeeping) was the
+/// largest share of the gateway's user time per delivery (docs/benchmarks.md, parts 39–40).
+///
+/// NIO's invariants hold: the descriptor is used only inside NIO's scoped access on the channel's
+/// loop (it cannot be closed meanwhile, or reused for another connection); only when NIO has no
+/// write pending for the channel (nothing it wrote can be overtaken); and whatever the socket did
+/// not take (a full send buffer, an error) is handed to NIO after the bytes it did take, so NIO
+/// finishes the write, watches for writability and sees any error itself (and closes the channel).
+enum SocketDirectWrite {
+    /// More pieces than this in one drain for one socket go through NIO.
+    static let maxPieces = 64
+
+    /// Sends `frames`' bytes on `context`'s socket. Returns how many bytes the socket took (0 when
+    /// it took none, or the channel's transport cannot be reached: the caller writes the rest
+    /// through NIO), or nil when NIO holds writes for the channel or the frames have too many
+    /// pieces (the caller writes them all through NIO).
+    static func send(_ frames: [OutboundText], on context: ChannelHandlerContext) -> Int? {
+        guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
+        var pieces = 0
+        for frame in frames { pieces += frame.shared == nil ? 1 : 3 }
+        guard pieces <= maxPieces else { return nil }
+        let sent = try? context.pipeline.syncOperations.withUnsafeTransportIfAvailable(of: NIOBSDSocket.Handle.self) { fd in
+            withUnsafeTemporaryAllocation(of: iovec.self, capacity: pieces) { vectors in
+                gather(frames, frame: 0, piece: 0, into: vectors) { count in
+                    sendAll(fd, vectors.baseAddress, count)
+                }
+            }
+        }
+        return sent ?? 0
+    }
+
+    /// Fills `vectors` with each frame's buffers (header and head, then shared and tail), each
+    /// inside its own `withUnsafeReadableBytes`, then calls `body` with the count: every pointer is
+    /// used within the access that gave it. Recursion depth is the number of pieces (≤ `maxPieces`).
+    private static func gather(
+        _ frames: [OutboundText], frame: Int, piece: Int, into vectors: UnsafeMutableBufferPointer<iovec>, _ body: (Int) -> Int
+    ) -> Int {
+        guard frame < frames.count else { return body(piece) }
+        let text = frames[frame]
+        return text.frameHead.withUnsafeReadableBytes { head in
+            vectors[piece] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count)
+            guard let shared = text.shared, let tail = text.tail else {
+                return gather(frames, frame: frame + 1, piece: piece + 1, into: vectors, body)
+            }
+            return shared.withUnsafeReadableBytes { middle in
+                vectors[piece + 1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: middle.baseAddress), iov_len: middle.count)
+                return tail.withUnsafeReadableBytes { end in
+                    vectors[piece + 2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: end.baseAddress), iov_len: end.count)
+                    return gather(frames, frame: frame + 1, piece: piece + 3, into: vectors, body)
+                }
+            }
+        }
+    }
+
+    /// One `sendmsg` (retried on EINTR); the bytes taken, 0 on any error (EAGAIN: the send buffer
+    /// is full; anything else NIO meets again when it writes the rest, and handles).
+    private static func sendAll(_ fd: CInt, _ vectors: UnsafeMutablePointer<iovec>?, _ count: Int) -> Int {
+        var message = msghdr()
+        message.msg_iov = vectors
+        message.msg_iovlen = numericCast(count)
+        while true {
+            let sent = sendmsg(fd, &message, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
+            if sent >= 0 { return sent }
+            if errno == EINTR { continue }
+            return 0
+        }
+    }
+
+    /// What is left of `frames` after the socket took `sent` of their bytes, as the buffers to
+    /// hand to NIO, in order.
+    static func remainder(of frames: [OutboundText], after sent: Int) -> [ByteBuffer] {
+        var skip = sent
+        var rest: [ByteBuffer] = []
+        for text in frames {
+            for var buffer in text.pieces {
+                if skip >= buffer.readableBytes {
+                    skip -= buffer.readableBytes
+                    continue
+                }
+                buffer.moveReaderIndex(forwardBy: skip)
+                skip = 0
+                rest.append(buffer)
+            }
+        }
+        return rest
+    }
+}
+
+extension OutboundText {
+    /// The frame's buffers in wire order.
+    var pieces: [ByteBuffer] {
+        if let shared, let tail { [frameHead, shared, tail] } else { [frameHead] }
+    }
+
+    /// The frame's bytes on the wire (header included).
+    var wireBytes: Int { frameHead.readableBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
+}

@@ -1,0 +1,224 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Common
+import NIOCore
+import NIOPosix
+import NIOWebSocket
+import Synchronization
+import Testing
+
+@testable import GatewayApp
+
+private func closeSocket(_ fd: CInt) { close(fd) }
+
+/// A drain sends a socket's frames straight to its file descriptor when NIO holds nothing for it
+/// (`SocketDirectWrite`), and hands NIO whatever the socket did not take: on real TCP connections.
+@Suite("Frames sent straight to the socket")
+struct SocketDirectWriteTests {
+    /// A listening NIO server whose accepted channels have the gateway's frame encoder, and one
+    /// plain client socket connected to it.
+    final class Connection: Sendable {
+        let group: MultiThreadedEventLoopGroup
+        let server: any Channel
+        let child: any Channel
+        let client: CInt
+
+        private init(group: MultiThreadedEventLoopGroup, server: any Channel, child: any Channel, client: CInt) {
+            self.group = group
+            self.server = server
+            self.child = child
+            self.client = client
+        }
+
+        /// `sendBuffer` and `receiveBuffer` (bytes) make the server's send buffer and the client's
+        /// receive buffer small, so a client that does not read fills them quickly.
+        static func open(sendBuffer: Int32? = nil, receiveBuffer: Int32? = nil) async throws -> Connection {
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let accepted = group.next().makePromise(of: (any Channel).self)
+            var bootstrap = ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+                        accepted.succeed(channel)
+                    }
+                }
+            if let sendBuffer { bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(sendBuffer)) }
+            let server = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
+            let port = try #require(server.localAddress?.port)
+
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #expect(fd >= 0)
+            if var size = receiveBuffer {
+                _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(connected == 0)
+            let child = try await accepted.futureResult.get()
+            return Connection(group: group, server: server, child: child, client: fd)
+        }
+
+        /// The bytes the client has read so far.
+        private let wire = Mutex(ByteBuffer())
+
+        /// Reads what the client socket holds now, up to `limit` bytes, without waiting.
+        func readSome(limit: Int) {
+            var chunk = [UInt8](repeating: 0, count: limit)
+            let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, CInt(MSG_DONTWAIT)) }
+            if count > 0 { wire.withLock { $0.writeBytes(chunk[..<count]) } }
+        }
+
+        /// Reads from the client socket until `frames` whole frames arrived (or `timeout`); the
+        /// frames, from the first byte the client read.
+        func readFrames(_ frames: Int, timeout: Duration = .seconds(10)) throws -> [ServerFrames.Frame] {
+            let deadline = ContinuousClock.now + timeout
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while ContinuousClock.now < deadline {
+                var copy = wire.withLock { $0 }
+                if let parsed = try? ServerFrames.parse(&copy), parsed.count >= frames {
+                    wire.withLock { $0.clear() }
+                    return parsed
+                }
+                var ready = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 100) > 0 else { continue }
+                let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                wire.withLock { $0.writeBytes(chunk[..<count]) }
+            }
+            throw TimeoutError(what: "\(frames) frames (\(wire.withLock { $0.readableBytes }) bytes read)")
+        }
+
+        /// Closes the client with a reset (SO_LINGER 0), as a peer that vanished.
+        func resetClient() {
+            var option = linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(client, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+            closeSocket(client)
+        }
+
+        func close() async throws {
+            try? await child.close()
+            try await server.close()
+            try await group.shutdownGracefully()
+        }
+    }
+
+    /// Runs a drain for what `body` writes and waits until it ran.
+    static func drained(_ batcher: EventLoopWriteBatcher, _ body: () -> Void) async throws {
+        batcher.hold()
+        body()
+        batcher.release()
+        try await batcher.eventLoop.submit {}.get()
+    }
+
+    static func shared(_ index: Int, bytes: Int) -> OutboundText {
+        OutboundText(head: "[\(index):", shared: ByteBuffer(repeating: UInt8(ascii: "a") + UInt8(index % 26), count: bytes), tail: ":\(index)]")
+    }
+
+    static func expectedText(_ index: Int, bytes: Int) -> String {
+        "[\(index):" + String(repeating: Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8(index % 26))), count: bytes) + ":\(index)]"
+    }
+
+    @Test("NIO holding nothing: one drain's frames for a socket go out in one sendmsg, in order, a ping through the pipeline between drains kept in its place; receipts at once")
+    func direct() async throws {
+        let connection = try await Connection.open()
+        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
+        let output = FrameOutput(channel: connection.child)
+        let listener = CountingListener()
+
+        try await Self.drained(batcher) {
+            batcher.write([OutboundText("one"), Self.shared(1, bytes: 9_000)], to: output, receipt: WriteReceipt(listener, frames: 2, bytes: 10))
+            batcher.write([OutboundText("two")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 3))
+        }
+        #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
+        #expect(listener.frames == 3 && listener.bytes == 13, "written at once: reported in the drain")
+
+        try await connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer(string: "p"))).get()
+        try await Self.drained(batcher) {
+            batcher.write([OutboundText("three")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 5))
+        }
+        #expect(batcher.directWrites.load(ordering: .relaxed) == 2)
+        #expect(batcher.partialWrites.load(ordering: .relaxed) == 0)
+        #expect(listener.frames == 4)
+
+        let frames = try connection.readFrames(5)
+        #expect(frames.map(\.opcode) == [0x1, 0x1, 0x1, 0x9, 0x1])
+        #expect(frames.map { String(buffer: $0.payload) } == ["one", Self.expectedText(1, bytes: 9_000), "two", "p", "three"])
+        closeSocket(connection.client)
+        try await connection.close()
+    }
+
+    @Test("a client that does not read: the socket takes part of a drain's bytes, NIO the rest and every later frame until it has written them; nothing lost, reordered or reported early")
+    func partial() async throws {
+        let connection = try await Connection.open(sendBuffer: 8_192, receiveBuffer: 8_192)
+        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
+        let output = FrameOutput(channel: connection.child)
+        let listener = CountingListener()
+        let count = 30
+        let bytes = 64 * 1024
+        try await Self.drained(batcher) { batcher.write([OutboundText("start")], to: output, receipt: nil) }
+        #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
+        for index in 0..<count {
+            batcher.hold()
+            batcher.write([Self.shared(index, bytes: bytes)], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: bytes))
+            // The client reads a little just before the drain, in the same turn of the loop: room
+            // opens in the socket while NIO still holds bytes (it has not seen the room yet), and
+            // a frame sent straight to the socket now would overtake them.
+            try await batcher.eventLoop.submit {
+                connection.readSome(limit: 16 * 1024)
+                batcher.drain()
+            }.get()
+            batcher.release()
+        }
+        #expect(batcher.partialWrites.load(ordering: .relaxed) >= 1, "the socket took part of a frame")
+        #expect(listener.frames < count, "frames the client has not read are not reported written")
+
+        var frames = try connection.readFrames(count + 1, timeout: .seconds(30))
+        #expect(frames.count == count + 1)
+        #expect(String(buffer: frames.removeFirst().payload) == "start")
+        // The first frame that is not what was sent (a boolean: the payloads are 64 KiB).
+        let wrong = frames.indices.first { !(frames[$0].fin && frames[$0].opcode == 0x1 && String(buffer: frames[$0].payload) == Self.expectedText($0, bytes: bytes)) }
+        #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
+        try await withTimeout(.seconds(10), "every frame reported written") {
+            while listener.frames < count { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(listener.frames == count && listener.bytes == count * bytes)
+
+        // NIO has written everything: the next drain goes straight to the socket again.
+        let direct = batcher.directWrites.load(ordering: .relaxed)
+        try await Self.drained(batcher) { batcher.write([OutboundText("after")], to: output, receipt: nil) }
+        #expect(batcher.directWrites.load(ordering: .relaxed) == direct + 1)
+        #expect(try connection.readFrames(1).map { String(buffer: $0.payload) } == ["after"])
+        closeSocket(connection.client)
+        try await connection.close()
+    }
+
+    @Test("a peer that reset the connection: the frames' receipt is delivered and the channel closes; the gateway does not crash (no SIGPIPE)")
+    func peerReset() async throws {
+        let connection = try await Connection.open()
+        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
+        let output = FrameOutput(channel: connection.child)
+        let listener = CountingListener()
+        connection.resetClient()
+        try await Task.sleep(for: .milliseconds(50))
+        for index in 0..<3 {
+            try await Self.drained(batcher) {
+                batcher.write([Self.shared(index, bytes: 16_384)], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 1))
+            }
+        }
+        try await withTimeout(.seconds(10), "the receipts and the close") {
+            while listener.frames < 3 { try await Task.sleep(for: .milliseconds(10)) }
+            try await connection.child.closeFuture.get()
+        }
+        #expect(batcher.directWrites.load(ordering: .relaxed) == 0, "a reset socket took nothing")
+        try await connection.close()
+    }
+}
