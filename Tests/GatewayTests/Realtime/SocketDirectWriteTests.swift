@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Common
 import NIOCore
@@ -127,7 +127,9 @@ struct SocketDirectWriteTests {
         "[\(index):" + String(repeating: Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8(index % 26))), count: bytes) + ":\(index)]"
     }
 
-    @Test("NIO holding nothing: one drain's frames for a socket go out in one sendmsg, in order, a ping through the pipeline between drains kept in its place; receipts at once")
+    @Test(
+        "NIO holding nothing: one drain's frames for a socket go out in one sendmsg, in order, a ping through the pipeline between drains kept in its place; receipts at once"
+    )
     func direct() async throws {
         let connection = try await Connection.open()
         let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
@@ -156,7 +158,9 @@ struct SocketDirectWriteTests {
         try await connection.close()
     }
 
-    @Test("a client that does not read: the socket takes part of a drain's bytes, NIO the rest and every later frame until it has written them; nothing lost, reordered or reported early")
+    @Test(
+        "a client that does not read: the socket takes part of a drain's bytes, NIO the rest and every later frame until it has written them; nothing lost, reordered or reported early"
+    )
     func partial() async throws {
         let connection = try await Connection.open(sendBuffer: 8_192, receiveBuffer: 8_192)
         let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
@@ -185,7 +189,9 @@ struct SocketDirectWriteTests {
         #expect(frames.count == count + 1)
         #expect(String(buffer: frames.removeFirst().payload) == "start")
         // The first frame that is not what was sent (a boolean: the payloads are 64 KiB).
-        let wrong = frames.indices.first { !(frames[$0].fin && frames[$0].opcode == 0x1 && String(buffer: frames[$0].payload) == Self.expectedText($0, bytes: bytes)) }
+        let wrong = frames.indices.first {
+            !(frames[$0].fin && frames[$0].opcode == 0x1 && String(buffer: frames[$0].payload) == Self.expectedText($0, bytes: bytes))
+        }
         #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
         try await withTimeout(.seconds(10), "every frame reported written") {
             while listener.frames < count { try await Task.sleep(for: .milliseconds(10)) }
