@@ -7,6 +7,7 @@ import Common
 import NIOCore
 import NIOPosix
 import NIOWebSocket
+import SuiteTesting
 import Synchronization
 import Testing
 
@@ -43,6 +44,8 @@ struct SocketDirectWriteTests {
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
+                        // As the gateway's upgrade adds it: below the encoder.
+                        try channel.pipeline.syncOperations.addHandler(NIOWritesWatch(), position: .first)
                         accepted.succeed(channel)
                     }
                 }
@@ -203,6 +206,52 @@ struct SocketDirectWriteTests {
         try await Self.drained(batcher) { batcher.write([OutboundText("after")], to: output, receipt: nil) }
         #expect(batcher.directWrites.load(ordering: .relaxed) == direct + 1)
         #expect(try connection.readFrames(1).map { String(buffer: $0.payload) } == ["after"])
+        closeSocket(connection.client)
+        try await connection.close()
+    }
+
+    @Test(
+        "writes through the pipeline (a control frame, a handler's frame) that NIO still holds keep the drains off the socket until NIO has written them"
+    )
+    func pipelineWrites() async throws {
+        let connection = try await Connection.open(sendBuffer: 8_192, receiveBuffer: 8_192)
+        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
+        let output = FrameOutput(channel: connection.child)
+        let rounds = 10
+        let bytes = 32 * 1024
+        var expected: [String] = []
+        var received: [ServerFrames.Frame] = []
+        for index in 0..<rounds {
+            // NIO holds nothing, and a drain has seen that: the next one goes straight to the socket.
+            try await Self.drained(batcher) { batcher.write([OutboundText("before \(index)")], to: output, receipt: nil) }
+            expected.append("before \(index)")
+            // A frame written through the pipeline, as the WebSocket handler writes its control
+            // frames: NIO holds what the socket does not take.
+            let text = Self.expectedText(index, bytes: bytes)
+            try await batcher.eventLoop.submit {
+                connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), promise: nil)
+            }.get()
+            expected.append(text)
+            // Room opens just before the next drain, in the same turn of the loop (NIO has not
+            // seen it): that drain must not write past the bytes NIO holds.
+            batcher.hold()
+            batcher.write([OutboundText("after \(index)")], to: output, receipt: nil)
+            try await batcher.eventLoop.submit {
+                connection.readSome(limit: 16 * 1024)
+                batcher.drain()
+            }.get()
+            batcher.release()
+            expected.append("after \(index)")
+            // The client reads everything, and NIO writes what it held.
+            received += try connection.readFrames(3, timeout: .seconds(30))
+            try await eventually("NIO has written everything") {
+                try await batcher.eventLoop.submit { (try? connection.child.syncOptions?.getOption(.bufferedWritableBytes)) == 0 }.get()
+            }
+        }
+        #expect(received.count == expected.count)
+        let wrong = received.indices.first { !(received[$0].opcode == 0x1 && String(buffer: received[$0].payload) == expected[$0]) }
+        #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
+        #expect(batcher.directWrites.load(ordering: .relaxed) >= rounds, "the drains before each pipeline write went straight to the socket")
         closeSocket(connection.client)
         try await connection.close()
     }

@@ -35,6 +35,7 @@ final class EventLoopWriteBatcher: Sendable {
     /// written.
     private struct Flush {
         let context: ChannelHandlerContext
+        let socket: DirectSocket?
         var frames: [OutboundText]
         var receipts = Receipts()
     }
@@ -140,12 +141,12 @@ final class EventLoopWriteBatcher: Sendable {
         var flushes: [Flush] = []
         flushes.reserveCapacity(batch.count)
         for item in batch {
-            guard let (context, slot) = item.output.enter(drain: drainNumber, nextSlot: flushes.count) else {
+            guard let (context, socket, slot) = item.output.enter(drain: drainNumber, nextSlot: flushes.count) else {
                 item.receipt?.deliver()
                 continue
             }
             if slot == flushes.count {
-                flushes.append(Flush(context: context, frames: item.frames))
+                flushes.append(Flush(context: context, socket: socket, frames: item.frames))
             } else {
                 flushes[slot].frames.append(contentsOf: item.frames)
             }
@@ -158,7 +159,7 @@ final class EventLoopWriteBatcher: Sendable {
     /// (`SocketDirectWrite`), and whatever the socket did not take through NIO, flushed.
     private func send(_ flush: Flush) {
         let context = flush.context
-        if let sent = SocketDirectWrite.send(flush.frames, on: context) {
+        if let socket = flush.socket, let sent = SocketDirectWrite.send(flush.frames, on: context, through: socket) {
             if sent == flush.frames.reduce(0, { $0 + $1.wireBytes }) {
                 directWrites.add(1, ordering: .relaxed)
                 flush.receipts.deliverAll()
@@ -213,10 +214,11 @@ final class EventLoopWriteBatcher: Sendable {
 /// whole pipeline; both kinds are written on the channel's loop, in the order they were asked for.
 final class FrameOutput: Sendable {
     let channel: any Channel
-    /// What only the channel's loop touches: the encoder's context (found at the first write)
-    /// and where this output sits in the drain running now.
+    /// What only the channel's loop touches: the encoder's context and the socket (both found at
+    /// the first write) and where this output sits in the drain running now.
     private struct OnLoop {
         var context: ChannelHandlerContext?
+        var socket: DirectSocket?
         var drain = 0
         var slot = 0
     }
@@ -234,22 +236,39 @@ final class FrameOutput: Sendable {
         Self.enter(&onLoop.value, channel: channel, drain: nil, nextSlot: 0)?.0
     }
 
+    /// The socket under this output's channel, if the channel exposes one: looked up once, since
+    /// NIO's lookup (`withUnsafeTransportIfAvailable`) casts to a constrained existential, which
+    /// the Swift runtime resolves by demangling on every call (12 % of the gateway's user time when
+    /// done per delivery). Used only through its scoped `withUnsafeTransport`, on the loop.
+    private static func socket(of channel: any Channel) -> DirectSocket? {
+        guard let transport = channel._channelCore as? SocketTransport else { return nil }
+        let watch = try? channel.pipeline.syncOperations.handler(type: NIOWritesWatch.self)
+        // Every WebSocket the gateway upgrades has one (DetachedUpgrade): without it NIO is asked
+        // before every direct write, correct but slower.
+        assert(watch != nil, "a WebSocket on a socket without NIOWritesWatch")
+        return DirectSocket(transport: transport, watch: watch)
+    }
+
     /// On the channel's loop, for drain number `drain`: the context, and this output's slot among
     /// the drain's channels — `nextSlot` if the drain meets it first now, else the slot it was
     /// given before. Nil once the connection closed.
-    func enter(drain: Int, nextSlot: Int) -> (ChannelHandlerContext, Int)? {
+    func enter(drain: Int, nextSlot: Int) -> (ChannelHandlerContext, DirectSocket?, Int)? {
         Self.enter(&onLoop.value, channel: channel, drain: drain, nextSlot: nextSlot)
     }
 
     /// One access to the loop's state (each access checks the thread).
-    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (ChannelHandlerContext, Int)? {
-        if state.context == nil { state.context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) }
+    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (ChannelHandlerContext, DirectSocket?, Int)? {
+        if state.context == nil {
+            state.context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+            // In the same turn of the loop: the handlers are there, or (closed) neither is.
+            if state.context != nil { state.socket = socket(of: channel) }
+        }
         guard let context = state.context else { return nil }
         if let drain, state.drain != drain {
             state.drain = drain
             state.slot = nextSlot
         }
-        return (context, state.slot)
+        return (context, state.socket, state.slot)
     }
 }
 

@@ -71,6 +71,8 @@ struct DetachedUpgrade: Sendable {
                     // The WebSocket handlers went in after it: frames must not reach it.
                     let refused = try channel.pipeline.syncOperations.context(name: RefusedUpgradeResponder.name)
                     channel.pipeline.syncOperations.removeHandler(context: refused, promise: nil)
+                    // Below the frame encoder: what NIO is handed (SocketDirectWrite).
+                    try channel.pipeline.syncOperations.addHandler(NIOWritesWatch(), position: .first)
                     try attach(accepted, channel)
                 }
             }
