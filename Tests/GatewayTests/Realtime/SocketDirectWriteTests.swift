@@ -114,12 +114,43 @@ struct SocketDirectWriteTests {
         }
     }
 
+    /// Runs `body` with a connection (`Connection.open`), a write batcher on its loop and the
+    /// accepted channel's frame output; then closes both ends.
+    static func withOutput(
+        sendBuffer: Int32? = nil, receiveBuffer: Int32? = nil,
+        _ body: (Connection, EventLoopWriteBatcher, FrameOutput) async throws -> Void
+    ) async throws {
+        let connection = try await Connection.open(sendBuffer: sendBuffer, receiveBuffer: receiveBuffer)
+        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
+        do {
+            try await body(connection, batcher, FrameOutput(channel: connection.child))
+        } catch {
+            closeSocket(connection.client)
+            try await connection.close()
+            throw error
+        }
+        closeSocket(connection.client)
+        try await connection.close()
+    }
+
     /// Runs a drain for what `body` writes and waits until it ran.
     static func drained(_ batcher: EventLoopWriteBatcher, _ body: () -> Void) async throws {
         batcher.hold()
         body()
         batcher.release()
         try await batcher.eventLoop.submit {}.get()
+    }
+
+    /// Runs a drain for what `body` writes right after the client read up to 16 KiB, in the same
+    /// turn of the loop: room opens in the socket before NIO has seen it.
+    static func drainedAfterReading(_ batcher: EventLoopWriteBatcher, _ connection: Connection, _ body: () -> Void) async throws {
+        batcher.hold()
+        body()
+        try await batcher.eventLoop.submit {
+            connection.readSome(limit: 16 * 1024)
+            batcher.drain()
+        }.get()
+        batcher.release()
     }
 
     static func shared(_ index: Int, bytes: Int) -> OutboundText {
@@ -134,126 +165,107 @@ struct SocketDirectWriteTests {
         "NIO holding nothing: one drain's frames for a socket go out in one sendmsg, in order, a ping through the pipeline between drains kept in its place; receipts at once"
     )
     func direct() async throws {
-        let connection = try await Connection.open()
-        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
-        let output = FrameOutput(channel: connection.child)
-        let listener = CountingListener()
+        try await Self.withOutput { connection, batcher, output in
+            let listener = CountingListener()
 
-        try await Self.drained(batcher) {
-            batcher.write([OutboundText("one"), Self.shared(1, bytes: 9_000)], to: output, receipt: WriteReceipt(listener, frames: 2, bytes: 10))
-            batcher.write([OutboundText("two")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 3))
+            try await Self.drained(batcher) {
+                batcher.write([OutboundText("one"), Self.shared(1, bytes: 9_000)], to: output, receipt: WriteReceipt(listener, frames: 2, bytes: 10))
+                batcher.write([OutboundText("two")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 3))
+            }
+            #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
+            #expect(listener.frames == 3 && listener.bytes == 13, "written at once: reported in the drain")
+
+            try await connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer(string: "p"))).get()
+            try await Self.drained(batcher) {
+                batcher.write([OutboundText("three")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 5))
+            }
+            #expect(batcher.directWrites.load(ordering: .relaxed) == 2)
+            #expect(batcher.partialWrites.load(ordering: .relaxed) == 0)
+            #expect(listener.frames == 4)
+
+            let frames = try connection.readFrames(5)
+            #expect(frames.map(\.opcode) == [0x1, 0x1, 0x1, 0x9, 0x1])
+            #expect(frames.map { String(buffer: $0.payload) } == ["one", Self.expectedText(1, bytes: 9_000), "two", "p", "three"])
         }
-        #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
-        #expect(listener.frames == 3 && listener.bytes == 13, "written at once: reported in the drain")
-
-        try await connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer(string: "p"))).get()
-        try await Self.drained(batcher) {
-            batcher.write([OutboundText("three")], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: 5))
-        }
-        #expect(batcher.directWrites.load(ordering: .relaxed) == 2)
-        #expect(batcher.partialWrites.load(ordering: .relaxed) == 0)
-        #expect(listener.frames == 4)
-
-        let frames = try connection.readFrames(5)
-        #expect(frames.map(\.opcode) == [0x1, 0x1, 0x1, 0x9, 0x1])
-        #expect(frames.map { String(buffer: $0.payload) } == ["one", Self.expectedText(1, bytes: 9_000), "two", "p", "three"])
-        closeSocket(connection.client)
-        try await connection.close()
     }
 
     @Test(
         "a client that does not read: the socket takes part of a drain's bytes, NIO the rest and every later frame until it has written them; nothing lost, reordered or reported early"
     )
     func partial() async throws {
-        let connection = try await Connection.open(sendBuffer: 8_192, receiveBuffer: 8_192)
-        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
-        let output = FrameOutput(channel: connection.child)
-        let listener = CountingListener()
-        let count = 30
-        let bytes = 64 * 1024
-        try await Self.drained(batcher) { batcher.write([OutboundText("start")], to: output, receipt: nil) }
-        #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
-        for index in 0..<count {
-            batcher.hold()
-            batcher.write([Self.shared(index, bytes: bytes)], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: bytes))
-            // The client reads a little just before the drain, in the same turn of the loop: room
-            // opens in the socket while NIO still holds bytes (it has not seen the room yet), and
-            // a frame sent straight to the socket now would overtake them.
-            try await batcher.eventLoop.submit {
-                connection.readSome(limit: 16 * 1024)
-                batcher.drain()
-            }.get()
-            batcher.release()
-        }
-        #expect(batcher.partialWrites.load(ordering: .relaxed) >= 1, "the socket took part of a frame")
-        #expect(listener.frames < count, "frames the client has not read are not reported written")
+        try await Self.withOutput(sendBuffer: 8_192, receiveBuffer: 8_192) { connection, batcher, output in
+            let listener = CountingListener()
+            let count = 30
+            let bytes = 64 * 1024
+            try await Self.drained(batcher) { batcher.write([OutboundText("start")], to: output, receipt: nil) }
+            #expect(batcher.directWrites.load(ordering: .relaxed) == 1)
+            for index in 0..<count {
+                // Room opens while NIO still holds bytes: a frame sent straight to the socket now
+                // would overtake them.
+                try await Self.drainedAfterReading(batcher, connection) {
+                    batcher.write([Self.shared(index, bytes: bytes)], to: output, receipt: WriteReceipt(listener, frames: 1, bytes: bytes))
+                }
+            }
+            #expect(batcher.partialWrites.load(ordering: .relaxed) >= 1, "the socket took part of a frame")
+            #expect(listener.frames < count, "frames the client has not read are not reported written")
 
-        var frames = try connection.readFrames(count + 1, timeout: .seconds(30))
-        #expect(frames.count == count + 1)
-        #expect(String(buffer: frames.removeFirst().payload) == "start")
-        // The first frame that is not what was sent (a boolean: the payloads are 64 KiB).
-        let wrong = frames.indices.first {
-            !(frames[$0].fin && frames[$0].opcode == 0x1 && String(buffer: frames[$0].payload) == Self.expectedText($0, bytes: bytes))
-        }
-        #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
-        try await withTimeout(.seconds(10), "every frame reported written") {
-            while listener.frames < count { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(listener.frames == count && listener.bytes == count * bytes)
+            var frames = try connection.readFrames(count + 1, timeout: .seconds(30))
+            #expect(frames.count == count + 1)
+            #expect(String(buffer: frames.removeFirst().payload) == "start")
+            // The first frame that is not what was sent (a boolean: the payloads are 64 KiB).
+            let wrong = frames.indices.first {
+                !(frames[$0].fin && frames[$0].opcode == 0x1 && String(buffer: frames[$0].payload) == Self.expectedText($0, bytes: bytes))
+            }
+            #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
+            try await withTimeout(.seconds(10), "every frame reported written") {
+                while listener.frames < count { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(listener.frames == count && listener.bytes == count * bytes)
 
-        // NIO has written everything: the next drain goes straight to the socket again.
-        let direct = batcher.directWrites.load(ordering: .relaxed)
-        try await Self.drained(batcher) { batcher.write([OutboundText("after")], to: output, receipt: nil) }
-        #expect(batcher.directWrites.load(ordering: .relaxed) == direct + 1)
-        #expect(try connection.readFrames(1).map { String(buffer: $0.payload) } == ["after"])
-        closeSocket(connection.client)
-        try await connection.close()
+            // NIO has written everything: the next drain goes straight to the socket again.
+            let direct = batcher.directWrites.load(ordering: .relaxed)
+            try await Self.drained(batcher) { batcher.write([OutboundText("after")], to: output, receipt: nil) }
+            #expect(batcher.directWrites.load(ordering: .relaxed) == direct + 1)
+            #expect(try connection.readFrames(1).map { String(buffer: $0.payload) } == ["after"])
+        }
     }
 
     @Test(
         "writes through the pipeline (a control frame, a handler's frame) that NIO still holds keep the drains off the socket until NIO has written them"
     )
     func pipelineWrites() async throws {
-        let connection = try await Connection.open(sendBuffer: 8_192, receiveBuffer: 8_192)
-        let batcher = EventLoopWriteBatcher(eventLoop: connection.child.eventLoop)
-        let output = FrameOutput(channel: connection.child)
-        let rounds = 10
-        let bytes = 32 * 1024
-        var expected: [String] = []
-        var received: [ServerFrames.Frame] = []
-        for index in 0..<rounds {
-            // NIO holds nothing, and a drain has seen that: the next one goes straight to the socket.
-            try await Self.drained(batcher) { batcher.write([OutboundText("before \(index)")], to: output, receipt: nil) }
-            expected.append("before \(index)")
-            // A frame written through the pipeline, as the WebSocket handler writes its control
-            // frames: NIO holds what the socket does not take.
-            let text = Self.expectedText(index, bytes: bytes)
-            try await batcher.eventLoop.submit {
-                connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), promise: nil)
-            }.get()
-            expected.append(text)
-            // Room opens just before the next drain, in the same turn of the loop (NIO has not
-            // seen it): that drain must not write past the bytes NIO holds.
-            batcher.hold()
-            batcher.write([OutboundText("after \(index)")], to: output, receipt: nil)
-            try await batcher.eventLoop.submit {
-                connection.readSome(limit: 16 * 1024)
-                batcher.drain()
-            }.get()
-            batcher.release()
-            expected.append("after \(index)")
-            // The client reads everything, and NIO writes what it held.
-            received += try connection.readFrames(3, timeout: .seconds(30))
-            try await eventually("NIO has written everything") {
-                try await batcher.eventLoop.submit { (try? connection.child.syncOptions?.getOption(.bufferedWritableBytes)) == 0 }.get()
+        try await Self.withOutput(sendBuffer: 8_192, receiveBuffer: 8_192) { connection, batcher, output in
+            let rounds = 10
+            let bytes = 32 * 1024
+            var expected: [String] = []
+            var received: [ServerFrames.Frame] = []
+            for index in 0..<rounds {
+                // NIO holds nothing, and a drain has seen that: the next one goes straight to the socket.
+                try await Self.drained(batcher) { batcher.write([OutboundText("before \(index)")], to: output, receipt: nil) }
+                expected.append("before \(index)")
+                // A frame written through the pipeline, as the WebSocket handler writes its control
+                // frames: NIO holds what the socket does not take.
+                let text = Self.expectedText(index, bytes: bytes)
+                try await batcher.eventLoop.submit {
+                    connection.child.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)), promise: nil)
+                }.get()
+                expected.append(text)
+                // Room opens just before the next drain: it must not write past the bytes NIO holds.
+                try await Self.drainedAfterReading(batcher, connection) {
+                    batcher.write([OutboundText("after \(index)")], to: output, receipt: nil)
+                }
+                expected.append("after \(index)")
+                // The client reads everything, and NIO writes what it held.
+                received += try connection.readFrames(3, timeout: .seconds(30))
+                try await eventually("NIO has written everything") {
+                    try await batcher.eventLoop.submit { (try? connection.child.syncOptions?.getOption(.bufferedWritableBytes)) == 0 }.get()
+                }
             }
+            #expect(received.count == expected.count)
+            let wrong = received.indices.first { !(received[$0].opcode == 0x1 && String(buffer: received[$0].payload) == expected[$0]) }
+            #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
+            #expect(batcher.directWrites.load(ordering: .relaxed) >= rounds, "the drains before each pipeline write went straight to the socket")
         }
-        #expect(received.count == expected.count)
-        let wrong = received.indices.first { !(received[$0].opcode == 0x1 && String(buffer: received[$0].payload) == expected[$0]) }
-        #expect(wrong == nil, "frame \(wrong ?? -1) is not the one sent")
-        #expect(batcher.directWrites.load(ordering: .relaxed) >= rounds, "the drains before each pipeline write went straight to the socket")
-        closeSocket(connection.client)
-        try await connection.close()
     }
 
     @Test("a peer that reset the connection: the frames' receipt is delivered and the channel closes; the gateway does not crash (no SIGPIPE)")
