@@ -19,11 +19,7 @@ import TestSupport
 struct ChannelDirectSendTests {
     @Test("a clock ahead of now: each send takes the next millisecond, exactly, in the response, the history and the event")
     func clockAhead() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let owner = try await s.user()
-            let member = try await s.user()
-            let room = try await ChannelChatTests().room(s, owner, member)
-            let db = try #require(s.chatDatabase)
+        try await Self.withRoom { s, owner, member, room, db in
             let channel = try #require(UUID(uuidString: room.channel))
             // A previous message stamped an hour ahead (another replica's clock, say).
             var ahead: Int64 = 0
@@ -53,11 +49,7 @@ struct ChannelDirectSendTests {
 
     @Test("the statement writes nothing when the clock moved past its time, the sender left, or the nonce is taken; otherwise the message and its event")
     func statementGuards() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let owner = try await s.user()
-            let member = try await s.user()
-            let room = try await ChannelChatTests().room(s, owner, member)
-            let db = try #require(s.chatDatabase)
+        try await Self.withRoom { s, owner, member, room, db in
             let (workspace, channel) = (WorkspaceID(try #require(UUID(uuidString: room.workspace))), ChannelID(try #require(UUID(uuidString: room.channel))))
             let (ownerId, memberId) = (UserID(try #require(UUID(uuidString: owner.id))), UserID(try #require(UUID(uuidString: member.id))))
             let store = MessageStore(logger: Logger(label: "test"))
@@ -179,11 +171,7 @@ struct ChannelDirectSendTests {
         "with this process's relay leading, a channel send wakes it in process for its row: no NOTIFY, each event out at once, also when PostgreSQL answers before it commits; the notifying statement still notifies"
     )
     func wakesTheRelayInProcess() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let owner = try await s.user()
-            let member = try await s.user()
-            let room = try await ChannelChatTests().room(s, owner, member)
-            let db = try #require(s.chatDatabase)
+        try await Self.withRoom { s, owner, member, room, db in
             try await eventually("chat's relay leads", timeout: .seconds(30)) { try await Self.relayLeads(db) }
             /// The room's events written and published so far (a row not committed yet is in neither).
             func events() async throws -> (written: Int64, published: Int64) {
@@ -263,11 +251,7 @@ struct ChannelDirectSendTests {
         "while chat's relay does not lead (another holds the leadership), a channel send notifies at commit; its event goes out once chat's relay leads again"
     )
     func notifiesWhileTheRelayDoesNotLead() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let owner = try await s.user()
-            let member = try await s.user()
-            let room = try await ChannelChatTests().room(s, owner, member)
-            let db = try #require(s.chatDatabase)
+        try await Self.withRoom { s, owner, member, room, db in
             func published() async throws -> Int64 {
                 try await db.query("SELECT count(published_at) FROM outbox WHERE event_key = \(room.channel)").decode(Int64.self).reduce(0, +)
             }
@@ -311,6 +295,17 @@ struct ChannelDirectSendTests {
         """
 
     /// Whether a relay leads `db`'s outbox.
+    /// Runs `body` on a stack of auth, workspace and chat with two users in one workspace's
+    /// channel (`ChannelChatTests.room`), and chat's database.
+    static func withRoom(_ body: @escaping @Sendable (Stack, User, User, ChannelChatTests.Room, PostgresClient) async throws -> Void) async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let owner = try await s.user()
+            let member = try await s.user()
+            let room = try await ChannelChatTests().room(s, owner, member)
+            try await body(s, owner, member, room, try #require(s.chatDatabase))
+        }
+    }
+
     static func relayLeads(_ db: PostgresClient) async throws -> Bool {
         try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*) " + relayLock)).decode(Int64.self).reduce(0, +) == 1
     }
