@@ -35,12 +35,18 @@ struct SagaCrashTests {
             return ServiceSettings(serviceName: name, defaults: defaults, environment: common.merging(env) { $1 }, arguments: [name])
         }
 
+        var filesDirectory: String { Self.filesDirectory(workspaceDB) }
+
+        static func filesDirectory(_ workspaceDB: TestDatabase) -> String {
+            FileManager.default.temporaryDirectory.appendingPathComponent("ws-files-\(workspaceDB.name)").path
+        }
+
         func startWorkspace() async throws -> RunningService {
             let s = settings(
                 "workspace", WorkspaceService.defaults, workspaceDB,
                 [
                     "WORKSPACE_CREATION_COST": "10", "WORKSPACE_SAGA_TIMEOUT_MS": "1500",
-                    "WORKSPACE_FILES_DIRECTORY": FileManager.default.temporaryDirectory.appendingPathComponent("ws-files-\(workspaceDB.name)").path,
+                    "WORKSPACE_FILES_DIRECTORY": filesDirectory,
                 ])
             return try await RunningService.start { try await WorkspaceApp.buildApplication(settings: s, logger: TestDatabase.logger) }
         }
@@ -62,6 +68,7 @@ struct SagaCrashTests {
                     }
                 }
             }
+            try? FileManager.default.removeItem(atPath: filesDirectory(workspaceDB))
             try await workspaceDB.drop()
             try await paymentDB.drop()
         }

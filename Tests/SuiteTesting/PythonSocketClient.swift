@@ -70,5 +70,6 @@ public struct PythonSocketClient: Sendable {
             process.signal(SIGKILL)
             _ = try await process.waitForExit(timeout: .seconds(5))
         }
+        try? FileManager.default.removeItem(atPath: stopFile)
     }
 }

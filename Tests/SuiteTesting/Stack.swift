@@ -210,7 +210,14 @@ public struct Stack: Sendable {
             }
         }
 
-        try await start(0, [:], [])
+        // The files folders go whatever happens: thousands of stacks run per suite run, and CI
+        // once ran out of disk space among what earlier runs had left in the temporary folder.
+        @Sendable func removeFiles() { for path in files.values { try? FileManager.default.removeItem(atPath: path) } }
+        do { try await start(0, [:], []) } catch {
+            removeFiles()
+            throw error
+        }
+        removeFiles()
         for backend in started { try await backend.database?.drop() }
         if let error = failure.value { throw error }
     }

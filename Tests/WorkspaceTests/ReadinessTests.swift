@@ -60,10 +60,12 @@ struct ReadinessTests {
             }
         } catch {
             try await service.stop()
+            try? FileManager.default.removeItem(atPath: files)
             try await db.drop()
             throw error
         }
         try await service.stop()
+        try? FileManager.default.removeItem(atPath: files)
         try await db.drop()
         #expect(outcome.profiles == Self.backlog, "ready with \(outcome.profiles) of \(Self.backlog) profiles (after \(outcome.probes) probes)")
     }

@@ -130,6 +130,7 @@ struct SlowReaders {
         _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
         try await eventually("the clients report", timeout: .seconds(60)) { !lines("done").isEmpty }
         _ = try await process.waitForExit(timeout: .seconds(10))
+        try? FileManager.default.removeItem(atPath: stopFile)
         return lines("stalled").map { $0["closed"] as? Bool ?? false }
     }
 }

@@ -358,6 +358,7 @@ struct PythonStompClient: Sendable {
             process.signal(SIGKILL)
             _ = try await process.waitForExit(timeout: .seconds(5))
         }
+        try? FileManager.default.removeItem(atPath: stopFile)
     }
 }
 
