@@ -33,6 +33,11 @@ struct LoadGenCommand: AsyncParsableCommand {
     var kafkaCompression = "lz4"
     @Option(help: "Gateway process id: its RSS is sampled before the sockets open, when they are open and idle, and at the end.") var gatewayPid: Int32?
     @Option(
+        help:
+            "A second gateway's base URL: the second half of the sockets connect to it (an A/B of two builds in one run, bench/gateway-pair.sh; with --sockets twice the plan's, each half gets the whole topology)."
+    )
+    var secondGateway: String?
+    @Option(
         help: "name=pid of a process whose CPU time (with its direct children's) over the send phase is reported (repeatable), e.g. postgres=<postmaster pid>.")
     var watch: [String] = []
     @Option(help: "REST requests in flight during setup.") var setupConcurrency = 16
@@ -69,6 +74,7 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.brokers = brokers
         o.kafkaCompression = kafkaCompression
         o.gatewayPid = gatewayPid
+        o.secondGateway = secondGateway
         o.watch = watch
         o.setupConcurrency = setupConcurrency
         o.handshakes = handshakes

@@ -87,11 +87,21 @@ struct SupportTests {
     }
 
     @Test func socketURLsFollowTheGatewayScheme() {
-        func base(_ gateway: String) -> String {
-            SocketPool(specs: [], gatewayURL: gateway, markers: DeliveryMarkers(runId: "r"), log: DeliveryLog(expected: 0), handshakes: 1).wsBase
+        #expect(SocketPool.Server("http://127.0.0.1:8080").ws == "ws://127.0.0.1:8080")
+        #expect(SocketPool.Server("https://chat.example.com").ws == "wss://chat.example.com")
+    }
+
+    @Test("with --second-gateway the second half of the sockets connect to it, the first half to --gateway")
+    func secondGatewayTakesTheSecondHalf() {
+        let specs = (0..<4).map { LoadGenSocketSpec(index: $0, kind: .socketio, token: "t", channels: [], stompHeartBeat: 0) }
+        func servers(_ second: String?) -> [String] {
+            let pool = SocketPool(
+                specs: specs, gatewayURL: "http://127.0.0.1:8180", secondGatewayURL: second, markers: DeliveryMarkers(runId: "r"),
+                log: DeliveryLog(expected: 0), handshakes: 1)
+            return specs.map { pool.server(for: $0.index).http }
         }
-        #expect(base("http://127.0.0.1:8080") == "ws://127.0.0.1:8080")
-        #expect(base("https://chat.example.com") == "wss://chat.example.com")
+        #expect(servers("http://127.0.0.1:8190") == ["http://127.0.0.1:8180", "http://127.0.0.1:8180", "http://127.0.0.1:8190", "http://127.0.0.1:8190"])
+        #expect(servers(nil) == Array(repeating: "http://127.0.0.1:8180", count: 4))
     }
 
     @Test func socketErrorsAreDescribedWithTheirProtocol() {

@@ -72,22 +72,40 @@ struct DeliveryMarkers: Sendable {
 /// Opens and holds the run's sockets: one task each (no thread per socket), at most
 /// `handshakes` handshakes at a time. `stop()` closes them all.
 final class SocketPool: Sendable {
+    /// A server's WebSocket and HTTP base URLs.
+    struct Server: Sendable {
+        let ws: String
+        let http: String
+
+        init(_ url: String) {
+            // http://host:port → ws://host:port (https → wss)
+            ws = url.hasPrefix("https") ? "wss" + url.dropFirst(5) : "ws" + url.dropFirst(4)
+            http = url
+        }
+    }
+
     let specs: [LoadGenSocketSpec]
-    let wsBase: String
-    let httpBase: String
+    let server: Server
+    /// Where the second half of the sockets connect instead (`--second-gateway`), if anywhere.
+    let second: Server?
     let markers: DeliveryMarkers
     let log: DeliveryLog
     let gate: AsyncGate
     private let task = Locked<Task<Void, Never>?>(nil)
 
-    init(specs: [LoadGenSocketSpec], gatewayURL: String, markers: DeliveryMarkers, log: DeliveryLog, handshakes: Int) {
+    init(specs: [LoadGenSocketSpec], gatewayURL: String, secondGatewayURL: String? = nil, markers: DeliveryMarkers, log: DeliveryLog, handshakes: Int) {
         self.specs = specs
-        // http://host:port → ws://host:port (https → wss)
-        self.wsBase = gatewayURL.hasPrefix("https") ? "wss" + gatewayURL.dropFirst(5) : "ws" + gatewayURL.dropFirst(4)
-        self.httpBase = gatewayURL
+        self.server = Server(gatewayURL)
+        self.second = secondGatewayURL.map(Server.init)
         self.markers = markers
         self.log = log
         self.gate = AsyncGate(permits: handshakes)
+    }
+
+    /// Where socket `index` connects: the second gateway for the second half, if there is one.
+    func server(for index: Int) -> Server {
+        guard let second, index >= specs.count / 2 else { return server }
+        return second
     }
 
     func start() {
@@ -128,12 +146,14 @@ final class SocketPool: Sendable {
         let handshake = HandshakeState(gate: gate)
         let log = self.log
         let markers = self.markers
+        let server = server(for: spec.index)
+        let wsBase = server.ws
         let url: String
         switch spec.kind {
         case .socketio: url = wsBase + "/socket.io/?EIO=4&transport=websocket"
         case .socketioUpgrade:
             do {
-                url = wsBase + "/socket.io/?EIO=4&transport=websocket&sid=" + (try await pollingSession())
+                url = wsBase + "/socket.io/?EIO=4&transport=websocket&sid=" + (try await pollingSession(server.http))
             } catch {
                 handshake.finish()
                 return log.failed("socketio-upgrade: the polling handshake failed: \(error)", socket: spec.index, afterReady: false)
@@ -175,7 +195,7 @@ final class SocketPool: Sendable {
     }
 
     /// A new polling session's id (`0{"sid":"…",…}` answers the handshake).
-    private func pollingSession() async throws -> String {
+    private func pollingSession(_ httpBase: String) async throws -> String {
         let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: httpBase + "/socket.io/?EIO=4&transport=polling"), timeout: .seconds(30))
         let body = String(buffer: try await response.body.collect(upTo: 1 << 16))
         guard response.status == .ok, body.hasPrefix(#"0{"sid":""#) else {

@@ -35,6 +35,9 @@ public struct LoadGenOptions: Sendable {
     /// The `.kafka` injection producer's codec.
     public var kafkaCompression = "lz4"
     public var gatewayPid: Int32?
+    /// Where the second half of the sockets connect instead: two gateway builds side by side in
+    /// one run, each serving the same topology, so the machine's noise meets both alike.
+    public var secondGateway: String?
     /// `name=pid` entries of processes whose CPU time over the send phase is reported.
     public var watch: [String] = []
     public var setupConcurrency = 16
@@ -238,7 +241,9 @@ public struct LoadGenerator: Sendable {
                 channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) }, stompHeartBeat: o.stompHeartBeat)
         }
         say("\(server): opening \(plan.sockets) \(kind?.rawValue ?? o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
-        let pool = SocketPool(specs: specs, gatewayURL: base, markers: DeliveryMarkers(runId: plan.runId), log: log, handshakes: o.handshakes)
+        let pool = SocketPool(
+            specs: specs, gatewayURL: base, secondGatewayURL: kind == .nchan ? nil : o.secondGateway, markers: DeliveryMarkers(runId: plan.runId),
+            log: log, handshakes: o.handshakes)
         let openStarted = ContinuousClock.now
         pool.start()
         let (ready, failed) = await pool.waitForHandshakes(timeout: .seconds(120 + plan.sockets / 50))

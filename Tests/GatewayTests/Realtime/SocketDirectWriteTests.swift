@@ -77,7 +77,7 @@ struct SocketDirectWriteTests {
         func readSome(limit: Int) {
             var chunk = [UInt8](repeating: 0, count: limit)
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, CInt(MSG_DONTWAIT)) }
-            if count > 0 { wire.withLock { $0.writeBytes(chunk[..<count]) } }
+            if count > 0 { wire.withLock { _ = $0.writeBytes(chunk[..<count]) } }
         }
 
         /// Reads from the client socket until `frames` whole frames arrived (or `timeout`); the
@@ -95,7 +95,7 @@ struct SocketDirectWriteTests {
                 guard poll(&ready, 1, 100) > 0 else { continue }
                 let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
                 if count <= 0 { break }
-                wire.withLock { $0.writeBytes(chunk[..<count]) }
+                wire.withLock { _ = $0.writeBytes(chunk[..<count]) }
             }
             throw TimeoutError(what: "\(frames) frames (\(wire.withLock { $0.readableBytes }) bytes read)")
         }
