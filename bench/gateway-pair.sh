@@ -9,7 +9,8 @@
 #
 #   bench/gateway-pair.sh LABEL BINARY_A BINARY_B [loadgen options, e.g. --rate 500 --seconds 30]
 #   env: WORLD (default /tmp/lg-world-5000.json), DEV_LOG (default /tmp/dev-ab.log), SOCKETS
-#        (default 10000: twice the world's 5 000 users), LOADGEN (default .build/release/chatsuite)
+#        (default 10000: twice the world's 5 000 users), LOADGEN (default .build/release/chatsuite),
+#        B_ENV (more environment for B only, e.g. "EVENT_LOOPS=1": a setting's A/B with one binary)
 #   output: /tmp/pair-LABEL.log (the report); the last line compares the two gateways' CPU.
 set -euo pipefail
 label=$1 bin_a=$2 bin_b=$3
@@ -23,7 +24,7 @@ gateway_a=$new
 # (not CHATSUITE_PARENT_PID: a service whose parent is not that launcher exits at once).
 mapfile -d '' environment < <(grep -zv '^CHATSUITE_PARENT_PID=' "/proc/$gateway_a/environ")
 cp "$bin_b" /tmp/gateway-pair-b
-env -i "${environment[@]}" HTTP_PORT=8190 ADMIN_PORT=9190 INSTANCE_ID=gateway-pair-b \
+env -i "${environment[@]}" HTTP_PORT=8190 ADMIN_PORT=9190 INSTANCE_ID=gateway-pair-b ${B_ENV:-} \
   setsid /tmp/gateway-pair-b > "/tmp/pair-$label-b.log" 2>&1 &
 gateway_b=$!
 trap 'kill -INT $gateway_b 2>/dev/null || true' EXIT
@@ -38,7 +39,7 @@ echo "$label: A $gateway_a ($bin_a) on :8180, B $gateway_b ($bin_b) on :8190"
   --members 10 --sockets "${SOCKETS:-10000}" --brokers "$brokers" --inject kafka --kafka-compression none \
   --watch A="$gateway_a" --watch B="$gateway_b" --world "${WORLD:-/tmp/lg-world-5000.json}" --setup-concurrency 6 "$@" \
   > "/tmp/pair-$label.log" 2>&1
-grep -E "^(sockets|sent|deliveries|latency|CPU)" "/tmp/pair-$label.log"
+grep -E "^(sockets|sent|deliveries|latency|CPU)|half" "/tmp/pair-$label.log"
 # "CPU split … A user 1.23 + system 2.34 s, …"
 python3 - "/tmp/pair-$label.log" <<'EOF'
 import re, sys

@@ -116,6 +116,25 @@ struct ReportTests {
         #expect(report.lost == 0)
     }
 
+    @Test("with a second gateway each half's latencies are reported apart, the first half's first")
+    func halvesApart() {
+        // Two members per channel, four sockets: sockets 0–1 are the first half, 2–3 the second.
+        let plan = LoadGenPlan(runId: "r", users: 2, channels: 1, members: 2, sockets: 4, channelsPerWorkspace: 1)
+        let sends = Self.sends(issued: [1_000_000], accepted: [true])
+        let deliveries = [(0, 2), (1, 4), (2, 10), (3, 30)].map { Self.delivery(Int32($0.0), 0, UInt64(1_000_000 + $0.1 * 1_000_000)) }
+        var report = LoadGenReport()
+        report.analyse(world: Self.world(plan), sends: sends, deliveries: deliveries, secondHalfFrom: 2)
+        #expect(report.received == 4)
+        #expect(report.halves?.map(\.p50Ms) == [4, 30])
+        #expect(report.halves?.map(\.p99Ms) == [4, 30])
+        let summary = report.summary(failures: [:], socketErrors: [:])
+        #expect(summary.contains("first half (--gateway): p50 4.00 ms") && summary.contains("second half (--second-gateway): p50 30.00 ms"))
+        var single = LoadGenReport()
+        single.analyse(world: Self.world(plan), sends: sends, deliveries: deliveries)
+        #expect(single.halves == nil)
+        #expect(!single.summary(failures: [:], socketErrors: [:]).contains("half"))
+    }
+
     @Test func nothingSentGivesZeroesNotACrash() {
         let plan = LoadGenPlan(runId: "r", users: 1, channels: 1, members: 1, sockets: 1, channelsPerWorkspace: 1)
         var report = LoadGenReport()

@@ -38,12 +38,29 @@ struct LoadGenReport: Encodable {
     var latencyP95Ms = 0.0
     var latencyP99Ms = 0.0
     var latencyMaxMs = 0.0
+    /// With a second gateway (`--second-gateway`): each half's p50 / p95 / p99, the first half's
+    /// sockets (on `--gateway`) first.
+    var halves: [Percentiles]?
     /// Deliveries later than `tailThresholdMs` (the p99 target), and how many of them belong to
     /// messages sent in each second of the run (seconds from the first send): whether the tail is
     /// spread over the run or bunched into a few stalls, and when.
     var tailDeliveries = 0
     var tailBySecond: [Int: Int] = [:]
     static let tailThresholdMs = 25.0
+
+    struct Percentiles: Encodable, Equatable {
+        var p50Ms: Double
+        var p95Ms: Double
+        var p99Ms: Double
+
+        /// Of sorted latencies.
+        init(sorted latencies: [Double]) {
+            func pct(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+            p50Ms = pct(0.50)
+            p95Ms = pct(0.95)
+            p99Ms = pct(0.99)
+        }
+    }
     var gatewayRssBeforeKiB: Int?
     var gatewayRssIdleKiB: Int?
     var gatewayRssEndKiB: Int?
@@ -58,7 +75,9 @@ struct LoadGenReport: Encodable {
     /// Fills the delivery figures. A delivery counts once per (socket, message); repeats are
     /// duplicates; one on a socket that does not follow the message's channel is misrouted; one
     /// of a message whose send was not accepted is unexpected.
-    mutating func analyse(world: LoadGenWorld, sends: SendLog.State, deliveries: [DeliveryLog.Delivery]) {
+    /// With `secondHalfFrom`, the latencies of the sockets from that index on (a second gateway's)
+    /// and of those before are also reported apart (`halves`).
+    mutating func analyse(world: LoadGenWorld, sends: SendLog.State, deliveries: [DeliveryLog.Delivery], secondHalfFrom: Int? = nil) {
         let plan = world.plan
         let total = sends.issued.count
         messages = total
@@ -74,6 +93,7 @@ struct LoadGenReport: Encodable {
         var seen = Set<Int>(minimumCapacity: expected)
         var latencies: [Double] = []
         latencies.reserveCapacity(deliveries.count)
+        var byHalf: [[Double]] = [[], []]
         var lastDelivery: UInt64 = 0
         for d in deliveries {
             let n = Int(d.message)
@@ -89,6 +109,7 @@ struct LoadGenReport: Encodable {
             lastDelivery = max(lastDelivery, d.nanos)
             let latency = Double(d.nanos &- sends.issued[n]) / 1e6
             latencies.append(latency)
+            if let secondHalfFrom { byHalf[socket >= secondHalfFrom ? 1 : 0].append(latency) }
             if latency > Self.tailThresholdMs {
                 tailDeliveries += 1
                 tailBySecond[Int((sends.issued[n] &- sends.firstIssue) / 1_000_000_000), default: 0] += 1
@@ -99,11 +120,12 @@ struct LoadGenReport: Encodable {
             deliveriesPerSecond = Double(received) / (Double(lastDelivery - sends.firstIssue) / 1e9)
         }
         latencies.sort()
-        func pct(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        latencyP50Ms = pct(0.50)
-        latencyP95Ms = pct(0.95)
-        latencyP99Ms = pct(0.99)
+        let all = Percentiles(sorted: latencies)
+        latencyP50Ms = all.p50Ms
+        latencyP95Ms = all.p95Ms
+        latencyP99Ms = all.p99Ms
         latencyMaxMs = latencies.last ?? 0
+        if secondHalfFrom != nil { halves = byHalf.map { Percentiles(sorted: $0.sorted()) } }
     }
 
     func summary(failures: [String: Int], socketErrors: [String: Int]) -> String {
@@ -122,6 +144,9 @@ struct LoadGenReport: Encodable {
             "deliveries   \(received) received of \(expected) expected = \(f(deliveriesPerSecond)) /s; lost \(lost), duplicated \(duplicated), misrouted \(misrouted), unexpected \(unexpected), other frames \(otherFrames), seq gaps \(sequenceGaps)"
         )
         add("latency      send→receive p50 \(f(latencyP50Ms, 2)) ms  p95 \(f(latencyP95Ms, 2)) ms  p99 \(f(latencyP99Ms, 2)) ms  max \(f(latencyMaxMs, 2)) ms")
+        for (name, half) in zip(["first half (--gateway)", "second half (--second-gateway)"], halves ?? []) {
+            add("             \(name): p50 \(f(half.p50Ms, 2)) ms  p95 \(f(half.p95Ms, 2)) ms  p99 \(f(half.p99Ms, 2)) ms")
+        }
         if tailDeliveries > 0 {
             add(
                 "tail         \(tailDeliveries) deliveries over \(f(Self.tailThresholdMs, 0)) ms (\(f(Double(tailDeliveries) / Double(max(received, 1)) * 100, 2)) %); by second of sending: "

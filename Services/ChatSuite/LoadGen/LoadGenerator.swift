@@ -310,7 +310,8 @@ public struct LoadGenerator: Sendable {
         report.seconds = o.seconds
         report.otherFrames = events.otherMessages
         report.sequenceGaps = events.sequenceGaps
-        report.analyse(world: measuredWorld, sends: sends.snapshot, deliveries: deliveries)
+        report.analyse(
+            world: measuredWorld, sends: sends.snapshot, deliveries: deliveries, secondHalfFrom: pool.second == nil ? nil : plan.sockets / 2)
         report.gatewayRssBeforeKiB = rssBefore
         report.gatewayRssIdleKiB = rssIdle
         report.gatewayRssEndKiB = rssEnd
