@@ -29,6 +29,16 @@ struct NativeFramesTests {
         }
     }
 
+    @Test("a number is written in decimal as String spells it, and takes the bytes counted for it")
+    func decimals() {
+        for value in [0, 1, 9, 10, 99, 100, 1_234_567, Int.max, -1, -10, Int.min] {
+            var buffer = ByteBuffer()
+            buffer.writeDecimal(value)
+            #expect(String(buffer: buffer) == String(value))
+            #expect(ByteBuffer.decimalBytes(value) == String(value).utf8.count)
+        }
+    }
+
     @Test("client frames decode as before: members read, unknown ones ignored; wrong types, nulls for op and broken JSON refused")
     func inbound() {
         let identify = NativeFrames.Inbound(#"{"op":"identify","d":{"token":"t","device":"phone","extra":[1,{"a":2}]},"x":1}"#)

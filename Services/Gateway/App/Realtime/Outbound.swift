@@ -33,18 +33,26 @@ struct OutboundText: Sendable {
 
     /// `head + shared + tail`, sharing `shared` when it is large.
     init(head: String, shared: ByteBuffer, tail: String) {
-        let total = head.utf8.count + shared.readableBytes + tail.utf8.count
-        if shared.readableBytes >= Self.sharingThreshold {
-            var buffer = Self.frameBuffer(payloadBytes: total, headBytes: head.utf8.count)
-            buffer.writeString(head)
+        self.init(headBytes: head.utf8.count, writeHead: { $0.writeString(head) }, shared: shared, tail: tail)
+    }
+
+    /// `head + shared + tail`, sharing `shared` when it is large, with the head written in place by
+    /// `writeHead`, which writes exactly `headBytes` bytes: a frame made per session (a native
+    /// dispatch's sequence number) without a `String` made for it first.
+    init(headBytes: Int, writeHead: (inout ByteBuffer) -> Void, shared: ByteBuffer, tail: String) {
+        let total = headBytes + shared.readableBytes + tail.utf8.count
+        let sharing = shared.readableBytes >= Self.sharingThreshold
+        var buffer = Self.frameBuffer(payloadBytes: total, headBytes: sharing ? headBytes : total)
+        let headStart = buffer.writerIndex
+        writeHead(&buffer)
+        assert(buffer.writerIndex - headStart == headBytes, "writeHead wrote \(buffer.writerIndex - headStart) bytes, not \(headBytes)")
+        if sharing {
             self.init(frameHead: buffer, payloadBytes: total, shared: shared, tail: ByteBuffer(string: tail))
         } else {
-            var whole = Self.frameBuffer(payloadBytes: total, headBytes: total)
-            whole.writeString(head)
             var body = shared
-            whole.writeBuffer(&body)
-            whole.writeString(tail)
-            self.init(frameHead: whole, payloadBytes: total, shared: nil, tail: nil)
+            buffer.writeBuffer(&body)
+            buffer.writeString(tail)
+            self.init(frameHead: buffer, payloadBytes: total, shared: nil, tail: nil)
         }
     }
 

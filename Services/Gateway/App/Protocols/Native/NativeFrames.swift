@@ -15,9 +15,23 @@ enum NativeFrames {
         #"{"op":"dispatch","t":"\#(type)","s":\#(seq),"d":\#(json)}"#
     }
 
-    /// A dispatch around an already-encoded payload that other sessions share.
+    /// A dispatch around an already-encoded payload that other sessions share. Made once per
+    /// session per event (the sequence number is the session's), so its head is written straight
+    /// into the frame's buffer: no interpolated `String` per delivery.
     static func dispatch(type: String, seq: Int, json: ByteBuffer) -> OutboundText {
-        OutboundText(head: #"{"op":"dispatch","t":"\#(type)","s":\#(seq),"d":"#, shared: json, tail: "}")
+        let open: StaticString = #"{"op":"dispatch","t":""#
+        let sequence: StaticString = #"","s":"#
+        let payload: StaticString = #","d":"#
+        let headBytes = open.utf8CodeUnitCount + type.utf8.count + sequence.utf8CodeUnitCount + ByteBuffer.decimalBytes(seq) + payload.utf8CodeUnitCount
+        return OutboundText(
+            headBytes: headBytes,
+            writeHead: { buffer in
+                buffer.writeStaticString(open)
+                buffer.writeString(type)
+                buffer.writeStaticString(sequence)
+                buffer.writeDecimal(seq)
+                buffer.writeStaticString(payload)
+            }, shared: json, tail: "}")
     }
 
     static let heartbeatAck = #"{"op":"heartbeat_ack"}"#
@@ -84,4 +98,35 @@ enum NativeClose {
     static let tooSlow: UInt16 = 4011
     static let goingAway: UInt16 = 1001
     static let messageTooLarge: UInt16 = 1009
+}
+
+extension ByteBuffer {
+    /// How many bytes `writeDecimal(value)` writes.
+    static func decimalBytes(_ value: Int) -> Int {
+        guard value >= 0 else { return String(value).utf8.count }
+        var count = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            count += 1
+        }
+        return count
+    }
+
+    /// `value` in ASCII decimal digits, as `String(value)` spells it.
+    mutating func writeDecimal(_ value: Int) {
+        guard value >= 0 else {
+            writeString(String(value))
+            return
+        }
+        let count = Self.decimalBytes(value)
+        writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+            var rest = value
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            return count
+        }
+    }
 }
