@@ -189,3 +189,36 @@ struct OutboundQueue: Sendable {
 extension Array where Element == OutboundText {
     var byteCount: Int { reduce(0) { $0 + $1.byteCount } }
 }
+
+/// Numbers written into frame buffers in place (a native dispatch's sequence number,
+/// `OutboundText(headBytes:writeHead:shared:tail:)`), without a `String` for each.
+extension ByteBuffer {
+    /// How many bytes `writeDecimal(value)` writes.
+    static func decimalBytes(_ value: Int) -> Int {
+        guard value >= 0 else { return String(value).utf8.count }
+        var count = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            count += 1
+        }
+        return count
+    }
+
+    /// `value` in ASCII decimal digits, as `String(value)` spells it.
+    mutating func writeDecimal(_ value: Int) {
+        guard value >= 0 else {
+            writeString(String(value))
+            return
+        }
+        let count = Self.decimalBytes(value)
+        writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+            var rest = value
+            for index in stride(from: count - 1, through: 0, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            return count
+        }
+    }
+}
