@@ -4,8 +4,10 @@ import Events
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import Logging
 import NIOCore
 import NIOHTTP1
+import PostgresNIO
 import SuiteTesting
 import Testing
 
@@ -199,6 +201,56 @@ struct SessionRoutesTests {
                 ])
             let overByChanges = try await replay(chat, b, [(cid, m[5].ms), (room, d0.ms)], limit: 1)
             #expect(overByChanges.more && overByChanges.text.isEmpty)
+        }
+    }
+    @Test(
+        "session snapshot: unread counts leave out the reader's own and deleted messages and start after the read cursor; a count reads the history index alone, and a user's memberships are found by index (migration 107)"
+    )
+    func unreadCountsFromTheIndex() async throws {
+        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
+            let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
+            let a = try await s.user("에이")
+            let b = try await s.user("비")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let chats = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            func unread() async throws -> Int? {
+                let snapshot = try await call("\(chat)/internal/v1/users/\(b.id)/session")
+                let object = try #require((try? JSONSerialization.jsonObject(with: Data(snapshot.text.utf8))) as? [String: Any])
+                return (object["channels"] as? [[String: Any]])?.first { $0["channel_id"] as? String == cid }?["unread_count"] as? Int
+            }
+            var sent: [String] = []
+            for text in ["m0", "m1", "m2"] {
+                sent.append(id(jsonObject(try await s.send(.post, chats, a, json: #"{"content":"\#(text)"}"#)), "chat_id"))
+            }
+            _ = try await s.send(.post, chats, b, json: #"{"content":"mine"}"#)
+            #expect(try await s.request(.delete, "\(chats)/\(sent[1])", token: a.token).status == .ok)
+            #expect(try await unread() == 2)
+            #expect(try await s.send(.put, "/v1/workspaces/\(wid)/channels/\(cid)/read", b, json: "{}").status == .ok)
+            _ = try await s.send(.post, chats, a, json: #"{"content":"m3"}"#)
+            #expect(try await unread() == 1)
+
+            // The plans, with scans of the table ruled out: what an index can answer alone.
+            let db = try #require(s.chatDatabase)
+            let (channel, reader) = (try #require(UUID(uuidString: cid)), try #require(UUID(uuidString: b.id)))
+            try await db.withConnection { c in
+                _ = try await c.query("SET enable_seqscan = off", logger: Logger(label: "test"))
+                _ = try await c.query("SET enable_bitmapscan = off", logger: Logger(label: "test"))
+                func plan(_ query: PostgresQuery) async throws -> String {
+                    var lines: [String] = []
+                    for try await line in try await c.query(query, logger: Logger(label: "test")).decode(String.self) { lines.append(line) }
+                    return lines.joined(separator: "\n")
+                }
+                let count = try await plan(
+                    """
+                    EXPLAIN SELECT count(*) FROM messages m WHERE m.conversation_id = \(channel) AND m.created_at > '-infinity'
+                      AND m.sender_id <> \(reader) AND m.deleted_at IS NULL
+                    """)
+                #expect(count.contains("Index Only Scan using messages_history"), "\(count)")
+                let channels = try await plan("EXPLAIN SELECT channel_id FROM channel_members WHERE user_id = \(reader)")
+                #expect(channels.contains("channel_members_user"), "\(channels)")
+                let workspaces = try await plan("EXPLAIN SELECT workspace_id FROM workspace_members WHERE user_id = \(reader)")
+                #expect(workspaces.contains("workspace_members_user"), "\(workspaces)")
+            }
         }
     }
 }
