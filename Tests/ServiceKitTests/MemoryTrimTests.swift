@@ -158,6 +158,36 @@ struct MemoryTrimTests {
         #expect(Self.decide(&policy, 230 * Self.mib), "30 MiB above 200 after the reset")
     }
 
+    @Test(
+        "a burst that ends quietly is trimmed once after three still readings when it grew by half the threshold since the last trim, backed off or not; not for less, not while it moves, not twice"
+    )
+    func quietEnd() {
+        var policy = TrimPolicy(growthBytes: 16 * Self.mib)
+        policy.trimmed(residentBytes: 100 * Self.mib)
+        #expect(!Self.decide(&policy, 120 * Self.mib))
+        #expect(Self.decide(&policy, 120 * Self.mib))
+        // The burst's trim released 1 MiB of 20: backed off, the next growth trim waits for 32 MiB.
+        policy.trimmed(residentBytes: 119 * Self.mib, afterGrowth: true)
+        // The burst ends 9 MiB above: its first reading, then two still ones — not yet; the third
+        // still reading trims.
+        let ended = 128 * Self.mib
+        for reading in 0..<3 { #expect(!Self.decide(&policy, ended + reading * 64 * 1024), "reading \(reading)") }
+        #expect(Self.decide(&policy, ended))
+        // Not twice in one quiet spell (this trim released nothing).
+        policy.trimmed(residentBytes: ended, afterGrowth: true)
+        for _ in 0..<6 { #expect(!Self.decide(&policy, ended)) }
+        // Under half the threshold above the last trim: still for long, no trim.
+        var small = TrimPolicy(growthBytes: 16 * Self.mib)
+        small.trimmed(residentBytes: 100 * Self.mib)
+        for _ in 0..<8 { #expect(!Self.decide(&small, 107 * Self.mib)) }
+        // Moving by more than a quarter MiB a reading is not still: no trim until it holds.
+        var moving = TrimPolicy(growthBytes: 16 * Self.mib)
+        moving.trimmed(residentBytes: 100 * Self.mib)
+        for size in [110, 111, 110, 111, 110, 111] { #expect(!Self.decide(&moving, size * Self.mib), "\(size) MiB") }
+        for _ in 0..<2 { #expect(!Self.decide(&moving, 111 * Self.mib)) }
+        #expect(Self.decide(&moving, 111 * Self.mib), "the third reading still after the last move")
+    }
+
     @Test("with the burst watch and no interval: one trim per settled burst, none while the size holds")
     func watchTrimsSettledBursts() async throws {
         let size = Atomic<Int>(100 * Self.mib)
