@@ -73,6 +73,34 @@ struct ConversationTests {
         #expect(throws: LoadGenProtocolError.self) { try silent.receive(#"{"op":"hello","d":{}}"#) }
     }
 
+    @Test(
+        "native: a dispatch other than ready moves the sequence from the frame's head without decoding (a gap still counted); ready, other ops and frames of another shape are decoded"
+    )
+    func nativeDispatchHead() throws {
+        func sequence(_ frame: String) -> Int? {
+            Array(frame.utf8).withUnsafeBytes { LoadGenConversation.dispatchSequence(in: $0) }
+        }
+        #expect(sequence(#"{"op":"dispatch","t":"presence.batch","s":17,"d":{"updates":[{"s":3}]}}"#) == 17)
+        #expect(sequence(#"{"op":"dispatch","t":"typing","s":2,"d":{}}"#) == 2)
+        #expect(sequence(#"{"op":"dispatch","t":"ready","s":1,"d":{}}"#) == nil)
+        #expect(sequence(#"{"op":"heartbeat_ack"}"#) == nil)
+        #expect(sequence(#"{"op":"dispatch","s":5,"t":"typing","d":{}}"#) == nil)
+        #expect(sequence(#"{"op":"dispatch","t":"typing"}"#) == nil)
+        #expect(sequence(#"{"op":"dispatch","t":"#) == nil)
+
+        let h = Harness(.native, token: "jwt")
+        _ = try h.receive(#"{"op":"hello","d":{"heartbeat_interval":4000}}"#)
+        // Not JSON past its head: only the head is read.
+        #expect(try h.receive(#"{"op":"dispatch","t":"ready","s":1,"d":{}}"#).isEmpty)
+        #expect(try h.receive(#"{"op":"dispatch","t":"presence.batch","s":2,"d":not json"#).isEmpty)
+        #expect(h.conversation.heartbeatFrame == #"{"op":"heartbeat","d":{"seq":2}}"#)
+        _ = try h.receive(#"{"op":"dispatch","t":"presence.batch","s":4,"d":{}}"#)
+        #expect(h.log.socketEvents.sequenceGaps == 1)
+        #expect(h.log.socketEvents.ready == 1)
+        // A ready out of place is still decoded and checked.
+        #expect(throws: LoadGenProtocolError.self) { try h.receive(#"{"op":"dispatch","t":"ready","s":9,"d":{}}"#) }
+    }
+
     @Test("STOMP: CONNECT → CONNECTED → a SUBSCRIBE with a receipt per channel → ready on the receipts; MESSAGE bodies recorded; ERROR ends it")
     func stomp() throws {
         let h = Harness(.stomp, token: "jwt")

@@ -8,6 +8,10 @@ import NIOCore
 extension LoadGenConversation {
     private static let channelMessage = Array(#""t":"channel.message""#.utf8)
     private static let sequenceKey = Array(#""s":"#.utf8)
+    /// How the gateway begins every dispatch (`NativeFrames.dispatch`): then the type, then `s`.
+    private static let dispatchHead = Array(#"{"op":"dispatch","t":""#.utf8)
+    private static let typeToSequence = Array(#"","s":"#.utf8)
+    private static let ready = Array("ready".utf8)
 
     /// The heartbeat frame, naming the last sequence seen.
     var heartbeatFrame: String { #"{"op":"heartbeat","d":{"seq":\#(lastSequence.map(String.init) ?? "null")}}"# }
@@ -28,6 +32,13 @@ extension LoadGenConversation {
             return true
         }
         if fast { return [] }
+        // Any other dispatch but `ready` (a presence batch: up to 500 updates, thousands of them
+        // while 5 000 sockets open) only moves the sequence: read from the frame's head, whose
+        // layout the gateway fixes, without decoding the JSON.
+        if let s = message.withUnsafeReadableBytes({ Self.dispatchSequence(in: $0) }) {
+            advance(to: s)
+            return []
+        }
         guard let object = jsonObject(message), let op = object["op"] as? String else {
             throw LoadGenProtocolError("native: undecodable frame \(String(buffer: message).prefix(120))")
         }
@@ -44,6 +55,18 @@ extension LoadGenConversation {
             break  // heartbeat_ack, …
         }
         return []
+    }
+
+    /// The `s` of a dispatch other than `ready`, from `{"op":"dispatch","t":"TYPE","s":N`; nil for
+    /// any other frame (it is decoded as JSON).
+    static func dispatchSequence(in bytes: UnsafeRawBufferPointer) -> Int? {
+        let head = dispatchHead.count
+        guard bytes.count > head, bytes[..<head].elementsEqual(dispatchHead), let typeEnd = bytes[head...].firstIndex(of: UInt8(ascii: "\""))
+        else { return nil }
+        let sequenceAt = typeEnd + typeToSequence.count
+        guard !bytes[head..<typeEnd].elementsEqual(ready), bytes.count >= sequenceAt, bytes[typeEnd..<sequenceAt].elementsEqual(typeToSequence)
+        else { return nil }
+        return Bytes.integer(at: sequenceAt, in: bytes)
     }
 
     private func advance(to s: Int) {
