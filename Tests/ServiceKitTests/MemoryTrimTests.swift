@@ -132,12 +132,7 @@ struct MemoryTrimTests {
 
     @Test("a trim after growth that released under a quarter of it doubles the growth the next one waits for; any trim that releases resets it")
     func backoff() {
-        var policy = TrimPolicy(growthBytes: 16 * Self.mib)
-        policy.trimmed(residentBytes: 100 * Self.mib)
-        #expect(!Self.decide(&policy, 120 * Self.mib))
-        #expect(Self.decide(&policy, 120 * Self.mib))
-        // 1 MiB of 20 released: the growth was real.
-        policy.trimmed(residentBytes: 119 * Self.mib, afterGrowth: true)
+        var policy = Self.backedOff()
         for size in [140, 140, 150, 150] { #expect(!Self.decide(&policy, size * Self.mib), "\(size) MiB, under 32 MiB above 119") }
         #expect(!Self.decide(&policy, 151 * Self.mib), "32 MiB above, but a MiB more than a second before")
         #expect(Self.decide(&policy, 151 * Self.mib))
@@ -162,12 +157,8 @@ struct MemoryTrimTests {
         "a burst that ends quietly is trimmed once after three still readings when it grew by half the threshold since the last trim, backed off or not; not for less, not while it moves, not twice"
     )
     func quietEnd() {
-        var policy = TrimPolicy(growthBytes: 16 * Self.mib)
-        policy.trimmed(residentBytes: 100 * Self.mib)
-        #expect(!Self.decide(&policy, 120 * Self.mib))
-        #expect(Self.decide(&policy, 120 * Self.mib))
-        // The burst's trim released 1 MiB of 20: backed off, the next growth trim waits for 32 MiB.
-        policy.trimmed(residentBytes: 119 * Self.mib, afterGrowth: true)
+        // Backed off: the next growth trim waits for 32 MiB above 119.
+        var policy = Self.backedOff()
         // The burst ends 9 MiB above: its first reading, then two still ones — not yet; the third
         // still reading trims.
         let ended = 128 * Self.mib
@@ -245,6 +236,17 @@ struct MemoryTrimTests {
         #expect(before - after > 100_000_000, "resident \(before) → \(after) bytes")
         running.cancel()
         try await running.value
+    }
+
+    /// A policy whose first trim after growth (100 → 120 MiB) released 1 MiB of 20: the growth
+    /// was real, so it backed off (the next growth trim waits for twice the threshold).
+    private static func backedOff() -> TrimPolicy {
+        var policy = TrimPolicy(growthBytes: 16 * mib)
+        policy.trimmed(residentBytes: 100 * mib)
+        #expect(!decide(&policy, 120 * mib))
+        #expect(decide(&policy, 120 * mib))
+        policy.trimmed(residentBytes: 119 * mib, afterGrowth: true)
+        return policy
     }
 
     /// `policy.shouldTrim(residentBytes:)` (`#expect` cannot call a mutating member itself).
