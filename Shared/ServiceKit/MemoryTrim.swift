@@ -89,7 +89,7 @@ public struct MemoryTrim: Service {
 /// doubles the growth the next one waits for (up to 64×; any trim that releases resets it).
 ///
 /// A burst that ends quietly gets one more trim: once the size has held still (within
-/// `settleBytes`) for `quietReadings` readings in a row, a growth of half the base threshold since
+/// `settleBytes`) for three readings in a row, a growth of half the base threshold since
 /// the last trim is enough, whatever the backoff — once per quiet spell. A connect burst trims
 /// while it grows, backs off (the sockets' memory is real), and used to leave its last garbage
 /// resident until the periodic trim: 127 MB for 30 s after 5 000 native sockets opened, 117 MB
@@ -97,7 +97,8 @@ public struct MemoryTrim: Service {
 public struct TrimPolicy: Sendable {
     public let growthBytes: Int
     public let settleBytes: Int
-    public let quietReadings: Int
+    /// Still readings in a row after which a burst counts as over (one a second: three seconds).
+    static let quietReadings = 3
     /// The resident size just after the last trim.
     private var baseline: Int?
     private var previous: Int?
@@ -107,10 +108,9 @@ public struct TrimPolicy: Sendable {
     /// Readings in a row within `settleBytes` of the one before.
     private var stillReadings = 0
 
-    public init(growthBytes: Int, settleBytes: Int = 256 << 10, quietReadings: Int = 3) {
+    public init(growthBytes: Int, settleBytes: Int = 256 << 10) {
         self.growthBytes = growthBytes
         self.settleBytes = settleBytes
-        self.quietReadings = quietReadings
     }
 
     /// The growth since the last trim that the next one waits for, measured from `base`.
@@ -135,8 +135,8 @@ public struct TrimPolicy: Sendable {
         guard let previous else { return false }
         let grown = current - base
         if grown >= threshold(from: base), current <= previous + settleBytes { return true }
-        // Quiet for `quietReadings` readings now (not again until the size moves).
-        return stillReadings == quietReadings && grown >= max(growthBytes, base / 8) / 2
+        // Still for `quietReadings` readings now (not again until the size moves).
+        return stillReadings == Self.quietReadings && grown >= max(growthBytes, base / 8) / 2
     }
 
     /// A trim was done; `residentBytes` is the size after it. `afterGrowth`: this policy asked for

@@ -30,14 +30,37 @@ struct SessionRoutesTests {
         return (response.status.code, response.headers.first(name: "Chatsuite-Replay-More") == "true", text)
     }
 
-    @Test("session snapshot and replay: unread counts over all workspaces, replay after cursors of readable conversations only, the limit, 400s")
-    func sessionAndReplay() async throws {
+    /// A stack with chat (its own URL: the internal routes are not behind the gateway) and two
+    /// users who share a channel.
+    func withSharedChannel(
+        _ body: @escaping @Sendable (_ s: Stack, _ chat: String, _ a: User, _ b: User, _ workspace: String, _ channel: String) async throws -> Void
+    ) async throws {
         try await Stack.run(services: [.auth, .workspace, .chat]) { s in
             let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
             let a = try await s.user("에이")
             let b = try await s.user("비")
+            let (workspace, channel) = try await s.sharedChannel(a, b)
+            try await body(s, chat, a, b, workspace, channel)
+        }
+    }
+
+    /// `user`'s session snapshot (answered 200), as a JSON object.
+    func snapshot(_ chat: String, _ user: User) async throws -> [String: Any] {
+        let answer = try await call("\(chat)/internal/v1/users/\(user.id)/session")
+        #expect(answer.status == 200)
+        return try #require((try? JSONSerialization.jsonObject(with: Data(answer.text.utf8))) as? [String: Any])
+    }
+
+    /// The entry of `list` ("channels", "dms") for conversation `id` in a snapshot.
+    static func conversation(_ id: String, in snapshot: [String: Any], _ list: String) -> [String: Any]? {
+        let key = list == "channels" ? "channel_id" : "room_id"
+        return (snapshot[list] as? [[String: Any]])?.first { $0[key] as? String == id }
+    }
+
+    @Test("session snapshot and replay: unread counts over all workspaces, replay after cursors of readable conversations only, the limit, 400s")
+    func sessionAndReplay() async throws {
+        try await withSharedChannel { s, chat, a, b, wid, cid in
             let outsider = try await s.user("남")
-            let (wid, cid) = try await s.sharedChannel(a, b)
             let room = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
             var sent: [String] = []
             for i in 0..<3 {
@@ -46,12 +69,10 @@ struct SessionRoutesTests {
             }
             let dm = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms/\(room)/chats", a, json: #"{"content":"d"}"#)), "dm_id")
 
-            let snapshot = try await call("\(chat)/internal/v1/users/\(b.id)/session")
-            #expect(snapshot.status == 200)
-            let object = try #require((try? JSONSerialization.jsonObject(with: Data(snapshot.text.utf8))) as? [String: Any])
-            #expect((object["channels"] as? [[String: Any]])?.first { $0["channel_id"] as? String == cid }?["unread_count"] as? Int == 3)
-            #expect((object["dms"] as? [[String: Any]])?.first { $0["room_id"] as? String == room }?["user_id"] as? String == a.id)
-            #expect((object["dms"] as? [[String: Any]])?.first { $0["room_id"] as? String == room }?["unread_count"] as? Int == 1)
+            let object = try await snapshot(chat, b)
+            #expect(Self.conversation(cid, in: object, "channels")?["unread_count"] as? Int == 3)
+            #expect(Self.conversation(room, in: object, "dms")?["user_id"] as? String == a.id)
+            #expect(Self.conversation(room, in: object, "dms")?["unread_count"] as? Int == 1)
             #expect((object["workspaces"] as? [[String: Any]])?.map { $0["workspace_id"] as? String } == [wid])
 
             // Everything of both conversations from the start, oldest first; the tab-separated lines.
@@ -98,12 +119,8 @@ struct SessionRoutesTests {
         "replay: a line per message created at or before the cursor and edited or deleted after it (deleted wins), after the messages, by change time; none for messages after the cursor; changes count against the limit"
     )
     func replayChanges() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
-            let a = try await s.user("에이")
-            let b = try await s.user("비")
+        try await withSharedChannel { s, chat, a, b, wid, channelId in
             let (aId, bId) = (a.id.lowercased(), b.id.lowercased())
-            let (wid, channelId) = try await s.sharedChannel(a, b)
             let roomId = id(jsonObject(try await s.send(.post, "/v1/workspaces/\(wid)/dms", a, json: #"{"opponent_id":"\#(b.id)"}"#)), "room_id")
             let (cid, room) = (channelId.lowercased(), roomId.lowercased())
             let channel = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
@@ -207,17 +224,9 @@ struct SessionRoutesTests {
         "session snapshot: unread counts leave out the reader's own and deleted messages and start after the read cursor; a count reads the history index alone, and a user's memberships are found by index (migration 107)"
     )
     func unreadCountsFromTheIndex() async throws {
-        try await Stack.run(services: [.auth, .workspace, .chat]) { s in
-            let chat = try #require(s.gatewayEnvironment["CHAT_URL"])
-            let a = try await s.user("에이")
-            let b = try await s.user("비")
-            let (wid, cid) = try await s.sharedChannel(a, b)
+        try await withSharedChannel { s, chat, a, b, wid, cid in
             let chats = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
-            func unread() async throws -> Int? {
-                let snapshot = try await call("\(chat)/internal/v1/users/\(b.id)/session")
-                let object = try #require((try? JSONSerialization.jsonObject(with: Data(snapshot.text.utf8))) as? [String: Any])
-                return (object["channels"] as? [[String: Any]])?.first { $0["channel_id"] as? String == cid }?["unread_count"] as? Int
-            }
+            func unread() async throws -> Int? { try await Self.conversation(cid, in: snapshot(chat, b), "channels")?["unread_count"] as? Int }
             var sent: [String] = []
             for text in ["m0", "m1", "m2"] {
                 sent.append(id(jsonObject(try await s.send(.post, chats, a, json: #"{"content":"\#(text)"}"#)), "chat_id"))
