@@ -50,6 +50,8 @@ struct LoadGenCommand: AsyncParsableCommand {
     var peer: LoadGenPeer?
     @Flag(help: "Run only the peer (no suite run).") var peerOnly = false
     @Option(help: "The peer's nginx configuration template.") var peerConfig = "bench/peers/nchan.conf"
+    @Option(help: "nginx worker processes for the peer (1: nchan's best case; 2: both cores, as the gateway's default).")
+    var peerWorkers = 1
     @Option(help: "Port the peer listens on.") var peerPort = 18990
     @Option(help: "The nginx executable.") var nginx = "/usr/sbin/nginx"
     @Option(help: "File keeping setup's accounts and channels: reused when it exists (same suite and plan), written after setup otherwise.")
@@ -84,6 +86,7 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.peer = peer
         o.peerOnly = peerOnly
         o.peerConfig = peerConfig
+        o.peerWorkers = peerWorkers
         o.peerPort = peerPort
         o.nginx = nginx
         o.world = world
@@ -92,6 +95,7 @@ struct LoadGenCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard stompHeartBeat >= 0 else { throw ValidationError("--stomp-heart-beat must be 0 or more") }
+        guard (1...64).contains(peerWorkers) else { throw ValidationError("--peer-workers must be 1 to 64") }
     }
 
     func run() async throws {

@@ -28,6 +28,29 @@ struct PeerTests {
         #expect(throws: LoadGenError.self) { try LoadGenWorld.load(from: path, plan: plan) }
     }
 
+    @Test("the repository's nchan configuration gets its port, prefix and worker count; a template without a worker count runs one worker only")
+    func configurationTemplate() throws {
+        let template = try String(contentsOfFile: PeerTests.repositoryFile("bench/peers/nchan.conf"), encoding: .utf8)
+        for workers in [1, 2] {
+            let text = try NchanPeer.configuration(template: template, port: 18_991, prefix: "/tmp/lg-x", workers: workers)
+            #expect(!text.contains("@"))
+            #expect(text.split(separator: "\n").contains("worker_processes \(workers);"))
+            #expect(text.contains("listen 127.0.0.1:18991;"))
+            #expect(text.contains("pid /tmp/lg-x/nginx.pid;"))
+        }
+        #expect(throws: LoadGenError.self) { try NchanPeer.configuration(template: template, port: 1, prefix: "/p", workers: 0) }
+        #expect(throws: LoadGenError.self) { try NchanPeer.configuration(template: template, port: 1, prefix: "/p", workers: 65) }
+        let fixed = "worker_processes 1;\nlisten 127.0.0.1:@PORT@;"
+        #expect(try NchanPeer.configuration(template: fixed, port: 7, prefix: "/p", workers: 1) == "worker_processes 1;\nlisten 127.0.0.1:7;")
+        #expect(throws: LoadGenError.self) { try NchanPeer.configuration(template: fixed, port: 7, prefix: "/p", workers: 2) }
+    }
+
+    /// A file of this repository, found from this source file's place in it.
+    static func repositoryFile(_ path: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(path).path
+    }
+
     @Test("a peer's world has the plan's channels and users, distinct channel ids, and no tokens")
     func peerWorld() {
         let plan = LoadGenPlan(runId: "p", users: 6, channels: 3, members: 2, sockets: 6, channelsPerWorkspace: 100)

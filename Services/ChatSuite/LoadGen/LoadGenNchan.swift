@@ -14,7 +14,7 @@ import Synchronization
 /// in a scratch prefix of its own.
 final class NchanPeer: Sendable {
     let base: String
-    /// The master's pid; its CPU is watched with its children (the worker).
+    /// The master's pid; its CPU is watched with its children (the workers).
     let pid: Int32
     let workers: [Int32]
     private let process: Mutex<Process>
@@ -28,7 +28,18 @@ final class NchanPeer: Sendable {
         self.prefix = prefix
     }
 
-    static func start(nginx: String, config: String, port: Int, http: HTTPClient) async throws -> NchanPeer {
+    /// The configuration `template` for one run: its `@PORT@`, `@PREFIX@` and `@WORKERS@` filled
+    /// in. A template that does not name its worker count can only be run with one worker.
+    static func configuration(template: String, port: Int, prefix: String, workers: Int) throws -> String {
+        guard (1...64).contains(workers) else { throw LoadGenError("--peer-workers must be 1 to 64, not \(workers)") }
+        guard template.contains("@WORKERS@") || workers == 1 else {
+            throw LoadGenError("the nchan configuration has no @WORKERS@ (its worker_processes), so --peer-workers \(workers) cannot apply")
+        }
+        return template.replacingOccurrences(of: "@PORT@", with: String(port)).replacingOccurrences(of: "@PREFIX@", with: prefix)
+            .replacingOccurrences(of: "@WORKERS@", with: String(workers))
+    }
+
+    static func start(nginx: String, config: String, port: Int, workers: Int, http: HTTPClient) async throws -> NchanPeer {
         guard FileManager.default.isExecutableFile(atPath: nginx) else {
             throw LoadGenError("\(nginx) not found: install Debian's nginx-light and libnginx-mod-nchan (or pass --nginx)")
         }
@@ -36,8 +47,8 @@ final class NchanPeer: Sendable {
             throw LoadGenError("cannot read the nchan configuration \(config) (run from the repository root, or pass --peer-config)")
         }
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("loadgen-nchan-\(UUID().uuidString.prefix(8))").path
+        let text = try configuration(template: template, port: port, prefix: prefix, workers: workers)
         try FileManager.default.createDirectory(atPath: prefix + "/tmp", withIntermediateDirectories: true)
-        let text = template.replacingOccurrences(of: "@PORT@", with: String(port)).replacingOccurrences(of: "@PREFIX@", with: prefix)
         try text.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
 
         let process = Process()

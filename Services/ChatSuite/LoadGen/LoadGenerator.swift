@@ -53,6 +53,8 @@ public struct LoadGenOptions: Sendable {
     /// Skip the suite run: only the peer.
     public var peerOnly = false
     public var peerConfig = "bench/peers/nchan.conf"
+    /// nginx's worker processes for the peer (`worker_processes`; 1, its best case).
+    public var peerWorkers = 1
     public var peerPort = 18990
     public var nginx = "/usr/sbin/nginx"
     /// A file keeping setup's accounts and channels: reused when it exists (same suite, same
@@ -194,7 +196,7 @@ public struct LoadGenerator: Sendable {
     /// The peer: the same plan (channels, members, sockets, rate) against nginx + nchan.
     private func runNchan(http: HTTPClient) async throws -> LoadGenReport {
         let o = options
-        let peer = try await NchanPeer.start(nginx: o.nginx, config: o.peerConfig, port: o.peerPort, http: http)
+        let peer = try await NchanPeer.start(nginx: o.nginx, config: o.peerConfig, port: o.peerPort, workers: o.peerWorkers, http: http)
         do {
             say("nginx + nchan on \(peer.base) (master pid \(peer.pid), worker pids \(peer.workers))")
             let world = LoadGenWorld(peerOf: plan)
