@@ -6,6 +6,27 @@ import Testing
 
 @Suite("Native frames")
 struct NativeFramesTests {
+    @Test("a heartbeat as the protocol writes it is recognised, and decodes as one; anything else is left to the decoder")
+    func canonicalHeartbeats() {
+        let canonical = [
+            #"{"op":"heartbeat","d":{"seq":0}}"#, #"{"op":"heartbeat","d":{"seq":7}}"#, #"{"op":"heartbeat","d":{"seq":123456789012345678}}"#,
+            #"{"op":"heartbeat","d":{"seq":null}}"#, #"{"op":"heartbeat","d":null}"#,
+        ]
+        for text in canonical {
+            #expect(NativeFrames.isCanonicalHeartbeat(text), "\(text)")
+            #expect(NativeFrames.Inbound(text)?.op == "heartbeat", "\(text)")
+        }
+        let others = [
+            #"{"op":"heartbeat","d":{"seq":01}}"#, #"{"op":"heartbeat","d":{"seq":1234567890123456789}}"#,
+            #"{"op":"heartbeat","d":{"seq":-1}}"#, #"{"op":"heartbeat","d":{"seq":"1"}}"#, #"{"op":"heartbeat","d":{"seq":}}"#,
+            #"{"op":"heartbeat","d":{"seq":1}} "#, #"{"op":"heartbeat","d":{"seq":1}}}"#, #"{"op":"heartbeat","d":{"seq":1}"#,
+            #"{"op":"heartbeat","d":{"seq":1,"x":2}}"#, #"{"op":"heartbeat","d":{"pad":"x"}}"#, #"{"op":"heartbeat"}"#,
+            #"{ "op":"heartbeat","d":null}"#, #"{"d":null,"op":"heartbeat"}"#, #"{"op":"heartbeats","d":null}"#,
+            #"{"op":"heartbeat","d":nul}"#, #"{"op":"identify","d":{"seq":1}}"#, "", "{", #"{"op":"heartbeat","d":"#,
+        ]
+        for text in others { #expect(!NativeFrames.isCanonicalHeartbeat(text), "\(text)") }
+    }
+
     @Test("a dispatch is the JSON object around the shared payload, in a frame whose header gives its length, small or large")
     func dispatchFrame() throws {
         for (seq, payloadBytes) in [(1, 10), (9, 100), (10, 200), (1_234_567, 300), (Int.max, 9_000), (42, 70_000)] {

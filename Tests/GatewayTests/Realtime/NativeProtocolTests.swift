@@ -296,6 +296,39 @@ struct NativeProtocolTests {
         }
     }
 
+    @Test(
+        "heartbeats answered on the socket's loop keep their place: one sent right after identify is acknowledged after ready; many in a row get one ack each, before and after identify"
+    )
+    func heartbeatsInOrder() async throws {
+        let gatewayId = "gw-native-hb-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+            let a = try await s.user("하트")
+            let port = try #require(s.client.port)
+            let client = NativeTestClient(port: port, heartbeats: false)
+            _ = try await client.waitForOp("hello")
+            // Before identify, a heartbeat is answered (docs/native-gateway.md).
+            client.send(#"{"op":"heartbeat","d":null}"#)
+            _ = try await client.waitForOp("heartbeat_ack")
+            // identify waits for chat's snapshot; the heartbeat behind it must wait too.
+            client.identify(a.token)
+            client.send(#"{"op":"heartbeat","d":{"seq":1}}"#)
+            let frames = try await client.waitFor("ready and a second ack") { frames in
+                frames.filter { $0["op"] as? String == "heartbeat_ack" }.count == 2 && frames.contains { $0["t"] as? String == "ready" }
+            }
+            let order = frames.compactMap { ($0["t"] as? String) ?? ($0["op"] as? String) }.filter { ["hello", "heartbeat_ack", "ready"].contains($0) }
+            #expect(order == ["hello", "heartbeat_ack", "ready", "heartbeat_ack"], "\(order)")
+            for _ in 0..<50 { client.send(#"{"op":"heartbeat","d":{"seq":1}}"#) }
+            try await client.waitFor("52 acks") { $0.filter { $0["op"] as? String == "heartbeat_ack" }.count == 52 }
+            // A heartbeat in another spelling goes the usual way and is answered the same.
+            client.send(#"{ "op": "heartbeat", "d": { "seq": 1 } }"#)
+            try await client.waitFor("53 acks") { $0.filter { $0["op"] as? String == "heartbeat_ack" }.count == 53 }
+            // One ack each, never two.
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(client.frames.filter { $0["op"] as? String == "heartbeat_ack" }.count == 53)
+            await client.kill()
+        }
+    }
+
     @Test("protocol errors close with their documented codes; subscribing to someone else's conversation is refused")
     func errors() async throws {
         let gatewayId = "gw-native-err-\(UUID().uuidString.prefix(8).lowercased())"

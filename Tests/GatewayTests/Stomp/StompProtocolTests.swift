@@ -368,6 +368,39 @@ extension StompProtocolTests {
     /// a 4 s interval each first heart-beat is due within 4 s of the CONNECT, spread by
     /// `HeartbeatPhases` (the sweep runs each second); without the phases all twelve came in one
     /// sweep.
+    @Test(
+        "client heart-beats taken on the socket's loop keep a connection alive; an EOL inside a frame split over messages is still the frame's; a client that stops is dropped"
+    )
+    func clientHeartBeats() async throws {
+        let gatewayId = "gw-stomp-hb-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: Self.environment(gatewayId)) { s in
+            let a = try await s.user("심장")
+            let b = try await s.user("박동")
+            let (_, cid) = try await s.sharedChannel(a, b)
+            let port = try #require(s.client.port)
+            let client = StompTestClient(port: port)
+            // The client beats every second; the server drops it after two silent seconds.
+            client.connect(token: a.token, heartBeat: "1000,0")
+            _ = try await client.waitFor(.connected)
+            for beat in 0..<12 {
+                client.send(beat.isMultiple(of: 2) ? "\n" : "\r\n")
+                if beat == 5 {
+                    // A SUBSCRIBE in three messages: its blank line alone is not a heart-beat.
+                    client.send("SUBSCRIBE\nid:s1\ndestination:/topic/group/\(cid)\nreceipt:r-split\n")
+                    client.send("\n")
+                    client.send("\0")
+                }
+                try await Task.sleep(for: .milliseconds(400))
+            }
+            let frames = try await client.waitFor("the split frame's receipt") { $0.contains { $0.command == .receipt } }
+            #expect(frames.first { $0.command == .receipt }?.headers["receipt-id"] == "r-split")
+            #expect(!frames.contains { $0.command == .error }, "\(frames.map(\.command))")
+            // 4.8 s of heart-beats every 0.4 s kept it; silence ends it.
+            #expect(try await Self.error(client) == "no heart-beat from the client")
+            await client.stop()
+        }
+    }
+
     @Test("sessions connected together get their first server heart-beats spread over the interval")
     func firstHeartBeatsSpread() async throws {
         try await Stack.run(gateway: ["GATEWAY_STOMP_HEARTBEAT_MS": "4000"]) { s in

@@ -20,12 +20,19 @@ enum LiveSocket {
     /// one at a time, so the state is never read and written at once. When the connection ends,
     /// `ended` gets the last state and must close the connection. On the server's shutdown,
     /// `onGracefulShutdown` runs (the protocol sends its close; the connection is dropped 3 s later).
+    /// `immediate`, when given, may take a message at once on the channel's loop (a heartbeat:
+    /// true when it did, with the state unchanged); it is asked only when no earlier message waits.
     static func attach<State: Sendable>(
         to channel: any Channel, batchers: EventLoopWriteBatchers, connection: LiveConnection, maxFrameBytes: Int,
         refusals: Refusals, initial: State, receive: @escaping @Sendable (String, State) async -> State,
+        immediate: (@Sendable (String, State) -> Bool)? = nil,
         onGracefulShutdown: @escaping @Sendable () -> Void, ended: @escaping @Sendable (State) -> Void
     ) throws {
         let state = Mutex(initial)
+        var atOnce: (@Sendable (String) -> Bool)?
+        if let immediate {
+            atOnce = { text in !connection.isClosing && immediate(text, state.withLock { $0 }) }
+        }
         let handler = DetachedWebSocketHandler(
             maxMessageBytes: maxFrameBytes,
             events: .init(
@@ -35,6 +42,7 @@ enum LiveSocket {
                     state.withLock { $0 = next }
                     return !connection.isClosing
                 },
+                immediate: atOnce,
                 binary: { refusals.binary(connection) },
                 tooLarge: { refusals.tooLarge(connection, maxFrameBytes) },
                 shutdown: onGracefulShutdown,

@@ -36,6 +36,32 @@ enum NativeFrames {
 
     static let heartbeatAck = #"{"op":"heartbeat_ack"}"#
 
+    /// Whether `text` is a heartbeat exactly as docs/native-gateway.md writes it:
+    /// `{"op":"heartbeat","d":{"seq":N}}` with `N` a decimal of at most 18 digits (no leading zero)
+    /// or `null`, or `{"op":"heartbeat","d":null}`. Every such text decodes as `Inbound` with op
+    /// `heartbeat`; anything else (spaces, other members, another order) is left to the decoder.
+    static func isCanonicalHeartbeat(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            let open: StaticString = #"{"op":"heartbeat","d":"#
+            let sequence: StaticString = #"{"seq":"#
+            guard let afterOpen = Self.after(open, in: bytes[...]) else { return false }
+            if afterOpen.elementsEqual("null}".utf8) { return true }
+            guard let value = Self.after(sequence, in: afterOpen), value.count > 2, value.suffix(2).elementsEqual("}}".utf8) else { return false }
+            let number = value.dropLast(2)
+            if number.elementsEqual("null".utf8) { return true }
+            guard (1...18).contains(number.count), number.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return false }
+            return number.count == 1 || number.first != UInt8(ascii: "0")
+        }
+    }
+
+    /// What follows `prefix` in `bytes`; nil when `bytes` does not start with it.
+    private static func after(_ prefix: StaticString, in bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>>? {
+        let head = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        guard bytes.starts(with: head) else { return nil }
+        return bytes.dropFirst(head.count)
+    }
+
     static func resumed(sessionId: String, replayed: Int) -> String {
         #"{"op":"resumed","d":{"session_id":"\#(sessionId)","replayed":\#(replayed)}}"#
     }

@@ -50,6 +50,22 @@ final class NativeGateway: Sendable {
 
     // MARK: inbound frames
 
+    /// Answers a heartbeat written as the protocol documents it (`NativeFrames.isCanonicalHeartbeat`)
+    /// on the socket's event loop, where it arrived: no task, no hop to the global executor and
+    /// back (docs/benchmarks.md, part 44). `LiveSocket` asks only when no earlier message of the
+    /// connection waits, so replies keep their order. False: the frame goes the usual way
+    /// (`receive`), as does a heartbeat over the message budget (which `receive` refuses).
+    func answerAtOnce(_ text: String, on connection: LiveConnection) -> Bool {
+        guard NativeFrames.isCanonicalHeartbeat(text), connection.takeMessage(perMinute: settings.messageBudgetPerMinute) else { return false }
+        acknowledgeHeartbeat(on: connection)
+        return true
+    }
+
+    private func acknowledgeHeartbeat(on connection: LiveConnection) {
+        connection.heartbeat()
+        connection.send(NativeFrames.heartbeatAck)
+    }
+
     /// Handles one client frame; returns the connection's session (set by identify or resume).
     func receive(_ text: String, on connection: LiveConnection, session: NativeSession?) async -> NativeSession? {
         guard connection.takeMessage(perMinute: settings.messageBudgetPerMinute) else {
@@ -61,8 +77,7 @@ final class NativeGateway: Sendable {
         }
         switch frame.op {
         case "heartbeat":
-            connection.heartbeat()
-            connection.send(NativeFrames.heartbeatAck)
+            acknowledgeHeartbeat(on: connection)
             return session
         case "identify", "resume":
             guard session == nil, !connection.isIdentified else {

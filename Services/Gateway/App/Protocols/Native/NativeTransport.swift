@@ -34,6 +34,7 @@ struct NativeTransport: Sendable {
                 ),
                 initial: NativeSession?.none,
                 receive: { text, session in await gateway.receive(text, on: connection, session: session) },
+                immediate: { text, _ in gateway.answerAtOnce(text, on: connection) },
                 onGracefulShutdown: { gateway.shutdown() },
                 ended: { gateway.closed(connection, session: $0) }
             )

@@ -78,6 +78,12 @@ struct StompParser: Sendable {
     /// Octets received but not yet returned as a frame or heart-beat.
     var bufferedByteCount: Int { buffer.count - start }
 
+    /// Nothing buffered and no frame begun: an EOL received now is a heart-beat.
+    var isBetweenFrames: Bool {
+        guard bufferedByteCount == 0, case .command = phase else { return false }
+        return true
+    }
+
     /// `true` once ``next()`` has thrown; the connection should be closed.
     var hasFailed: Bool {
         if case .failed = phase { true } else { false }

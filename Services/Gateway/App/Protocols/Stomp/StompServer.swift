@@ -62,6 +62,16 @@ final class StompServer: Sendable {
 
     // MARK: inbound
 
+    /// A WebSocket message that is one heart-beat (an EOL) while no frame is begun, taken on the
+    /// socket's event loop where it arrived: no task, no hop to the global executor and back
+    /// (docs/benchmarks.md, part 44). `LiveSocket` asks only when no earlier message of the
+    /// connection waits. False: the message goes the usual way (`receive`).
+    func heartbeatAtOnce(_ text: String, link: Link) -> Bool {
+        guard text == "\n" || text == "\r\n", link.parser.isBetweenFrames else { return false }
+        link.connection.heartbeat()
+        return true
+    }
+
     /// Handles one WebSocket message: any number of frames and heart-beats.
     func receive(_ text: String, link: Link) async -> Link {
         var link = link

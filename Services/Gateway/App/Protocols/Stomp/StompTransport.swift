@@ -47,6 +47,7 @@ struct StompTransport: Sendable {
                 ),
                 initial: link,
                 receive: { text, link in await server.receive(text, link: link) },
+                immediate: { text, link in server.heartbeatAtOnce(text, link: link) },
                 onGracefulShutdown: { server.shutdown() },
                 ended: { server.closed($0) }
             )

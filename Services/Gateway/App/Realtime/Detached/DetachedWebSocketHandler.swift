@@ -18,6 +18,10 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
         /// A whole text message, in order. False: the protocol ended the connection (it sends its
         /// close frame; a connection still open after `closeGrace` is dropped).
         var receive: @Sendable (String) async -> Bool
+        /// A whole text message the protocol may take at once, on the loop, without a task (a
+        /// heartbeat): true when it did. Asked only when no earlier message is pending or being
+        /// handled, so what it answers keeps its place; nil: every message goes to `receive`.
+        var immediate: (@Sendable (String) -> Bool)? = nil
         /// A binary message (none of the protocols speaks binary).
         var binary: @Sendable () -> Void
         /// A message over the limit, for a protocol that refuses it in its own terms (it sends
@@ -85,6 +89,7 @@ final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHand
             switch reassembly.take(opcode, fin: frame.fin, data: frame.unmaskedData) {
             case .text(let text):
                 guard text.utf8.count <= maxMessageBytes else { return refuseTooLarge(context) }
+                if let immediate = events.immediate, inbox?.isIdle == true, immediate(text) { return }
                 inbox?.enqueue(text)
             case .partial: break
             case .binary: events.binary()
@@ -213,6 +218,10 @@ final class SerialInbox: Sendable {
     }
 
     var pending: Int { state.withLock { $0.pending } }
+
+    /// Nothing is pending or being handled (and the inbox was not stopped): a message taken now
+    /// elsewhere comes after every earlier one.
+    var isIdle: Bool { state.withLock { !$0.running && $0.pending == 0 && !$0.stopped } }
 
     func enqueue(_ text: String) {
         let start = state.withLock { state -> Bool in
