@@ -21,6 +21,8 @@ struct LoadGenCommand: AsyncParsableCommand {
     ) var proto: LoadGenProtocol = .socketio
     @Option(help: "STOMP: ask the server for a heart-beat every this many ms (heart-beat:0,N); 0 asks for none.")
     var stompHeartBeat = 0
+    @Option(help: "STOMP: send the server a heart-beat (an EOL) every this many ms (heart-beat:N,…); 0 sends none.")
+    var stompClientHeartBeat = 0
     @Option(help: "Channels per workspace (one workspace per this many channels).") var channelsPerWorkspace = 100
     @Option(help: "Messages per second (open loop).") var rate = 1000
     @Option(help: "Seconds of sending.") var seconds = 30
@@ -67,6 +69,7 @@ struct LoadGenCommand: AsyncParsableCommand {
         o.sockets = sockets
         o.proto = proto
         o.stompHeartBeat = stompHeartBeat
+        o.stompClientHeartBeat = stompClientHeartBeat
         o.channelsPerWorkspace = channelsPerWorkspace
         o.rate = rate
         o.seconds = seconds
@@ -94,7 +97,9 @@ struct LoadGenCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard stompHeartBeat >= 0 else { throw ValidationError("--stomp-heart-beat must be 0 or more") }
+        guard stompHeartBeat >= 0, stompClientHeartBeat >= 0 else {
+            throw ValidationError("--stomp-heart-beat and --stomp-client-heart-beat must be 0 or more")
+        }
         guard (1...64).contains(peerWorkers) else { throw ValidationError("--peer-workers must be 1 to 64") }
     }
 

@@ -122,6 +122,15 @@ struct ConversationTests {
         #expect(try beating.received(ByteBuffer(string: "CONNECTED\nversion:1.2\nheart-beat:10000,0\n\n\0"), at: 1).isEmpty)
         #expect(try beating.received(ByteBuffer(string: "\n"), at: 2).isEmpty)  // a heart-beat: ignored
 
+        // A client that beats itself: says so in CONNECT, starts beating once connected, with EOLs.
+        var spec = LoadGenSocketSpec(index: 0, kind: .stomp, token: "jwt", channels: [], stompHeartBeat: 0)
+        spec.stompClientHeartBeat = 5_000
+        let client = LoadGenConversation(
+            spec: spec, markers: DeliveryMarkers(runId: "RUN"), log: DeliveryLog(expected: 1), handshake: HandshakeState(gate: AsyncGate(permits: 1)))
+        #expect(try client.opened() == [.send("CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:jwt\nheart-beat:5000,0\n\n\0")])
+        #expect(try client.received(ByteBuffer(string: "CONNECTED\nversion:1.2\nheart-beat:0,5000\n\n\0"), at: 1) == [.heartbeat(every: 5_000)])
+        #expect(client.heartbeatFrame == "\n")
+
         let refused = Harness(.stomp)
         _ = try refused.conversation.opened()
         #expect(throws: LoadGenProtocolError.self) { try refused.receive("ERROR\nmessage:bad token\n\n\0") }

@@ -13,8 +13,10 @@ extension LoadGenConversation {
     private static let typeToSequence = Array(#"","s":"#.utf8)
     private static let ready = Array("ready".utf8)
 
-    /// The heartbeat frame, naming the last sequence seen.
-    var heartbeatFrame: String { #"{"op":"heartbeat","d":{"seq":\#(lastSequence.map(String.init) ?? "null")}}"# }
+    /// The heartbeat frame: native, naming the last sequence seen; STOMP's, an EOL.
+    var heartbeatFrame: String {
+        spec.kind == .stomp ? "\n" : #"{"op":"heartbeat","d":{"seq":\#(lastSequence.map(String.init) ?? "null")}}"#
+    }
 
     func nativeReceived(_ message: ByteBuffer, at now: UInt64) throws -> [Action] {
         if stage == 0 {

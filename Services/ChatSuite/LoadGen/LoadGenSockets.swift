@@ -34,6 +34,8 @@ struct LoadGenSocketSpec: Sendable {
     let channels: [(index: Int, id: ChannelID)]
     /// STOMP: the server's heart-beats asked for, every this many ms (0: none).
     var stompHeartBeat = 0
+    /// STOMP: the client's own heart-beats (an EOL), every this many ms (0: none).
+    var stompClientHeartBeat = 0
 }
 
 /// Recognises the load generator's messages inside a received frame without decoding it: the

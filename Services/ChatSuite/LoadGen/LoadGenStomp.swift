@@ -2,12 +2,16 @@ import NIOCore
 
 /// The STOMP client side (docs/stomp.md): CONNECT {access-token} → CONNECTED; SUBSCRIBE
 /// `/topic/group/<id>` per channel, each with a receipt → RECEIPT each; then MESSAGE frames whose
-/// bodies carry the text in `message`. The client sends no heart-beats; it asks for the server's
-/// every `stompHeartBeat` ms (`heart-beat:0,N`; 0: none), and ignores them.
+/// bodies carry the text in `message`. The client sends an EOL every `stompClientHeartBeat` ms
+/// once connected (0: none) and asks for the server's every `stompHeartBeat` ms (`heart-beat:C,N`;
+/// 0: none), and ignores them.
 extension LoadGenConversation {
     func stompOpened() -> [Action] {
         stage = 0
-        return [.send("CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:\(spec.token)\nheart-beat:0,\(spec.stompHeartBeat)\n\n\0")]
+        return [
+            .send(
+                "CONNECT\naccept-version:1.2\nhost:chatsuite\naccess-token:\(spec.token)\nheart-beat:\(spec.stompClientHeartBeat),\(spec.stompHeartBeat)\n\n\0")
+        ]
     }
 
     func stompReceived(_ message: ByteBuffer, at now: UInt64) throws -> [Action] {
@@ -18,9 +22,10 @@ extension LoadGenConversation {
             stage = 1
             pending = Set(spec.channels.map { "r-\($0.index)" })
             if pending.isEmpty { ready() }
-            return spec.channels.map {
+            let subscribes: [Action] = spec.channels.map {
                 .send("SUBSCRIBE\nid:s-\($0.index)\ndestination:/topic/group/\($0.id)\nreceipt:r-\($0.index)\n\n\0")
             }
+            return subscribes + (spec.stompClientHeartBeat > 0 ? [.heartbeat(every: spec.stompClientHeartBeat)] : [])
         }
         switch message.readableBytesView.first {
         case UInt8(ascii: "M"):  // MESSAGE

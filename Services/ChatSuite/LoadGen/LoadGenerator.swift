@@ -23,6 +23,8 @@ public struct LoadGenOptions: Sendable {
     /// STOMP: the interval (ms) at which the sockets ask the server for heart-beats
     /// (`heart-beat:0,N`); 0 asks for none.
     public var stompHeartBeat = 0
+    /// STOMP: the clients' own heart-beats, every this many ms (0: none).
+    public var stompClientHeartBeat = 0
     public var channelsPerWorkspace = 100
     /// Messages per second (open loop).
     public var rate = 1000
@@ -240,7 +242,8 @@ public struct LoadGenerator: Sendable {
             let user = plan.user(ofSocket: s)
             return LoadGenSocketSpec(
                 index: s, kind: kind ?? (s % 2 == 0 ? .socketio : .native), token: world.users[user].token,
-                channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) }, stompHeartBeat: o.stompHeartBeat)
+                channels: world.channelsByUser[user].map { ($0, world.channels[$0].id) }, stompHeartBeat: o.stompHeartBeat,
+                stompClientHeartBeat: o.stompClientHeartBeat)
         }
         say("\(server): opening \(plan.sockets) \(kind?.rawValue ?? o.proto.rawValue) sockets (\(o.handshakes) handshakes in flight)")
         let pool = SocketPool(

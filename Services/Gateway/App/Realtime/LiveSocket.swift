@@ -3,8 +3,9 @@ import Synchronization
 
 /// The WebSocket side of the protocols that queue frames on a `LiveConnection` (native, STOMP),
 /// with no task while the socket is idle: a `DetachedWebSocketHandler` reads (pings, fragments,
-/// back-pressure), each client text message goes to the protocol in order, in a short-lived task,
-/// and frames go straight to the channel (`ChannelWriter`).
+/// back-pressure), each client text message goes to the protocol in order, in a short-lived task
+/// (or, a heartbeat while none waits, at once on the loop), and frames go straight to the channel
+/// (`ChannelWriter`).
 enum LiveSocket {
     /// What to do with a client frame the protocol does not take.
     struct Refusals: Sendable {

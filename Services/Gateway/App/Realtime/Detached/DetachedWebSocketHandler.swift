@@ -6,7 +6,8 @@ import Synchronization
 /// A WebSocket connection's inbound side as a NIO handler, with no task while the socket is idle:
 /// control frames are answered here, fragments joined (`TextReassembly`), and each whole text
 /// message goes to `receive` in order, in a short-lived task that exists only while messages are
-/// pending (`SerialInbox`). While `maxPendingMessages` wait, the handler stops reading from the
+/// pending (`SerialInbox`), unless the protocol takes it at once here while none is pending (a
+/// heartbeat: `Events.immediate`). While `maxPendingMessages` wait, the handler stops reading from the
 /// socket (TCP back-pressure), as the reading task did before.
 final class DetachedWebSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
