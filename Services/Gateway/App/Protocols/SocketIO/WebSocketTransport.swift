@@ -66,6 +66,13 @@ struct WebSocketTransport: Sendable {
                     }
                     return true
                 },
+                immediate: { text in
+                    // A client's pong (the answer to the server's ping, every ping interval) only
+                    // proves the client is there: taken on the loop, without a task (part 45).
+                    guard text == "3", upgrading() == nil else { return false }
+                    session.touch()
+                    return true
+                },
                 binary: {},  // binary packets are not spoken
                 shutdown: { server.close(session, reason: "server shutting down") },
                 closed: {
