@@ -116,3 +116,71 @@ struct MarkListTests {
         #expect(list.items.map(\.seq) == [1])
     }
 }
+
+@Suite("The message ids among a session's marks")
+struct MessageIdSetTests {
+    /// Ids whose halves fold to the same value, so they share a home slot and form one probe run.
+    func colliding(_ count: Int) -> [UUID] {
+        (0..<count).map { k in
+            let x = UInt64(k) &* 0x0101_0101_0101_0101
+            let low = 0x1234_5678_9ABC_DEF0 ^ x
+            let high = 0x0FED_CBA9_8765_4321 ^ x
+            var bytes = [UInt8](repeating: 0, count: 16)
+            withUnsafeBytes(of: low) { bytes.replaceSubrange(0..<8, with: $0) }
+            withUnsafeBytes(of: high) { bytes.replaceSubrange(8..<16, with: $0) }
+            return UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                    bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
+        }
+    }
+
+    @Test("inserts, lookups and removals agree with Set<UUID> over random operations, ids colliding or not")
+    func agreesWithSet() {
+        var generator = SystemRandomNumberGenerator()
+        for pool in [(0..<300).map { _ in UUID() }, colliding(40) + (0..<40).map { _ in UUID() }] {
+            var set = MessageIdSet()
+            var model = Set<UUID>()
+            let removedFromEmpty = set.remove(pool[0])
+            #expect(!set.contains(pool[0]) && !removedFromEmpty)
+            for _ in 0..<20_000 {
+                let id = pool.randomElement(using: &generator) ?? pool[0]
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0:
+                    let inserted = set.insert(id)
+                    #expect(inserted == model.insert(id).inserted)
+                case 1:
+                    let removed = set.remove(id)
+                    #expect(removed == (model.remove(id) != nil))
+                default: #expect(set.contains(id) == model.contains(id))
+                }
+                #expect(set.count == model.count)
+            }
+            #expect(pool.allSatisfy { set.contains($0) == model.contains($0) })
+            // Emptied in an order unlike the insertions: every id left stays reachable.
+            for id in pool.reversed() where model.contains(id) {
+                let removed = set.remove(id)
+                #expect(removed)
+                model.remove(id)
+                #expect(model.allSatisfy { set.contains($0) })
+            }
+            #expect(set.count == 0)
+        }
+    }
+
+    @Test("ids built to share a slot are all found, and found gone once removed from the middle of their run")
+    func collidingRun() {
+        let ids = colliding(20)
+        var set = MessageIdSet(ids)
+        #expect(set.count == 20 && ids.allSatisfy { set.contains($0) })
+        for id in ids[5..<15] {
+            let removed = set.remove(id)
+            #expect(removed)
+        }
+        #expect(ids[..<5].allSatisfy { set.contains($0) } && ids[15...].allSatisfy { set.contains($0) })
+        #expect(ids[5..<15].allSatisfy { !set.contains($0) })
+        let (again, back) = (set.insert(ids[0]), set.insert(ids[7]))
+        #expect(!again && back && set.count == 11)
+    }
+}

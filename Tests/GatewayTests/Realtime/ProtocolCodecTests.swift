@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 
 @testable import GatewayApp
@@ -65,6 +66,22 @@ struct ProtocolCodecTests {
         #expect(SocketIOEncoder.connectError("/x", message: "Invalid namespace", version: .v3) == #"44/x,"Invalid namespace""#)
         #expect(SocketIOEncoder.event("/ws-channel-1", name: "channel", json: "{}") == #"42/ws-channel-1,["channel",{}]"#)
         #expect(JSONText.quoted("a\"\\\n\u{1}") == #""a\"\\\n\u0001""#)
+    }
+
+    @Test("an event written into its frame is the frame of the same packet as text, small or sharing its payload")
+    func eventFrames() {
+        let large = "{\"x\":\"" + String(repeating: "y", count: OutboundText.sharingThreshold) + "\"}"
+        for (namespace, name, json) in [("/ws-channel-1", "channel", #"{"a":"안녕"}"#), ("/", "chat", "{}"), ("/ws-dm-2", "a\"b", large)] {
+            let frame = SocketIOEncoder.eventFrame(namespace, name: name, json: ByteBuffer(string: json))
+            let expected = OutboundText(SocketIOEncoder.event(namespace, name: name, json: json))
+            #expect(frame.text == expected.text)
+            #expect(frame.byteCount == expected.byteCount && frame.wireBytes == expected.wireBytes)
+            // The frame's header names the whole packet's length; a large payload is shared, not copied.
+            #expect(
+                frame.frameHead.getBytes(at: frame.frameHead.readerIndex, length: 4)
+                    == expected.frameHead.getBytes(at: expected.frameHead.readerIndex, length: 4))
+            #expect((frame.shared != nil) == (json.utf8.count >= OutboundText.sharingThreshold))
+        }
     }
 
     @Test("conversation namespaces and the recent-id memory")

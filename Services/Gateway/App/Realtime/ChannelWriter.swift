@@ -18,12 +18,15 @@ import Synchronization
 final class EventLoopWriteBatcher: Sendable {
     private struct Pending: Sendable {
         let output: FrameOutput
-        let frames: [OutboundText]
+        let frames: FrameList
         let receipt: WriteReceipt?
     }
 
     private struct State {
         var pending: [Pending] = []
+        /// The last drain's array, emptied: the next drain's writes reuse its capacity (growing a
+        /// fresh array took a few allocations per drain).
+        var spare: [Pending] = []
         /// A drain is queued on the loop (since when).
         var scheduled = false
         var scheduledAt = ContinuousClock.now
@@ -36,7 +39,7 @@ final class EventLoopWriteBatcher: Sendable {
     private struct Flush {
         let context: ChannelHandlerContext
         let socket: DirectSocket?
-        var frames: [OutboundText]
+        var frames: FrameList
         var receipts = Receipts()
     }
 
@@ -81,7 +84,7 @@ final class EventLoopWriteBatcher: Sendable {
 
     /// Queues `frames` for `output`'s channel (on this batcher's loop); `receipt` is delivered on
     /// the loop once they no longer wait on the channel: the socket took them, or the channel closed.
-    func write(_ frames: [OutboundText], to output: FrameOutput, receipt: WriteReceipt?) {
+    func write(_ frames: FrameList, to output: FrameOutput, receipt: WriteReceipt?) {
         let schedule = state.withLock { state -> Bool in
             state.pending.append(Pending(output: output, frames: frames, receipt: receipt))
             return Self.claimDrain(&state, holding: true)
@@ -121,16 +124,26 @@ final class EventLoopWriteBatcher: Sendable {
         return true
     }
 
+    /// The largest array a drain keeps for the next (a burst's larger one is freed).
+    private static let maxSpareCapacity = 1024
+
     /// Writes what is pending now (on the loop; tests call it to run a drain at a chosen moment).
     func drain() {
-        let (batch, scheduledAt) = state.withLock { state -> ([Pending], ContinuousClock.Instant) in
+        var (batch, scheduledAt) = state.withLock { state -> ([Pending], ContinuousClock.Instant) in
             defer {
-                state.pending = []
+                state.pending = state.spare
+                state.spare = []
                 state.scheduled = false
             }
             return (state.pending, state.scheduledAt)
         }
         guard !batch.isEmpty else { return }
+        defer {
+            batch.removeAll(keepingCapacity: true)
+            state.withLock { state in
+                if state.spare.capacity < batch.capacity, batch.capacity <= Self.maxSpareCapacity { state.spare = batch }
+            }
+        }
         let start = ContinuousClock.now
         drainWait.record(duration: scheduledAt.duration(to: start))
         defer { drainTime.record(duration: start.duration(to: .now)) }
@@ -197,7 +210,7 @@ final class EventLoopWriteBatcher: Sendable {
 
     /// Each frame's bytes: header and head, then the shared bytes and the tail when the payload
     /// is shared.
-    private static func write(_ frames: [OutboundText], to context: ChannelHandlerContext) {
+    private static func write(_ frames: FrameList, to context: ChannelHandlerContext) {
         for text in frames {
             context.write(NIOAny(text.frameHead), promise: nil)
             if let shared = text.shared, let tail = text.tail {
@@ -335,7 +348,7 @@ struct ChannelWriter: Sendable {
         self.sendClose = sendClose
     }
 
-    func write(_ frames: [OutboundText], receipt: WriteReceipt?) {
+    func write(_ frames: FrameList, receipt: WriteReceipt?) {
         batcher.write(frames, to: output, receipt: receipt)
     }
 

@@ -35,14 +35,14 @@ final class LiveConnection: ChannelWriteListener {
     /// Queues frames; false when the connection is closing or its unwritten bytes are over the bound.
     @discardableResult
     func send(_ frames: String...) -> Bool {
-        send(contentsOf: frames.map(OutboundText.init))
+        send(contentsOf: FrameList(frames.map(OutboundText.init)))
     }
 
     func send(_ frame: OutboundText) -> Bool {
-        send(contentsOf: [frame])
+        send(contentsOf: FrameList(frame))
     }
 
-    func send(contentsOf frames: [OutboundText]) -> Bool {
+    func send(contentsOf frames: FrameList) -> Bool {
         let count = frames.byteCount
         return state.withLock { state -> Bool in
             guard state.closing == nil, state.outbox.accepts(frames, count: count) else { return false }
@@ -70,7 +70,7 @@ final class LiveConnection: ChannelWriteListener {
                 // Their bytes are counted already (queued).
                 let count = pending.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending, receipt: WriteReceipt(self, frames: pending.count, bytes: count))
+                writer.write(FrameList(pending), receipt: WriteReceipt(self, frames: pending.count, bytes: count))
             }
             state.direct = writer
             if let closing = state.closing, state.closeTask == nil {

@@ -132,13 +132,13 @@ struct OutboundQueue: Sendable {
 
     /// Whether `more` (with `count` bytes) fits; a frame larger than the whole bound fits an
     /// empty queue (one message may be large; a backlog of them may not).
-    func accepts(_ more: [OutboundText], count: Int) -> Bool {
+    func accepts(_ more: some Collection<OutboundText>, count: Int) -> Bool {
         guard frames.count + framesOnChannel + more.count <= maxFrames else { return false }
         return bytes + count <= maxBytes || (bytes == 0 && more.count == 1)
     }
 
     /// Queues frames (the caller checked `accepts`).
-    mutating func append(_ more: [OutboundText], count: Int) {
+    mutating func append(_ more: some Sequence<OutboundText>, count: Int) {
         frames.append(contentsOf: more)
         bytes += count
     }
@@ -186,8 +186,51 @@ struct OutboundQueue: Sendable {
     }
 }
 
-extension Array where Element == OutboundText {
+extension Sequence where Element == OutboundText {
     var byteCount: Int { reduce(0) { $0 + $1.byteCount } }
+}
+
+/// One socket's frames on their way to its channel, in order: a single frame (a delivery, by far
+/// the most common write) held inline, more in an array. A delivery so reaches the socket without
+/// an array allocated for its one frame (one allocation per delivery, docs/benchmarks.md, part 46).
+struct FrameList: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+    private enum Storage: Sendable {
+        case one(OutboundText)
+        case many([OutboundText])
+    }
+
+    private var storage: Storage
+
+    init(_ frame: OutboundText) { storage = .one(frame) }
+
+    init(_ frames: [OutboundText]) { storage = .many(frames) }
+
+    init(arrayLiteral frames: OutboundText...) { storage = frames.count == 1 ? .one(frames[0]) : .many(frames) }
+
+    var startIndex: Int { 0 }
+
+    var endIndex: Int {
+        switch storage {
+        case .one: 1
+        case .many(let frames): frames.count
+        }
+    }
+
+    subscript(position: Int) -> OutboundText {
+        switch storage {
+        case .one(let frame):
+            precondition(position == 0, "FrameList index out of range")
+            return frame
+        case .many(let frames): return frames[position]
+        }
+    }
+
+    /// `other`'s frames after these (a drain meeting a socket again).
+    mutating func append(contentsOf other: FrameList) {
+        var all = Array(self)
+        all.append(contentsOf: other)
+        storage = .many(all)
+    }
 }
 
 /// Numbers written into frame buffers in place (a native dispatch's sequence number,

@@ -29,7 +29,7 @@ enum SocketDirectWrite {
     /// bytes the socket took (0 when it took none, or the socket is closed: the caller writes the
     /// rest through NIO), or nil when NIO holds writes for the channel or the frames have too many
     /// pieces (the caller writes them all through NIO).
-    static func send(_ frames: [OutboundText], on context: ChannelHandlerContext, through socket: DirectSocket) -> Int? {
+    static func send(_ frames: FrameList, on context: ChannelHandlerContext, through socket: DirectSocket) -> Int? {
         if socket.watch?.mayHold ?? true {
             guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
             socket.watch?.mayHold = false
@@ -51,7 +51,7 @@ enum SocketDirectWrite {
     /// inside its own `withUnsafeReadableBytes`, then calls `body` with the count: every pointer is
     /// used within the access that gave it. Recursion depth is the number of pieces (≤ `maxPieces`).
     private static func gather(
-        _ frames: [OutboundText], frame: Int, piece: Int, into vectors: UnsafeMutableBufferPointer<iovec>, _ body: (Int) -> Int
+        _ frames: FrameList, frame: Int, piece: Int, into vectors: UnsafeMutableBufferPointer<iovec>, _ body: (Int) -> Int
     ) -> Int {
         guard frame < frames.count else { return body(piece) }
         let text = frames[frame]
@@ -86,7 +86,7 @@ enum SocketDirectWrite {
 
     /// What is left of `frames` after the socket took `sent` of their bytes, as the buffers to
     /// hand to NIO, in order.
-    static func remainder(of frames: [OutboundText], after sent: Int) -> [ByteBuffer] {
+    static func remainder(of frames: FrameList, after sent: Int) -> [ByteBuffer] {
         var skip = sent
         var rest: [ByteBuffer] = []
         for text in frames {

@@ -15,11 +15,11 @@ struct MarkList: Sendable {
     private var storage: [NativeSession.Mark] = []
     /// The index in `storage` of the oldest mark.
     private var start = 0
-    private var messageIds: Set<UUID> = []
+    private var messageIds = MessageIdSet()
 
     init(_ items: [NativeSession.Mark] = []) {
         storage = items
-        messageIds = Set(items.map(\.messageId))
+        messageIds = MessageIdSet(items.map(\.messageId))
     }
 
     /// The marks, oldest first.
@@ -53,6 +53,6 @@ struct MarkList: Sendable {
     mutating func removeAll(where shouldRemove: (NativeSession.Mark) -> Bool) {
         storage = storage[start...].filter { !shouldRemove($0) }
         start = 0
-        messageIds = Set(storage.map(\.messageId))
+        messageIds = MessageIdSet(storage.map(\.messageId))
     }
 }

@@ -276,7 +276,7 @@ final class NativeSession: Sendable {
             }
             state.pending = []
             state.resuming = false
-            return connection.send(contentsOf: frames)
+            return connection.send(contentsOf: FrameList(frames))
         }
     }
 

@@ -73,15 +73,15 @@ final class EngineSession: ChannelWriteListener {
     /// client that does not read: the caller closes the session rather than buffer without bound).
     @discardableResult
     func send(_ packets: String...) -> Bool {
-        send(contentsOf: packets.map(OutboundText.init))
+        send(contentsOf: FrameList(packets.map(OutboundText.init)))
     }
 
     /// Queues one packet (shared by every session it goes to).
     func send(_ packet: OutboundText) -> Bool {
-        send(contentsOf: [packet])
+        send(contentsOf: FrameList(packet))
     }
 
-    func send(contentsOf packets: [OutboundText]) -> Bool {
+    func send(contentsOf packets: FrameList) -> Bool {
         let count = packets.byteCount
         let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Wait, Never>?, [OutboundText]) in
             guard !state.closed else { return (false, nil, []) }
@@ -122,7 +122,7 @@ final class EngineSession: ChannelWriteListener {
                 // The queued packets' bytes are counted already; `first` never was.
                 let count = pending.byteCount - first.byteCount
                 state.outbox.handedToChannel(frames: pending.count, bytes: 0)
-                writer.write(pending, receipt: WriteReceipt(self, frames: pending.count, bytes: count))
+                writer.write(FrameList(pending), receipt: WriteReceipt(self, frames: pending.count, bytes: count))
             }
             state.direct = writer
             if state.closed { state.closing = writer.close(code: state.tooSlow ? 1008 : 1000, reason: state.tooSlow ? "too far behind" : nil) }
@@ -304,7 +304,7 @@ extension EngineSession: LiveSubscriber {
             // The study app's `chat` event on the default namespace (client contract §3.2).
             guard case .studyChat = delivery.event else { return }
             let packet = delivery.rendering(.init(format: .socketIO, target: nil)) {
-                OutboundText(ByteBuffer(string: SocketIOEncoder.event("/", name: "chat", json: String(buffer: $0.payload))))
+                SocketIOEncoder.eventFrame("/", name: "chat", json: $0.payload)
             }
             if !send(packet) { server.close(self, reason: "send queue full") }
             return
@@ -314,8 +314,7 @@ extension EngineSession: LiveSubscriber {
             // Lilac listens for new chats only, in Gen A's shape.
             guard case .channelMessage(let message) = delivery.event else { return }
             let packet = delivery.rendering(.init(format: .socketIOGenerationA, target: follow.id)) { _ in
-                let json = String(buffer: GenerationAChatPayload(message).jsonBuffer)
-                return OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: namespace.eventName, json: json)))
+                SocketIOEncoder.eventFrame(namespace.name, name: namespace.eventName, json: GenerationAChatPayload(message).jsonBuffer)
             }
             if !send(packet) { server.close(self, reason: "send queue full") }
             return
@@ -327,7 +326,7 @@ extension EngineSession: LiveSubscriber {
         default: name = delivery.event.dispatchType
         }
         let packet = delivery.rendering(.init(format: .socketIO, target: follow.id)) {
-            OutboundText(ByteBuffer(string: SocketIOEncoder.event(namespace.name, name: name, json: String(buffer: $0.payload))))
+            SocketIOEncoder.eventFrame(namespace.name, name: name, json: $0.payload)
         }
         if !send(packet) { server.close(self, reason: "send queue full") }
     }

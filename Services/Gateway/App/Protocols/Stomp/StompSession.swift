@@ -158,7 +158,7 @@ final class StompSession: Sendable {
             }
             return frames
         }
-        if !frames.isEmpty, !connection.send(contentsOf: frames) {
+        if !frames.isEmpty, !connection.send(contentsOf: FrameList(frames)) {
             connection.closeNow(code: 1008, reason: "too far behind")
         }
     }
@@ -211,6 +211,6 @@ extension StompSession: LiveSubscriber {
                 return message(subscription, body: body, number: state.messages)
             }
         }
-        if !connection.send(contentsOf: frames) { connection.closeNow(code: 1008, reason: "too far behind") }
+        if !connection.send(contentsOf: FrameList(frames)) { connection.closeNow(code: 1008, reason: "too far behind") }
     }
 }
