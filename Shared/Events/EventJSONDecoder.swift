@@ -20,12 +20,19 @@ public struct EventJSONDecoder: Sendable {
         let document = try EventJSONDocument(Array(bytes))
         // The hot events are read without Codable; anything such a reading does not read is
         // decoded again with Codable, for its error.
-        if let readable = T.self as? any EventJSONReadable.Type,
-            let value = (try? readable.init(reading: EventJSONNode(document: document, index: 0))) as? T
-        {
+        if let readable = T.self as? any EventJSONReadable.Type, let value = Self.read(readable, as: T.self, from: document) {
             return value
         }
         return try JSONNodeDecoder(document: document, index: 0, parentPath: [], key: nil).decodeValue(T.self)
+    }
+
+    /// `R` read from the document, as `T` (the same type, opened from the cast above); nil when
+    /// the reading throws. Reading the value as `R` and casting it to `T` is a cast between one
+    /// type's metadata, where reading it through the existential boxed every event (a large
+    /// value: one allocation and a full dynamic cast per message, docs/benchmarks.md, part 46).
+    private static func read<R: EventJSONReadable, T>(_: R.Type, as _: T.Type, from document: EventJSONDocument) -> T? {
+        guard let value = try? R(reading: EventJSONNode(document: document, index: 0)) else { return nil }
+        return value as? T
     }
 }
 
