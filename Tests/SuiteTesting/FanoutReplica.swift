@@ -24,4 +24,20 @@ extension Stack {
         }
         return replica
     }
+
+    /// Posts `{"content":"probe N"}` to `path` as `user`, pausing `pause` after each, until
+    /// `delivered` says the probes arrive: the fan-out learns a gateway's interest through Kafka,
+    /// and a message posted before it applied it is not fanned out to that gateway (documented).
+    public func probeUntilDelivered(
+        _ what: String, to path: String, as user: User, pause: Duration = .milliseconds(300), timeout: Duration = .seconds(60),
+        _ delivered: () async throws -> Bool
+    ) async throws {
+        var probes = 0
+        try await eventually(what, timeout: timeout) {
+            probes += 1
+            _ = try await send(.post, path, user, json: #"{"content":"probe \#(probes)"}"#)
+            try await Task.sleep(for: pause)
+            return try await delivered()
+        }
+    }
 }

@@ -112,4 +112,40 @@ struct FloodTests {
             await flooder.stop()
         }
     }
+
+    @Test(
+        "STOMP: 20 000 heart-beats as fast as a client sends them (taken on the socket's loop) keep its session and no ERROR; a post made during the flood reaches the other member's subscription within 3 s, and the flooder's"
+    )
+    func stompHeartBeats() async throws {
+        let gatewayId = "gw-flood-hb-\(UUID().uuidString.prefix(8).lowercased())"
+        try await Stack.run(services: [.auth, .workspace, .chat], gateway: StompProtocolTests.environment(gatewayId)) { s in
+            let a = try await s.user("두근")
+            let b = try await s.user("차분")
+            let (wid, cid) = try await s.sharedChannel(a, b)
+            let channelPath = "/v1/workspaces/\(wid)/channels/\(cid)/chats"
+            _ = try await RealFanoutTests.startReplica(s, "fanout-flood-hb")
+            let port = try #require(s.client.port)
+            let flooder = try await StompTestClient.connected(port: port, token: a.token, userId: a.id)
+            try await flooder.subscribe("/topic/group/\(cid)", id: "flood")
+            let reader = try await StompTestClient.connected(port: port, token: b.token, userId: b.id)
+            try await reader.subscribe("/topic/group/\(cid)", id: "read")
+            try await s.probeUntilDelivered("both subscriptions get REST messages", to: channelPath, as: b) {
+                let probe: ([String: Any]) -> Bool = { ($0["content"] as? String ?? $0["message"] as? String ?? "").hasPrefix("probe") }
+                return reader.messages.contains(where: probe) && flooder.messages.contains(where: probe)
+            }
+
+            for beat in 0..<20_000 { flooder.send(beat.isMultiple(of: 2) ? "\n" : "\r\n") }
+            let posted = ContinuousClock.now
+            #expect(try await s.send(.post, channelPath, b, json: #"{"content":"during the flood"}"#).status == .ok)
+            let delivered: @Sendable ([StompFrame]) -> Bool = { frames in
+                frames.contains { $0.command == .message && ($0.bodyString ?? "").contains("during the flood") }
+            }
+            try await reader.waitFor("the post at the other member", delivered)
+            #expect(ContinuousClock.now - posted < .seconds(3), "delivered after \(ContinuousClock.now - posted)")
+            try await flooder.waitFor("the post at the flooder", delivered)
+            #expect(!flooder.received.contains { $0.command == .error }, "\(flooder.received.map(\.command))")
+            await flooder.stop()
+            await reader.stop()
+        }
+    }
 }

@@ -64,16 +64,20 @@ struct ProtocolCodecTests {
         #expect(SocketIOEncoder.connected("/", socketId: "S", version: .v3) == "40")
         #expect(SocketIOEncoder.connectError("/x", message: "Invalid namespace", version: .v4) == #"44/x,{"message":"Invalid namespace"}"#)
         #expect(SocketIOEncoder.connectError("/x", message: "Invalid namespace", version: .v3) == #"44/x,"Invalid namespace""#)
-        #expect(SocketIOEncoder.event("/ws-channel-1", name: "channel", json: "{}") == #"42/ws-channel-1,["channel",{}]"#)
         #expect(JSONText.quoted("a\"\\\n\u{1}") == #""a\"\\\n\u0001""#)
     }
 
-    @Test("an event written into its frame is the frame of the same packet as text, small or sharing its payload")
+    @Test("an event written into its frame is the frame of the packet's text, small or sharing its payload")
     func eventFrames() {
         let large = "{\"x\":\"" + String(repeating: "y", count: OutboundText.sharingThreshold) + "\"}"
-        for (namespace, name, json) in [("/ws-channel-1", "channel", #"{"a":"안녕"}"#), ("/", "chat", "{}"), ("/ws-dm-2", "a\"b", large)] {
+        let cases = [
+            ("/ws-channel-1", "channel", #"{"a":"안녕"}"#, #"42/ws-channel-1,["channel",{"a":"안녕"}]"#),
+            ("/", "chat", "{}", #"42["chat",{}]"#),
+            ("/ws-dm-2", "a\"b", large, #"42/ws-dm-2,["a\"b","# + large + "]"),
+        ]
+        for (namespace, name, json, text) in cases {
             let frame = SocketIOEncoder.eventFrame(namespace, name: name, json: ByteBuffer(string: json))
-            let expected = OutboundText(SocketIOEncoder.event(namespace, name: name, json: json))
+            let expected = OutboundText(text)
             #expect(frame.text == expected.text)
             #expect(frame.byteCount == expected.byteCount && frame.wireBytes == expected.wireBytes)
             // The frame's header names the whole packet's length; a large payload is shared, not copied.

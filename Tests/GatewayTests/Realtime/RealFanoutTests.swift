@@ -56,12 +56,10 @@ struct RealFanoutTests {
             // The interest announcement reaches the replicas through Kafka: a message sent before
             // they applied it would not be fanned out to this gateway (documented), so wait until
             // one probe message arrives before counting.
-            var probes = 0
-            try await eventually("the fan-out knows the gateway's interest", timeout: .seconds(60)) {
-                probes += 1
-                _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(cid)/chats", owner, json: #"{"content":"probe \#(probes)"}"#)
-                try await Task.sleep(for: .milliseconds(200))
-                return !modern.events("channel").isEmpty && !legacy.events("channel").isEmpty
+            try await s.probeUntilDelivered(
+                "the fan-out knows the gateway's interest", to: "/v1/workspaces/\(wid)/channels/\(cid)/chats", as: owner, pause: .milliseconds(200)
+            ) {
+                !modern.events("channel").isEmpty && !legacy.events("channel").isEmpty
             }
 
             var channelIds: [String] = []

@@ -190,12 +190,7 @@ struct StompProtocolTests {
                     ],
                     ["op": "wait", "type": "delete"],
                 ])
-            // REST probes until every receiver has one: the fan-out knows this gateway's interest.
-            var probes = 0
-            try await eventually("every receiver gets REST messages", timeout: .seconds(60)) {
-                probes += 1
-                _ = try await s.send(.post, channelPath, b, json: #"{"content":"probe \#(probes)"}"#)
-                try await Task.sleep(for: .milliseconds(300))
+            try await s.probeUntilDelivered("every receiver gets REST messages", to: channelPath, as: b) {
                 let content: ([String: Any]) -> Bool = { ($0["content"] as? String ?? $0["message"] as? String ?? "").hasPrefix("probe") }
                 return native.dispatches("channel.message").contains { content($0.data) } && socketIO.events("channel").contains(where: content)
                     && receiver.messages.contains(where: content) && sender.frames.contains(where: content)
@@ -270,12 +265,8 @@ struct StompProtocolTests {
             bob.send("SUBSCRIBE\nid:c\ndestination:/topic/community/\(wid)\nreceipt:c\n\n\0")
             bob.send("SUBSCRIBE\nid:x\ndestination:/topic/group/\(extra)\nreceipt:x\n\n\0")
             try await bob.waitFor("both receipts") { $0.filter { $0.command == .receipt }.count == 2 }
-            var probes = 0
-            try await eventually("bob gets the extra channel's messages", timeout: .seconds(60)) {
-                probes += 1
-                _ = try await s.send(.post, extraPath, a, json: #"{"content":"probe \#(probes)"}"#)
-                try await Task.sleep(for: .milliseconds(300))
-                return bob.messages.contains { ($0["message"] as? String ?? "").hasPrefix("probe") }
+            try await s.probeUntilDelivered("bob gets the extra channel's messages", to: extraPath, as: a) {
+                bob.messages.contains { ($0["message"] as? String ?? "").hasPrefix("probe") }
             }
 
             // The signal: to every community subscription, Alice's own too. Retried until the

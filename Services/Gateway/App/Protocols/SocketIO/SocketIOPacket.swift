@@ -76,16 +76,11 @@ enum SocketIOEncoder {
         "41" + prefix(namespace)
     }
 
-    /// EVENT `[event, <json object>]` to a namespace (identical text in v4 and v5).
-    static func event(_ namespace: String, name: String, json: String) -> String {
-        "42" + prefix(namespace) + "[" + JSONText.quoted(name) + "," + json + "]"
-    }
-
-    /// The same EVENT as `event(_:name:json:)`, as the WebSocket frame of an Engine.IO message,
-    /// around an encoded payload: the packet's head is written straight into the frame's buffer
-    /// and `json`'s bytes follow it, so no `String` is built for the packet (building one took a
-    /// copy of the payload per append, about ten allocations per message: docs/benchmarks.md,
-    /// part 46).
+    /// EVENT `[event, <json object>]` to a namespace (identical text in v4 and v5), as the
+    /// WebSocket frame of an Engine.IO message around an encoded payload: the packet's head is
+    /// written straight into the frame's buffer and `json`'s bytes follow it, so no `String` is
+    /// built for the packet (building one took a copy of the payload per append, about ten
+    /// allocations per message: docs/benchmarks.md, part 46).
     static func eventFrame(_ namespace: String, name: String, json: ByteBuffer) -> OutboundText {
         let quotedName = JSONText.quoted(name)
         let open: StaticString = "42"
