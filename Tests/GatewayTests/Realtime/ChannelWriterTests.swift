@@ -74,6 +74,27 @@ struct ChannelWriterTests {
         }
     }
 
+    @Test("a frame list's totals (text bytes, bytes on the wire, buffers) are its frames' sums, for one frame or many, shared or not")
+    func frameListTotals() {
+        let shared = OutboundText(head: "[", shared: ByteBuffer(repeating: 0x78, count: OutboundText.sharingThreshold), tail: "]")
+        let small = OutboundText("hello")
+        let long = OutboundText(String(repeating: "y", count: 300))
+        let cases: [[OutboundText]] = [[small], [shared], [small, long], [small, shared, long]]
+        for frames in cases {
+            let list = frames.count == 1 ? FrameList(frames[0]) : FrameList(frames)
+            #expect(list.count == frames.count)
+            #expect(list.byteCount == frames.map(\.text.utf8.count).reduce(0, +))
+            #expect(list.wireBytes == frames.map { $0.pieces.map(\.readableBytes).reduce(0, +) }.reduce(0, +))
+            #expect(list.pieceCount == frames.map(\.pieces.count).reduce(0, +))
+            for index in frames.indices {
+                #expect(list.withFrame(at: index) { $0.text } == frames[index].text)
+            }
+        }
+        // The wire bytes count the headers: 2 bytes up to 125, 4 up to 65 535.
+        #expect(FrameList(small).wireBytes == 2 + 5 && FrameList(long).wireBytes == 4 + 300)
+        #expect(FrameList(shared).pieceCount == 3 && FrameList(shared).byteCount == OutboundText.sharingThreshold + 2)
+    }
+
     @Test("a large shared payload goes out in one frame whose middle is the shared bytes themselves, not a copy")
     func sharedPayload() throws {
         let loop = EmbeddedEventLoop()
@@ -109,18 +130,17 @@ struct ChannelWriterTests {
     @Test("frames on the channel count against the bound until written; no progress for too long is a stall")
     func accounting() {
         var queue = OutboundQueue(maxBytes: 100, maxFrames: 3)
-        let frame = [OutboundText(String(repeating: "x", count: 40))]
-        #expect(queue.accepts(frame, count: 40))
+        #expect(queue.accepts(frames: 1, bytes: 40))
         queue.handedToChannel(frames: 1, bytes: 40)
         queue.handedToChannel(frames: 1, bytes: 40)
         // 80 of 100 bytes unwritten: another 40 does not fit; nor does a fourth frame.
-        #expect(!queue.accepts(frame, count: 40))
-        #expect(queue.accepts([OutboundText("y")], count: 1))
-        #expect(!queue.accepts([OutboundText("y"), OutboundText("z")], count: 2))
+        #expect(!queue.accepts(frames: 1, bytes: 40))
+        #expect(queue.accepts(frames: 1, bytes: 1))
+        #expect(!queue.accepts(frames: 2, bytes: 2))
         let started = ContinuousClock.now
         #expect(queue.isStalled(now: started + .seconds(60), timeout: .seconds(10)))
         queue.channelWrote(frames: 1, bytes: 40)
-        #expect(queue.accepts(frame, count: 40))
+        #expect(queue.accepts(frames: 1, bytes: 40))
         queue.channelWrote(frames: 1, bytes: 40)
         // Nothing outstanding: never stalled, whatever the time.
         #expect(!queue.isStalled(now: started + .seconds(3600), timeout: .seconds(10)))

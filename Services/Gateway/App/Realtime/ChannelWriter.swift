@@ -34,13 +34,13 @@ final class EventLoopWriteBatcher: Sendable {
         var holds = 0
     }
 
-    /// One channel a drain writes to: its context, its frames in order, and who hears they were
-    /// written.
+    /// One channel a drain writes to: where its frames go, and the drain's entries for it in
+    /// order (by index: an entry's frames and receipt are read in place, not copied).
     private struct Flush {
-        let context: ChannelHandlerContext
-        let socket: DirectSocket?
-        var frames: FrameList
-        var receipts = Receipts()
+        let target: FrameTarget
+        let first: Int
+        /// Later entries for the same channel (rare: a socket written twice before a drain).
+        var more: [Int] = []
     }
 
     /// Who hears a channel's flushed frames were written. One socket's frames are one session's,
@@ -84,9 +84,11 @@ final class EventLoopWriteBatcher: Sendable {
 
     /// Queues `frames` for `output`'s channel (on this batcher's loop); `receipt` is delivered on
     /// the loop once they no longer wait on the channel: the socket took them, or the channel closed.
-    func write(_ frames: FrameList, to output: FrameOutput, receipt: WriteReceipt?) {
+    func write(_ frames: consuming FrameList, to output: FrameOutput, receipt: consuming WriteReceipt?) {
+        // Moved into the lock's closure (a value it captured would be copied into the array).
+        var entry = Optional(Pending(output: output, frames: frames, receipt: receipt))
         let schedule = state.withLock { state -> Bool in
-            state.pending.append(Pending(output: output, frames: frames, receipt: receipt))
+            if let entry = entry.take() { state.pending.append(entry) }
             return Self.claimDrain(&state, holding: true)
         }
         if schedule { eventLoop.execute { self.drain() } }
@@ -148,43 +150,67 @@ final class EventLoopWriteBatcher: Sendable {
         drainWait.record(duration: scheduledAt.duration(to: start))
         defer { drainTime.record(duration: start.duration(to: .now)) }
         let drainNumber = Self.drains.wrappingAdd(1, ordering: .relaxed).newValue
-        // Per channel, in the order first written to: its context and its receipts. An output
-        // remembers its place in this drain, so a socket written twice is flushed once, with no
-        // lookup table per drain.
+        // Per channel, in the order first written to: where its frames go, and its entries. An
+        // output remembers its place in this drain, so a socket written twice is flushed once,
+        // with no lookup table per drain. Entries are read in place by index throughout: copying
+        // one (its output, frames and receipt) cost a retain and a release each.
         var flushes: [Flush] = []
         flushes.reserveCapacity(batch.count)
-        for item in batch {
-            guard let (context, socket, slot) = item.output.enter(drain: drainNumber, nextSlot: flushes.count) else {
-                item.receipt?.deliver()
+        for index in batch.indices {
+            guard let (target, slot) = batch[index].output.enter(drain: drainNumber, nextSlot: flushes.count) else {
+                batch[index].receipt?.deliver()
                 continue
             }
             if slot == flushes.count {
-                flushes.append(Flush(context: context, socket: socket, frames: item.frames))
+                flushes.append(Flush(target: target, first: index))
             } else {
-                flushes[slot].frames.append(contentsOf: item.frames)
+                flushes[slot].more.append(index)
             }
-            flushes[slot].receipts.add(item.receipt)
         }
-        for flush in flushes { send(flush) }
+        for index in flushes.indices { send(flushes[index], of: batch) }
+    }
+
+    /// One channel's entries: their frames together (one entry's in place).
+    private func send(_ flush: Flush, of batch: [Pending]) {
+        if flush.more.isEmpty {
+            send(batch[flush.first].frames, flush, of: batch)
+        } else {
+            var frames = batch[flush.first].frames
+            for index in flush.more { frames.append(contentsOf: batch[index].frames) }
+            send(frames, flush, of: batch)
+        }
     }
 
     /// One channel's frames: straight to its socket when NIO holds nothing for it
     /// (`SocketDirectWrite`), and whatever the socket did not take through NIO, flushed.
-    private func send(_ flush: Flush) {
-        let context = flush.context
-        if let socket = flush.socket, let sent = SocketDirectWrite.send(flush.frames, on: context, through: socket) {
-            if sent == flush.frames.reduce(0, { $0 + $1.wireBytes }) {
+    private func send(_ frames: FrameList, _ flush: Flush, of batch: [Pending]) {
+        let context = flush.target.context
+        if let socket = flush.target.socket, let sent = SocketDirectWrite.send(frames, on: context, through: socket) {
+            if sent == frames.wireBytes {
                 directWrites.add(1, ordering: .relaxed)
-                flush.receipts.deliverAll()
+                if flush.more.isEmpty {
+                    batch[flush.first].receipt?.deliver()
+                } else {
+                    Self.receipts(of: flush, in: batch).deliverAll()
+                }
                 return
             }
             partialWrites.add(1, ordering: .relaxed)
-            for buffer in SocketDirectWrite.remainder(of: flush.frames, after: sent) { context.write(NIOAny(buffer), promise: nil) }
+            for buffer in SocketDirectWrite.remainder(of: frames, after: sent) { context.write(NIOAny(buffer), promise: nil) }
         } else {
-            Self.write(flush.frames, to: context)
+            Self.write(frames, to: context)
         }
         context.flush()
-        if flush.receipts.receipt != nil { Self.reportWritten(flush.receipts, on: context) }
+        let receipts = Self.receipts(of: flush, in: batch)
+        if receipts.receipt != nil { Self.reportWritten(receipts, on: context) }
+    }
+
+    /// The receipts of a channel's entries, each listener's added up.
+    private static func receipts(of flush: Flush, in batch: [Pending]) -> Receipts {
+        var receipts = Receipts()
+        receipts.add(batch[flush.first].receipt)
+        for index in flush.more { receipts.add(batch[index].receipt) }
+        return receipts
     }
 
     /// Channels whose frames a drain sent straight to the socket, whole; and those whose socket
@@ -227,11 +253,10 @@ final class EventLoopWriteBatcher: Sendable {
 /// whole pipeline; both kinds are written on the channel's loop, in the order they were asked for.
 final class FrameOutput: Sendable {
     let channel: any Channel
-    /// What only the channel's loop touches: the encoder's context and the socket (both found at
-    /// the first write) and where this output sits in the drain running now.
+    /// What only the channel's loop touches: where frames go (found at the first write) and where
+    /// this output sits in the drain running now.
     private struct OnLoop {
-        var context: ChannelHandlerContext?
-        var socket: DirectSocket?
+        var target: FrameTarget?
         var drain = 0
         var slot = 0
     }
@@ -246,7 +271,7 @@ final class FrameOutput: Sendable {
     /// On the channel's loop: the context to write frame bytes from; nil once the WebSocket
     /// handlers are gone (the connection closed).
     func context() -> ChannelHandlerContext? {
-        Self.enter(&onLoop.value, channel: channel, drain: nil, nextSlot: 0)?.0
+        Self.enter(&onLoop.value, channel: channel, drain: nil, nextSlot: 0)?.0.context
     }
 
     /// The socket under this output's channel, if the channel exposes one: looked up once, since
@@ -262,26 +287,38 @@ final class FrameOutput: Sendable {
         return DirectSocket(transport: transport, watch: watch)
     }
 
-    /// On the channel's loop, for drain number `drain`: the context, and this output's slot among
-    /// the drain's channels — `nextSlot` if the drain meets it first now, else the slot it was
-    /// given before. Nil once the connection closed.
-    func enter(drain: Int, nextSlot: Int) -> (ChannelHandlerContext, DirectSocket?, Int)? {
+    /// On the channel's loop, for drain number `drain`: where frames go, and this output's slot
+    /// among the drain's channels — `nextSlot` if the drain meets it first now, else the slot it
+    /// was given before. Nil once the connection closed.
+    func enter(drain: Int, nextSlot: Int) -> (FrameTarget, Int)? {
         Self.enter(&onLoop.value, channel: channel, drain: drain, nextSlot: nextSlot)
     }
 
     /// One access to the loop's state (each access checks the thread).
-    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (ChannelHandlerContext, DirectSocket?, Int)? {
-        if state.context == nil {
-            state.context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (FrameTarget, Int)? {
+        if state.target == nil, let context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) {
             // In the same turn of the loop: the handlers are there, or (closed) neither is.
-            if state.context != nil { state.socket = socket(of: channel) }
+            state.target = FrameTarget(context: context, socket: socket(of: channel))
         }
-        guard let context = state.context else { return nil }
+        guard let target = state.target else { return nil }
         if let drain, state.drain != drain {
             state.drain = drain
             state.slot = nextSlot
         }
-        return (context, state.socket, state.slot)
+        return (target, state.slot)
+    }
+}
+
+/// Where a WebSocket's frames go, on its channel's loop: the frame encoder's context, and the
+/// socket under it when frames can go straight to it. One object, so a drain holds it with one
+/// reference count (a context and a socket apart were three per delivery).
+final class FrameTarget {
+    let context: ChannelHandlerContext
+    let socket: DirectSocket?
+
+    init(context: ChannelHandlerContext, socket: DirectSocket?) {
+        self.context = context
+        self.socket = socket
     }
 }
 
@@ -348,7 +385,7 @@ struct ChannelWriter: Sendable {
         self.sendClose = sendClose
     }
 
-    func write(_ frames: FrameList, receipt: WriteReceipt?) {
+    func write(_ frames: consuming FrameList, receipt: consuming WriteReceipt?) {
         batcher.write(frames, to: output, receipt: receipt)
     }
 

@@ -38,21 +38,24 @@ final class LiveConnection: ChannelWriteListener {
         send(contentsOf: FrameList(frames.map(OutboundText.init)))
     }
 
-    func send(_ frame: OutboundText) -> Bool {
+    func send(_ frame: consuming OutboundText) -> Bool {
         send(contentsOf: FrameList(frame))
     }
 
-    func send(contentsOf frames: FrameList) -> Bool {
+    func send(contentsOf frames: consuming FrameList) -> Bool {
         let count = frames.byteCount
+        let number = frames.count
+        // Moved into the lock's closure, not copied (`EventLoopWriteBatcher.write`).
+        var frames = Optional(frames)
         return state.withLock { state -> Bool in
-            guard state.closing == nil, state.outbox.accepts(frames, count: count) else { return false }
-            guard let direct = state.direct else {
+            guard state.closing == nil, state.outbox.accepts(frames: number, bytes: count), let frames = frames.take() else { return false }
+            guard state.direct != nil else {
                 state.outbox.append(frames, count: count)
                 return true
             }
             // Queued on the channel's loop under this lock: frames keep their order.
-            state.outbox.handedToChannel(frames: frames.count, bytes: count)
-            direct.write(frames, receipt: WriteReceipt(self, frames: frames.count, bytes: count))
+            state.outbox.handedToChannel(frames: number, bytes: count)
+            state.direct?.write(frames, receipt: WriteReceipt(self, frames: number, bytes: count))
             return true
         }
     }

@@ -73,6 +73,13 @@ struct OutboundText: Sendable {
     /// The text's bytes (not the header's).
     var byteCount: Int { frameHead.readableBytes - headerBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
 
+    /// The frame's bytes on the wire (header included).
+    var wireBytes: Int { frameHead.readableBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
+
+    /// How many buffers the frame's bytes are in: the header and head, then the shared bytes and
+    /// the tail when the payload is shared.
+    var pieceCount: Int { shared == nil ? 1 : 3 }
+
     /// The whole text (for transports that need one string: polling payloads).
     var text: String {
         var out = String(buffer: head)
@@ -130,11 +137,11 @@ struct OutboundQueue: Sendable {
 
     var isEmpty: Bool { frames.isEmpty }
 
-    /// Whether `more` (with `count` bytes) fits; a frame larger than the whole bound fits an
+    /// Whether `more` frames (with `count` bytes) fit; a frame larger than the whole bound fits an
     /// empty queue (one message may be large; a backlog of them may not).
-    func accepts(_ more: some Collection<OutboundText>, count: Int) -> Bool {
-        guard frames.count + framesOnChannel + more.count <= maxFrames else { return false }
-        return bytes + count <= maxBytes || (bytes == 0 && more.count == 1)
+    func accepts(frames more: Int, bytes count: Int) -> Bool {
+        guard frames.count + framesOnChannel + more <= maxFrames else { return false }
+        return bytes + count <= maxBytes || (bytes == 0 && more == 1)
     }
 
     /// Queues frames (the caller checked `accepts`).
@@ -201,7 +208,7 @@ struct FrameList: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
 
     private var storage: Storage
 
-    init(_ frame: OutboundText) { storage = .one(frame) }
+    init(_ frame: consuming OutboundText) { storage = .one(frame) }
 
     init(_ frames: [OutboundText]) { storage = .many(frames) }
 
@@ -222,6 +229,44 @@ struct FrameList: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
             precondition(position == 0, "FrameList index out of range")
             return frame
         case .many(let frames): return frames[position]
+        }
+    }
+
+    // The frames' totals, read in place: through `Sequence` each would copy the list into an
+    // iterator and every frame out of it (a retain and a release per buffer; the delivery path
+    // made ~70 retains per delivery, docs/benchmarks.md, part 47).
+
+    /// The frames' text bytes (headers not counted).
+    var byteCount: Int {
+        switch storage {
+        case .one(let frame): frame.byteCount
+        case .many(let frames): frames.indices.reduce(0) { $0 + frames[$1].byteCount }
+        }
+    }
+
+    /// The frames' bytes on the wire (headers included).
+    var wireBytes: Int {
+        switch storage {
+        case .one(let frame): frame.wireBytes
+        case .many(let frames): frames.indices.reduce(0) { $0 + frames[$1].wireBytes }
+        }
+    }
+
+    /// How many buffers the frames' bytes are in (a shared payload's frame has three).
+    var pieceCount: Int {
+        switch storage {
+        case .one(let frame): frame.pieceCount
+        case .many(let frames): frames.indices.reduce(0) { $0 + frames[$1].pieceCount }
+        }
+    }
+
+    /// `body` with frame `position`, read in place (no copy of it).
+    func withFrame<Result>(at position: Int, _ body: (OutboundText) throws -> Result) rethrows -> Result {
+        switch storage {
+        case .one(let frame):
+            precondition(position == 0, "FrameList index out of range")
+            return try body(frame)
+        case .many(let frames): return try body(frames[position])
         }
     }
 

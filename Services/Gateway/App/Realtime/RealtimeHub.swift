@@ -96,6 +96,10 @@ final class RealtimeHub: Sendable {
     private struct State {
         /// Conversation or workspace → its followers by subscriber.
         var followers: [UUID: [ObjectIdentifier: Follower]] = [:]
+        /// `followers` of a conversation as an array, made by the first delivery after a change
+        /// and dropped by the next change: a delivery takes the array with one reference count,
+        /// not one per follower (each a write to a session object another thread writes too).
+        var followerLists: [UUID: [Follower]] = [:]
         var subscribers: [ObjectIdentifier: Entry] = [:]
         /// Workspace → subscribers with follows in it, and how many.
         var workspaces: [UUID: [ObjectIdentifier: Int]] = [:]
@@ -140,6 +144,7 @@ final class RealtimeHub: Sendable {
             // Interest: a conversation's from its followers, a workspace's from `workspaces`.
             if follow.kind != .workspace, state.followers[follow.id]?.isEmpty ?? true { interest.hold(follow.id) }
             state.followers[follow.id, default: [:]][key] = Follower(subscriber: subscriber, follow: follow)
+            state.followerLists[follow.id] = nil
             if let workspace = follow.workspace {
                 if state.workspaces[workspace]?.isEmpty ?? true { interest.hold(workspace) }
                 state.workspaces[workspace, default: [:]][key, default: 0] += 1
@@ -183,6 +188,7 @@ final class RealtimeHub: Sendable {
         guard let follow = state.subscribers[key]?.follows.removeValue(forKey: id) else { return nil }
         if state.subscribers[key]?.follows.isEmpty ?? true { state.subscribers[key] = nil }
         state.followers[id]?[key] = nil
+        state.followerLists[id] = nil
         if state.followers[id]?.isEmpty ?? true {
             state.followers[id] = nil
             if follow.kind != .workspace { interest.release(id) }
@@ -228,7 +234,11 @@ final class RealtimeHub: Sendable {
         let recipients = state.withLock { state -> [Follower] in
             switch event.route {
             case .followers(let target):
-                return state.followers[target].map { Array($0.values) } ?? []
+                if let list = state.followerLists[target] { return list }
+                guard let followers = state.followers[target] else { return [] }
+                let list = Array(followers.values)
+                state.followerLists[target] = list
+                return list
             case .workspaces(let workspaces):
                 // Once per subscriber, however many of the workspaces it shares.
                 var seen = Set<ObjectIdentifier>()
@@ -246,8 +256,9 @@ final class RealtimeHub: Sendable {
         guard !recipients.isEmpty else { return }
         let delivery = LiveDelivery(event)
         var count = 0
-        for recipient in recipients where event.reaches(recipient.follow.userId) {
-            recipient.subscriber.deliver(delivery, for: recipient.follow)
+        // By index: each follower read in place, not copied out (a retain of its session).
+        for index in recipients.indices where event.reaches(recipients[index].follow.userId) {
+            recipients[index].subscriber.deliver(delivery, for: recipients[index].follow)
             count += 1
         }
         delivered.increment(by: count)

@@ -34,8 +34,7 @@ enum SocketDirectWrite {
             guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
             socket.watch?.mayHold = false
         }
-        var pieces = 0
-        for frame in frames { pieces += frame.shared == nil ? 1 : 3 }
+        let pieces = frames.pieceCount
         guard pieces <= maxPieces else { return nil }
         let sent = try? socket.transport.withUnsafeTransport { fd in
             withUnsafeTemporaryAllocation(of: iovec.self, capacity: pieces) { vectors in
@@ -54,17 +53,18 @@ enum SocketDirectWrite {
         _ frames: FrameList, frame: Int, piece: Int, into vectors: UnsafeMutableBufferPointer<iovec>, _ body: (Int) -> Int
     ) -> Int {
         guard frame < frames.count else { return body(piece) }
-        let text = frames[frame]
-        return text.frameHead.withUnsafeReadableBytes { head in
-            vectors[piece] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count)
-            guard let shared = text.shared, let tail = text.tail else {
-                return gather(frames, frame: frame + 1, piece: piece + 1, into: vectors, body)
-            }
-            return shared.withUnsafeReadableBytes { middle in
-                vectors[piece + 1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: middle.baseAddress), iov_len: middle.count)
-                return tail.withUnsafeReadableBytes { end in
-                    vectors[piece + 2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: end.baseAddress), iov_len: end.count)
-                    return gather(frames, frame: frame + 1, piece: piece + 3, into: vectors, body)
+        return frames.withFrame(at: frame) { text in
+            text.frameHead.withUnsafeReadableBytes { head in
+                vectors[piece] = iovec(iov_base: UnsafeMutableRawPointer(mutating: head.baseAddress), iov_len: head.count)
+                guard let shared = text.shared, let tail = text.tail else {
+                    return gather(frames, frame: frame + 1, piece: piece + 1, into: vectors, body)
+                }
+                return shared.withUnsafeReadableBytes { middle in
+                    vectors[piece + 1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: middle.baseAddress), iov_len: middle.count)
+                    return tail.withUnsafeReadableBytes { end in
+                        vectors[piece + 2] = iovec(iov_base: UnsafeMutableRawPointer(mutating: end.baseAddress), iov_len: end.count)
+                        return gather(frames, frame: frame + 1, piece: piece + 3, into: vectors, body)
+                    }
                 }
             }
         }
@@ -138,7 +138,4 @@ extension OutboundText {
     var pieces: [ByteBuffer] {
         if let shared, let tail { [frameHead, shared, tail] } else { [frameHead] }
     }
-
-    /// The frame's bytes on the wire (header included).
-    var wireBytes: Int { frameHead.readableBytes + (shared?.readableBytes ?? 0) + (tail?.readableBytes ?? 0) }
 }

@@ -77,22 +77,25 @@ final class EngineSession: ChannelWriteListener {
     }
 
     /// Queues one packet (shared by every session it goes to).
-    func send(_ packet: OutboundText) -> Bool {
+    func send(_ packet: consuming OutboundText) -> Bool {
         send(contentsOf: FrameList(packet))
     }
 
-    func send(contentsOf packets: FrameList) -> Bool {
+    func send(contentsOf packets: consuming FrameList) -> Bool {
         let count = packets.byteCount
+        let number = packets.count
+        // Moved into the lock's closure, not copied (`EventLoopWriteBatcher.write`).
+        var moved = Optional(packets)
         let (accepted, waiter, batch) = state.withLock { state -> (Bool, CheckedContinuation<Wait, Never>?, [OutboundText]) in
-            guard !state.closed else { return (false, nil, []) }
-            guard state.outbox.accepts(packets, count: count) else {
+            guard !state.closed, let packets = moved.take() else { return (false, nil, []) }
+            guard state.outbox.accepts(frames: number, bytes: count) else {
                 state.tooSlow = true
                 return (false, nil, [])
             }
-            if let direct = state.direct {
+            if state.direct != nil {
                 // Queued on the channel's loop under this lock: packets keep their order.
-                state.outbox.handedToChannel(frames: packets.count, bytes: count)
-                direct.write(packets, receipt: WriteReceipt(self, frames: packets.count, bytes: count))
+                state.outbox.handedToChannel(frames: number, bytes: count)
+                state.direct?.write(packets, receipt: WriteReceipt(self, frames: number, bytes: count))
                 return (true, nil, [])
             }
             if let waiter = state.waiter {
