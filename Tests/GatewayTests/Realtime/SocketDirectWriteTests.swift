@@ -45,7 +45,7 @@ struct SocketDirectWriteTests {
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
                         // As the gateway's upgrade adds it: below the encoder.
-                        try channel.pipeline.syncOperations.addHandler(NIOWritesWatch(), position: .first)
+                        try channel.pipeline.syncOperations.addHandler(FrameTarget(), position: .first)
                         accepted.succeed(channel)
                     }
                 }

@@ -184,8 +184,12 @@ final class EventLoopWriteBatcher: Sendable {
     /// One channel's frames: straight to its socket when NIO holds nothing for it
     /// (`SocketDirectWrite`), and whatever the socket did not take through NIO, flushed.
     private func send(_ frames: FrameList, _ flush: Flush, of batch: [Pending]) {
-        let context = flush.target.context
-        if let socket = flush.target.socket, let sent = SocketDirectWrite.send(frames, on: context, through: socket) {
+        guard let context = flush.target.encoder else {
+            // Never: `FrameOutput` hands out a target only once it is attached.
+            Self.receipts(of: flush, in: batch).deliverAll()
+            return
+        }
+        if let sent = SocketDirectWrite.send(frames, on: context, through: flush.target) {
             if sent == frames.wireBytes {
                 directWrites.add(1, ordering: .relaxed)
                 if flush.more.isEmpty {
@@ -268,23 +272,22 @@ final class FrameOutput: Sendable {
         onLoop = .makeBoxSendingValue(OnLoop(), eventLoop: channel.eventLoop)
     }
 
-    /// On the channel's loop: the context to write frame bytes from; nil once the WebSocket
-    /// handlers are gone (the connection closed).
-    func context() -> ChannelHandlerContext? {
-        Self.enter(&onLoop.value, channel: channel, drain: nil, nextSlot: 0)?.0.context
-    }
-
-    /// The socket under this output's channel, if the channel exposes one: looked up once, since
-    /// NIO's lookup (`withUnsafeTransportIfAvailable`) casts to a constrained existential, which
-    /// the Swift runtime resolves by demangling on every call (12 % of the gateway's user time when
-    /// done per delivery). Used only through its scoped `withUnsafeTransport`, on the loop.
-    private static func socket(of channel: any Channel) -> DirectSocket? {
-        guard let transport = channel._channelCore as? SocketTransport else { return nil }
-        let watch = try? channel.pipeline.syncOperations.handler(type: NIOWritesWatch.self)
-        // Every WebSocket the gateway upgrades has one (DetachedUpgrade): without it NIO is asked
-        // before every direct write, correct but slower.
-        assert(watch != nil, "a WebSocket on a socket without NIOWritesWatch")
-        return DirectSocket(transport: transport, watch: watch)
+    /// The channel's `FrameTarget` (the upgrade put it in the pipeline; a channel without one gets
+    /// one that asks NIO before every direct write), with the encoder's context and the socket
+    /// under the channel, if it exposes one. Looked up once, since NIO's lookup
+    /// (`withUnsafeTransportIfAvailable`) casts to a constrained existential, which the Swift
+    /// runtime resolves by demangling on every call (12 % of the gateway's user time when done per
+    /// delivery). The socket is used only through its scoped `withUnsafeTransport`, on the loop.
+    private static func target(of channel: any Channel, encoder: ChannelHandlerContext) -> FrameTarget {
+        let transport = channel._channelCore as? SocketTransport
+        guard let target = try? channel.pipeline.syncOperations.handler(type: FrameTarget.self) else {
+            // Every WebSocket the gateway upgrades has one (DetachedUpgrade): without it NIO is
+            // asked before every direct write, correct but slower.
+            assert(transport == nil, "a WebSocket on a socket without a FrameTarget")
+            return FrameTarget(unwatchedFor: encoder, transport: transport)
+        }
+        target.attach(encoder: encoder, transport: transport)
+        return target
     }
 
     /// On the channel's loop, for drain number `drain`: where frames go, and this output's slot
@@ -295,30 +298,18 @@ final class FrameOutput: Sendable {
     }
 
     /// One access to the loop's state (each access checks the thread).
-    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int?, nextSlot: Int) -> (FrameTarget, Int)? {
-        if state.target == nil, let context = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) {
+    private static func enter(_ state: inout OnLoop, channel: any Channel, drain: Int, nextSlot: Int) -> (FrameTarget, Int)? {
+        if state.target == nil, let encoder = try? channel.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self) {
             // In the same turn of the loop: the handlers are there, or (closed) neither is.
-            state.target = FrameTarget(context: context, socket: socket(of: channel))
+            state.target = target(of: channel, encoder: encoder)
         }
-        guard let target = state.target else { return nil }
-        if let drain, state.drain != drain {
+        // A target whose pipeline is gone has no encoder (`FrameTarget.handlerRemoved`).
+        guard let target = state.target, target.encoder != nil else { return nil }
+        if state.drain != drain {
             state.drain = drain
             state.slot = nextSlot
         }
         return (target, state.slot)
-    }
-}
-
-/// Where a WebSocket's frames go, on its channel's loop: the frame encoder's context, and the
-/// socket under it when frames can go straight to it. One object, so a drain holds it with one
-/// reference count (a context and a socket apart were three per delivery).
-final class FrameTarget {
-    let context: ChannelHandlerContext
-    let socket: DirectSocket?
-
-    init(context: ChannelHandlerContext, socket: DirectSocket?) {
-        self.context = context
-        self.socket = socket
     }
 }
 

@@ -25,18 +25,19 @@ enum SocketDirectWrite {
     /// More pieces than this in one drain for one socket go through NIO.
     static let maxPieces = 64
 
-    /// Sends `frames`' bytes on `socket`, the transport under `context`'s channel. Returns how many
-    /// bytes the socket took (0 when it took none, or the socket is closed: the caller writes the
-    /// rest through NIO), or nil when NIO holds writes for the channel or the frames have too many
-    /// pieces (the caller writes them all through NIO).
-    static func send(_ frames: FrameList, on context: ChannelHandlerContext, through socket: DirectSocket) -> Int? {
-        if socket.watch?.mayHold ?? true {
+    /// Sends `frames`' bytes on `target`'s socket, the transport under `context`'s channel. Returns
+    /// how many bytes the socket took (0 when it took none, or the socket is closed: the caller
+    /// writes the rest through NIO), or nil when the channel exposes no socket, NIO holds writes for
+    /// it, or the frames have too many pieces (the caller writes them all through NIO).
+    static func send(_ frames: FrameList, on context: ChannelHandlerContext, through target: FrameTarget) -> Int? {
+        guard let transport = target.transport else { return nil }
+        if target.mayHold {
             guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
-            socket.watch?.mayHold = false
+            if target.watching { target.mayHold = false }
         }
         let pieces = frames.pieceCount
         guard pieces <= maxPieces else { return nil }
-        let sent = try? socket.transport.withUnsafeTransport { fd in
+        let sent = try? transport.withUnsafeTransport { fd in
             withUnsafeTemporaryAllocation(of: iovec.self, capacity: pieces) { vectors in
                 gather(frames, frame: 0, piece: 0, into: vectors) { count in
                     sendAll(fd, vectors.baseAddress, count)
@@ -107,29 +108,57 @@ enum SocketDirectWrite {
 /// A channel whose socket's descriptor NIO lends out (`withUnsafeTransport`, on its loop).
 typealias SocketTransport = any NIOTransportAccessibleChannelCore<NIOBSDSocket.Handle>
 
-/// What a drain needs to write to a channel's socket itself: the transport, and the channel's
-/// `NIOWritesWatch` if it has one (without one, NIO is asked before every direct write).
-struct DirectSocket {
-    let transport: SocketTransport
-    let watch: NIOWritesWatch?
-}
-
-/// Next to NIO's head, below every other handler of a WebSocket's pipeline: notes that NIO was
-/// handed bytes for the channel (a control frame, the rest of a partial direct write, any write
-/// through NIO). So a drain asks NIO whether it still holds bytes (`bufferedWritableBytes`: a
-/// dozen dynamic casts in NIO's option lookup, 10 % of the gateway's user time when asked per
-/// delivery) only after such a write, and goes straight to the socket otherwise.
-final class NIOWritesWatch: ChannelOutboundHandler, RemovableChannelHandler {
+/// A WebSocket's frames' way out, on its channel's loop: the frame encoder's context they enter
+/// below (`FrameOutput`), the socket under it, and whether NIO may hold bytes for it — one object
+/// per socket, so a delivery's drain touches one more object for it, not three (a context and a
+/// socket apart, and this watch; each a cache miss on a socket written twice a second).
+///
+/// In the pipeline it sits next to NIO's head, below every other handler of a WebSocket: it notes
+/// that NIO was handed bytes for the channel (a control frame, the rest of a partial direct write,
+/// any write through NIO). So a drain asks NIO whether it still holds bytes
+/// (`bufferedWritableBytes`: a dozen dynamic casts in NIO's option lookup, 10 % of the gateway's
+/// user time when asked per delivery) only after such a write, and goes straight to the socket
+/// otherwise. A target made for a channel without one in its pipeline asks NIO every time.
+final class FrameTarget: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
 
     /// NIO may hold bytes for the channel: set by every write that passes here, cleared by a drain
     /// that found NIO's buffer empty. Starts set: the upgrade's response went out before this
-    /// handler was added.
+    /// handler was added. Never cleared unless `watching`.
     var mayHold = true
+    /// In the channel's pipeline, so it sees every write through NIO.
+    let watching: Bool
+    /// The context of the channel's `WebSocketFrameEncoder` (`FrameOutput` finds it at the first
+    /// write) and the socket under the channel, if it exposes one.
+    private(set) var encoder: ChannelHandlerContext?
+    private(set) var transport: SocketTransport?
+
+    /// A target for the channel's pipeline (the gateway's WebSocket upgrade adds one).
+    init() { watching = true }
+
+    /// A target for a channel without one in its pipeline.
+    init(unwatchedFor encoder: ChannelHandlerContext, transport: SocketTransport?) {
+        watching = false
+        self.encoder = encoder
+        self.transport = transport
+    }
+
+    /// Once, at the channel's first frames: where they enter, and the socket under the channel.
+    func attach(encoder: ChannelHandlerContext, transport: SocketTransport?) {
+        self.encoder = encoder
+        self.transport = transport
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         mayHold = true
         context.write(data, promise: promise)
+    }
+
+    /// The pipeline is gone (the channel closed): no reference from here keeps the encoder's
+    /// context or the channel alive, and a later drain reports its frames done, unwritten.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        encoder = nil
+        transport = nil
     }
 }
 

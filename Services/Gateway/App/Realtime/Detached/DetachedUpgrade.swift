@@ -72,7 +72,7 @@ struct DetachedUpgrade: Sendable {
                     let refused = try channel.pipeline.syncOperations.context(name: RefusedUpgradeResponder.name)
                     channel.pipeline.syncOperations.removeHandler(context: refused, promise: nil)
                     // Below the frame encoder: what NIO is handed (SocketDirectWrite).
-                    try channel.pipeline.syncOperations.addHandler(NIOWritesWatch(), position: .first)
+                    try channel.pipeline.syncOperations.addHandler(FrameTarget(), position: .first)
                     try attach(accepted, channel)
                 }
             }
