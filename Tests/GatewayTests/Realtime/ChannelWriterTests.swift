@@ -127,6 +127,28 @@ struct ChannelWriterTests {
         #expect(completions.count == 1)
     }
 
+    @Test(
+        "a socket's FrameTarget, attached at its first frames, lets go of the encoder's context and the channel when the pipeline goes; later frames are reported done, not written"
+    )
+    func targetAfterClose() throws {
+        let loop = EmbeddedEventLoop()
+        let target = FrameTarget()
+        let channel = try socket(loop, below: target)
+        let output = FrameOutput(channel: channel)
+        let batcher = EventLoopWriteBatcher(eventLoop: loop)
+        let completions = CountingListener()
+        batcher.write([OutboundText("first")], to: output, receipt: WriteReceipt(completions, frames: 1, bytes: 5))
+        loop.run()
+        #expect(try texts(channel) == ["first"])
+        #expect(target.encoder != nil && completions.count == 1)
+        _ = try channel.finish()
+        #expect(target.encoder == nil && target.transport == nil)
+        batcher.write([OutboundText("late")], to: output, receipt: WriteReceipt(completions, frames: 1, bytes: 4))
+        loop.run()
+        #expect(completions.count == 2 && completions.frames == 2 && completions.bytes == 9)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+    }
+
     @Test("frames on the channel count against the bound until written; no progress for too long is a stall")
     func accounting() {
         var queue = OutboundQueue(maxBytes: 100, maxFrames: 3)

@@ -109,9 +109,9 @@ enum SocketDirectWrite {
 typealias SocketTransport = any NIOTransportAccessibleChannelCore<NIOBSDSocket.Handle>
 
 /// A WebSocket's frames' way out, on its channel's loop: the frame encoder's context they enter
-/// below (`FrameOutput`), the socket under it, and whether NIO may hold bytes for it — one object
-/// per socket, so a delivery's drain touches one more object for it, not three (a context and a
-/// socket apart, and this watch; each a cache miss on a socket written twice a second).
+/// below (`FrameOutput`), the socket under it, and whether NIO may hold bytes for it, in one object
+/// per socket (it replaced a separate watch handler and a context-and-socket pair; measured as no
+/// CPU change, docs/benchmarks.md part 47, kept as the simpler shape).
 ///
 /// In the pipeline it sits next to NIO's head, below every other handler of a WebSocket: it notes
 /// that NIO was handed bytes for the channel (a control frame, the rest of a partial direct write,
