@@ -281,6 +281,8 @@ struct StompProtocolTests {
             let signal = try #require(bob.messages.first { $0["type"] as? String == "before-enter" })
             #expect(signal["userId"] as? String == a.id && signal["communityId"] as? String == wid)
             try await alice.waitFor("alice's own signal") { _ in alice.messages.contains { $0["type"] as? String == "before-enter" } }
+            // Her signals to a community she subscribes to are never refused (no chat check to fail).
+            #expect(!alice.received.contains { $0.command == .error })
 
             // join-channel marks the room read: Bob's unread count of the extra channel drops to 0.
             bob.send(

@@ -297,7 +297,9 @@ final class StompServer: Sendable {
             guard (1...32).contains(signal.utf8.count), signal.allSatisfy({ ("a"..."z").contains($0) || $0 == "-" }) else {
                 throw .init(message: "type must be 1–32 of a–z and -")
             }
-            guard let community = await hub.access.community(named, member: session.userId) else {
+            // A community this session subscribes to was checked then; any other, now.
+            let known = session.knownCommunity(named)
+            guard let community = known != nil ? known : await hub.access.community(named, member: session.userId) else {
                 throw .init(message: "not a member of the community")
             }
             hub.events.publish(GatewayEvents.CommunitySignal(communityId: community, userId: session.userId, signal: signal, at: Date()))

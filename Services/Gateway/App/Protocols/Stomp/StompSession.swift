@@ -104,6 +104,21 @@ final class StompSession: Sendable {
         state.withLock { state in state.subscriptions.values.first { $0.follow.id == id && $0.follow.kind != .workspace }?.follow }
     }
 
+    /// The community (workspace) a `/topic/community/…` subscription of this session resolved,
+    /// named as a client names it (its id, or the integer alias it subscribed with). Chat checked
+    /// the membership when the subscription was made, and the subscription ends with it
+    /// (`revoked`), so a community signal to it skips chat's check: one request fewer per signal,
+    /// and a slow chat no longer turns a member's signal into a refusal (and the connection's close).
+    func knownCommunity(_ named: String) -> UUID? {
+        let id = UUID(parsing: named)
+        return state.withLock { state in
+            state.subscriptions.values.first { subscription in
+                guard case .community(let subscribed) = subscription.topic, subscription.follow.kind == .workspace else { return false }
+                return subscribed == named || subscription.follow.id == id
+            }?.follow.id
+        }
+    }
+
     /// Whether a typing event may be forwarded now (and records it).
     func mayType(in conversation: UUID, now: ContinuousClock.Instant, interval: Duration) -> Bool {
         state.withLock { state in
