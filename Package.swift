@@ -47,8 +47,8 @@ let serviceFolders: [String: [Target.Dependency]] = [
     "Chat": ["ClientContract", "Uploads", "ChatInternalAPI", metrics],
     "ChatFanout": ["Messaging", metrics, lifecycle, tracing],
     "Gateway": [
-        "Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", "FirebaseAuth", httpClient, nioCore, nioHTTP1, lifecycle,
-        hbWebSocket,
+        "Messaging", "AccessTokens", "ClientContract", "OutboundHTTP", "ChatInternalAPI", "FirebaseAuth", "CSocketRing", httpClient, nioCore, nioHTTP1,
+        lifecycle, hbWebSocket,
     ],
     "Payment": ["ClientContract", "OutboundHTTP", httpClient, nioCore, nioHTTP1, nioFoundationCompat],
     "Presence": [metrics],
@@ -81,6 +81,8 @@ var targets: [Target] = [
         pkgConfig: "rdkafka",
         providers: [.apt(["librdkafka-dev"])]
     ),
+    // Several sockets' writes in one system call (io_uring), for the gateway's write drains.
+    .target(name: "CSocketRing", path: "Shared/CSocketRing"),
     .target(name: "Common", dependencies: [], path: "Shared/Common", swiftSettings: swiftSettings),
     // Which services exist (ports, databases, routes): read by the launcher, the gateway, the harness.
     .target(name: "ServiceCatalog", dependencies: [], path: "Services/Catalog", swiftSettings: swiftSettings),

@@ -23,4 +23,16 @@ struct GatewaySettingsTests {
             #expect(throws: StartupError.self, "\(bad)") { try Self.settings(["GATEWAY_UPSTREAM_CONNECTIONS": bad]) }
         }
     }
+
+    @Test("gateway.realtime.send-ring: on unless set to false; anything but a boolean refused at start")
+    func sendRing() throws {
+        func realtime(_ environment: [String: String]) throws -> RealtimeSettings {
+            try RealtimeSettings(
+                ServiceSettings(serviceName: GatewayService.name, defaults: GatewayService.defaults, environment: environment, arguments: ["gateway"]))
+        }
+        #expect(try realtime([:]).sendRing)
+        #expect(try !realtime(["GATEWAY_REALTIME_SEND_RING": "false"]).sendRing)
+        #expect(try realtime(["GATEWAY_REALTIME_SEND_RING": "true"]).sendRing)
+        #expect(throws: (any Error).self) { try realtime(["GATEWAY_REALTIME_SEND_RING": "sometimes"]) }
+    }
 }

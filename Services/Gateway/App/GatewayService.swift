@@ -66,6 +66,8 @@ public enum GatewayService {
         // Recent event ids remembered to drop Kafka redeliveries (every protocol).
         "gateway.realtime.dedupe-window": 100_000,
         "gateway.realtime.presence-batch-ms": 250,
+        // Several sockets' frames in one io_uring submission where the kernel allows it.
+        "gateway.realtime.send-ring": "true",
         // `gateway.alive` on gateway.session.v1: presence declares a gateway dead after
         // missing three of these (docs/presence.md).
         "gateway.liveness-interval-ms": 5_000,

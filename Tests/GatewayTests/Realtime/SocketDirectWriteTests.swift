@@ -37,8 +37,14 @@ struct SocketDirectWriteTests {
         /// `sendBuffer` and `receiveBuffer` (bytes) make the server's send buffer and the client's
         /// receive buffer small, so a client that does not read fills them quickly.
         static func open(sendBuffer: Int32? = nil, receiveBuffer: Int32? = nil) async throws -> Connection {
+            try await open(1, sendBuffer: sendBuffer, receiveBuffer: receiveBuffer)[0]
+        }
+
+        /// `count` clients of one server, their accepted channels on the same event loop (closed
+        /// together: `close(_:)`).
+        static func open(_ count: Int, sendBuffer: Int32? = nil, receiveBuffer: Int32? = nil) async throws -> [Connection] {
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            let accepted = group.next().makePromise(of: (any Channel).self)
+            let (accepted, acceptor) = AsyncStream<any Channel>.makeStream()
             var bootstrap = ServerBootstrap(group: group)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelInitializer { channel in
@@ -46,28 +52,32 @@ struct SocketDirectWriteTests {
                         try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder())
                         // As the gateway's upgrade adds it: below the encoder.
                         try channel.pipeline.syncOperations.addHandler(FrameTarget(), position: .first)
-                        accepted.succeed(channel)
+                        acceptor.yield(channel)
                     }
                 }
             if let sendBuffer { bootstrap = bootstrap.childChannelOption(.socketOption(.so_sndbuf), value: SocketOptionValue(sendBuffer)) }
             let server = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
             let port = try #require(server.localAddress?.port)
-
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #expect(fd >= 0)
-            if var size = receiveBuffer {
-                _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var children = accepted.makeAsyncIterator()
+            var connections: [Connection] = []
+            for _ in 0..<count {
+                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                #expect(fd >= 0)
+                if var size = receiveBuffer {
+                    _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+                }
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                #expect(connected == 0)
+                let child = try #require(await children.next())
+                connections.append(Connection(group: group, server: server, child: child, client: fd))
             }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            #expect(connected == 0)
-            let child = try await accepted.futureResult.get()
-            return Connection(group: group, server: server, child: child, client: fd)
+            return connections
         }
 
         /// The bytes the client has read so far.
@@ -111,6 +121,12 @@ struct SocketDirectWriteTests {
             try? await child.close()
             try await server.close()
             try await group.shutdownGracefully()
+        }
+
+        /// Closes connections made together (`open(_:)`): their channels, then the server and loop.
+        static func close(_ connections: [Connection]) async throws {
+            for connection in connections { try? await connection.child.close() }
+            try await connections.first?.close()
         }
     }
 
@@ -287,5 +303,56 @@ struct SocketDirectWriteTests {
         }
         #expect(batcher.directWrites.load(ordering: .relaxed) == 0, "a reset socket took nothing")
         try await connection.close()
+    }
+
+    @Test(
+        "one drain to several sockets: with the send ring, one io_uring submission (where the kernel allows io_uring) writes each socket's frames whole and in order, a socket that is full takes part and NIO the rest, a reset socket gets its receipt and closes; without it, the same through a sendmsg each"
+    )
+    func severalSockets() async throws {
+        let ringAvailable = SocketRing(entries: 8) != nil
+        for sendRing in [true, false] {
+            let connections = try await Connection.open(4, sendBuffer: 8_192, receiveBuffer: 8_192)
+            let batcher = EventLoopWriteBatcher(eventLoop: connections[0].child.eventLoop, sendRing: sendRing)
+            let outputs = connections.map { FrameOutput(channel: $0.child) }
+            let listener = CountingListener()
+            connections[3].resetClient()
+            try await Task.sleep(for: .milliseconds(50))
+            let bytes = 64 * 1024
+            let rounds = 3
+            for round in 0..<rounds {
+                try await Self.drained(batcher) {
+                    // Sockets 0 and 1 take everything; socket 2's client does not read, so it fills.
+                    for index in 0..<2 {
+                        let frames: FrameList = [OutboundText("\(index).\(round)"), Self.shared(round, bytes: 500)]
+                        batcher.write(frames, to: outputs[index], receipt: WriteReceipt(listener, frames: 2, bytes: 1))
+                    }
+                    batcher.write([Self.shared(round, bytes: bytes)], to: outputs[2], receipt: WriteReceipt(listener, frames: 1, bytes: 1))
+                    batcher.write([Self.shared(round, bytes: 100)], to: outputs[3], receipt: WriteReceipt(listener, frames: 1, bytes: 1))
+                }
+            }
+            let ringWrites = batcher.ringWrites.load(ordering: .relaxed)
+            if sendRing && ringAvailable {
+                // Sockets 0 and 1 every round, 2 in the first (later NIO holds bytes for it), and 3
+                // unless its channel already saw the reset and closed.
+                #expect(ringWrites >= 2 * rounds + 1, "sent through the ring: \(ringWrites)")
+            } else {
+                #expect(ringWrites == 0)
+            }
+            #expect(batcher.partialWrites.load(ordering: .relaxed) >= 1, "socket 2 took part of its first frame")
+            for index in 0..<2 {
+                let frames = try connections[index].readFrames(2 * rounds)
+                let expected = (0..<rounds).flatMap { ["\(index).\($0)", Self.expectedText($0, bytes: 500)] }
+                #expect(frames.map { String(buffer: $0.payload) } == expected, "socket \(index), ring \(sendRing)")
+            }
+            let large = try connections[2].readFrames(rounds, timeout: .seconds(30))
+            #expect(large.map { String(buffer: $0.payload) } == (0..<rounds).map { Self.expectedText($0, bytes: bytes) }, "socket 2, ring \(sendRing)")
+            try await withTimeout(.seconds(10), "every receipt, and the reset socket's close") {
+                while listener.frames < rounds * 6 { try await Task.sleep(for: .milliseconds(10)) }
+                try await connections[3].child.closeFuture.get()
+            }
+            #expect(listener.frames == rounds * 6)
+            for connection in connections where connection !== connections[3] { closeSocket(connection.client) }
+            try await Connection.close(connections)
+        }
     }
 }

@@ -78,8 +78,22 @@ final class EventLoopWriteBatcher: Sendable {
     /// Drains begun, over every batcher: each drain's number marks the outputs it has met.
     private static let drains = Atomic<Int>(0)
 
-    init(eventLoop: any EventLoop) {
+    /// The loop's io_uring for drains that write several sockets (`SocketRing`).
+    private enum RingState {
+        case untried
+        case unavailable
+        case ready(SocketRing)
+    }
+
+    private let ring: NIOLoopBoundBox<RingState>
+    private let useRing: Bool
+
+    /// - Parameter sendRing: whether drains that write several sockets do it with one io_uring
+    ///   submission (where the kernel allows it).
+    init(eventLoop: any EventLoop, sendRing: Bool = true) {
         self.eventLoop = eventLoop
+        useRing = sendRing
+        ring = .makeBoxSendingValue(.untried, eventLoop: eventLoop)
     }
 
     /// Queues `frames` for `output`'s channel (on this batcher's loop); `receipt` is delivered on
@@ -167,7 +181,67 @@ final class EventLoopWriteBatcher: Sendable {
                 flushes[slot].more.append(index)
             }
         }
-        for index in flushes.indices { send(flushes[index], of: batch) }
+        if flushes.count > 1, let ring = sendRing() {
+            send(flushes, of: batch, through: ring)
+        } else {
+            for index in flushes.indices { send(flushes[index], of: batch) }
+        }
+    }
+
+    /// The loop's `SocketRing`, made at the first drain that writes several sockets; nil where
+    /// the kernel refuses io_uring, or it is switched off.
+    private func sendRing() -> SocketRing? {
+        switch ring.value {
+        case .ready(let ring): return ring
+        case .unavailable: return nil
+        case .untried:
+            let made = useRing ? SocketRing(entries: Self.ringEntries) : nil
+            ring.value = made.map { .ready($0) } ?? .unavailable
+            return made
+        }
+    }
+
+    /// Sockets per submission, and their buffers (`SocketDirectWrite.send(_:through:)` nests a
+    /// scope per socket and per buffer: this bounds the depth).
+    private static let ringEntries = 32
+    private static let ringPieces = 256
+
+    /// The drain's channels, those that may be written directly in submissions of the ring
+    /// (`ringEntries` sockets or `ringPieces` buffers each at most), the others one by one.
+    private func send(_ flushes: [Flush], of batch: [Pending], through ring: SocketRing) {
+        var items: [SocketDirectWrite.Item] = []
+        var itemFlushes: [Int] = []
+        var pieces = 0
+        items.reserveCapacity(min(flushes.count, ring.capacity))
+        itemFlushes.reserveCapacity(min(flushes.count, ring.capacity))
+        func submit() {
+            let sent = SocketDirectWrite.send(items, through: ring)
+            ringWrites.add(items.count, ordering: .relaxed)
+            for (position, index) in itemFlushes.enumerated() {
+                let flush = flushes[index]
+                guard let context = flush.target.encoder else { continue }
+                finish(items[position].frames, flush, of: batch, sent: sent[position], on: context)
+            }
+            items.removeAll(keepingCapacity: true)
+            itemFlushes.removeAll(keepingCapacity: true)
+            pieces = 0
+        }
+        for index in flushes.indices {
+            let flush = flushes[index]
+            guard flush.more.isEmpty, let context = flush.target.encoder,
+                let transport = SocketDirectWrite.mayWrite(batch[flush.first].frames, on: context, through: flush.target)
+            else {
+                send(flush, of: batch)
+                continue
+            }
+            let itemPieces = batch[flush.first].frames.pieceCount
+            if pieces + itemPieces > Self.ringPieces { submit() }
+            items.append(SocketDirectWrite.Item(frames: batch[flush.first].frames, transport: transport))
+            itemFlushes.append(index)
+            pieces += itemPieces
+            if items.count == ring.capacity { submit() }
+        }
+        if !items.isEmpty { submit() }
     }
 
     /// One channel's entries: their frames together (one entry's in place).
@@ -190,20 +264,32 @@ final class EventLoopWriteBatcher: Sendable {
             return
         }
         if let sent = SocketDirectWrite.send(frames, on: context, through: flush.target) {
-            if sent == frames.wireBytes {
-                directWrites.add(1, ordering: .relaxed)
-                if flush.more.isEmpty {
-                    batch[flush.first].receipt?.deliver()
-                } else {
-                    Self.receipts(of: flush, in: batch).deliverAll()
-                }
-                return
-            }
-            partialWrites.add(1, ordering: .relaxed)
-            for buffer in SocketDirectWrite.remainder(of: frames, after: sent) { context.write(NIOAny(buffer), promise: nil) }
+            finish(frames, flush, of: batch, sent: sent, on: context)
         } else {
             Self.write(frames, to: context)
+            flushed(flush, of: batch, on: context)
         }
+    }
+
+    /// After `sent` of `frames`' bytes went straight to the socket: the receipts when that was
+    /// all, else the rest through NIO.
+    private func finish(_ frames: FrameList, _ flush: Flush, of batch: [Pending], sent: Int, on context: ChannelHandlerContext) {
+        if sent == frames.wireBytes {
+            directWrites.add(1, ordering: .relaxed)
+            if flush.more.isEmpty {
+                batch[flush.first].receipt?.deliver()
+            } else {
+                Self.receipts(of: flush, in: batch).deliverAll()
+            }
+            return
+        }
+        partialWrites.add(1, ordering: .relaxed)
+        for buffer in SocketDirectWrite.remainder(of: frames, after: sent) { context.write(NIOAny(buffer), promise: nil) }
+        flushed(flush, of: batch, on: context)
+    }
+
+    /// NIO holds the channel's frames (or their rest): flushed, with the receipts once written.
+    private func flushed(_ flush: Flush, of batch: [Pending], on context: ChannelHandlerContext) {
         context.flush()
         let receipts = Self.receipts(of: flush, in: batch)
         if receipts.receipt != nil { Self.reportWritten(receipts, on: context) }
@@ -221,6 +307,8 @@ final class EventLoopWriteBatcher: Sendable {
     /// took only part (the rest went through NIO). For tests.
     let directWrites = Atomic<Int>(0)
     let partialWrites = Atomic<Int>(0)
+    /// Channels whose frames went to the socket in a `SocketRing` submission. For tests.
+    let ringWrites = Atomic<Int>(0)
 
     /// Delivers `receipts` once the socket has taken every byte flushed so far (or the
     /// channel closed). Usually the flush wrote everything at once and they are delivered now,
@@ -338,6 +426,12 @@ struct WriteReceipt: Sendable {
 /// The batchers of the server's event loops, one each, made on first use.
 final class EventLoopWriteBatchers: Sendable {
     private let batchers = Mutex<[ObjectIdentifier: EventLoopWriteBatcher]>([:])
+    private let sendRing: Bool
+
+    /// - Parameter sendRing: `EventLoopWriteBatcher.init(eventLoop:sendRing:)`.
+    init(sendRing: Bool = true) {
+        self.sendRing = sendRing
+    }
 
     /// Runs `body` with every batcher held (`EventLoopWriteBatcher.hold()`): what it writes
     /// reaches each loop in one drain when it returns.
@@ -352,7 +446,7 @@ final class EventLoopWriteBatchers: Sendable {
         batchers.withLock { batchers in
             let key = ObjectIdentifier(eventLoop)
             if let batcher = batchers[key] { return batcher }
-            let batcher = EventLoopWriteBatcher(eventLoop: eventLoop)
+            let batcher = EventLoopWriteBatcher(eventLoop: eventLoop, sendRing: sendRing)
             batchers[key] = batcher
             return batcher
         }

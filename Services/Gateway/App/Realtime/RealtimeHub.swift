@@ -74,7 +74,7 @@ final class RealtimeHub: Sendable {
     let verifier: AccessTokenVerifier
     let admission: RealtimeAdmission
     /// Every protocol's WebSockets write through these (`ChannelWriter`).
-    let writeBatchers = EventLoopWriteBatchers()
+    let writeBatchers: EventLoopWriteBatchers
     private let interest: GatewayInterest
     private let state = Mutex(State())
     private let recent: Mutex<RecentIds>
@@ -115,6 +115,7 @@ final class RealtimeHub: Sendable {
         self.access = access
         self.verifier = verifier
         self.admission = admission
+        writeBatchers = EventLoopWriteBatchers(sendRing: settings.sendRing)
         recent = Mutex(RecentIds(capacity: settings.dedupeWindow))
     }
 

@@ -15,6 +15,9 @@ struct RealtimeSettings: Sendable {
     var typingInterval: Duration
     /// How long presence changes gather before a workspace's batch goes to its native sessions.
     var presenceBatchWindow: Duration
+    /// A write drain reaching several sockets sends to them with one io_uring submission where the
+    /// kernel allows it (`SocketRing`), else with a `sendmsg` each.
+    var sendRing: Bool
 
     init(_ settings: ServiceSettings) throws {
         gatewayId = GatewayIdentity.id(
@@ -25,6 +28,7 @@ struct RealtimeSettings: Sendable {
         typingInterval = .seconds(3)
         let presenceBatchMilliseconds = try settings.int("gateway.realtime.presence-batch-ms")
         presenceBatchWindow = .milliseconds(presenceBatchMilliseconds)
+        sendRing = try settings.bool("gateway.realtime.send-ring")
         guard writeTimeout >= .milliseconds(100), dedupeWindow >= 1 else {
             throw StartupError("gateway.realtime.write-timeout-ms must be at least 100 and gateway.realtime.dedupe-window positive")
         }
@@ -35,13 +39,14 @@ struct RealtimeSettings: Sendable {
 
     init(
         gatewayId: String, writeTimeout: Duration = .seconds(10), dedupeWindow: Int = 1_000, typingInterval: Duration = .seconds(3),
-        presenceBatchWindow: Duration = .milliseconds(250)
+        presenceBatchWindow: Duration = .milliseconds(250), sendRing: Bool = true
     ) {
         self.gatewayId = gatewayId
         self.writeTimeout = writeTimeout
         self.dedupeWindow = dedupeWindow
         self.typingInterval = typingInterval
         self.presenceBatchWindow = presenceBatchWindow
+        self.sendRing = sendRing
     }
 }
 

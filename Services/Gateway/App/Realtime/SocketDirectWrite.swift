@@ -30,13 +30,8 @@ enum SocketDirectWrite {
     /// writes the rest through NIO), or nil when the channel exposes no socket, NIO holds writes for
     /// it, or the frames have too many pieces (the caller writes them all through NIO).
     static func send(_ frames: FrameList, on context: ChannelHandlerContext, through target: FrameTarget) -> Int? {
-        guard let transport = target.transport else { return nil }
-        if target.mayHold {
-            guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
-            if target.watching { target.mayHold = false }
-        }
+        guard let transport = mayWrite(frames, on: context, through: target) else { return nil }
         let pieces = frames.pieceCount
-        guard pieces <= maxPieces else { return nil }
         let sent = try? transport.withUnsafeTransport { fd in
             withUnsafeTemporaryAllocation(of: iovec.self, capacity: pieces) { vectors in
                 gather(frames, frame: 0, piece: 0, into: vectors) { count in
@@ -47,10 +42,21 @@ enum SocketDirectWrite {
         return sent ?? 0
     }
 
+    /// The socket to write `frames` to directly, or nil when the channel exposes none, NIO holds
+    /// writes for it, or the frames have too many pieces.
+    static func mayWrite(_ frames: FrameList, on context: ChannelHandlerContext, through target: FrameTarget) -> SocketTransport? {
+        guard let transport = target.transport, frames.pieceCount <= maxPieces else { return nil }
+        if target.mayHold {
+            guard let options = context.channel.syncOptions, (try? options.getOption(.bufferedWritableBytes)) == 0 else { return nil }
+            if target.watching { target.mayHold = false }
+        }
+        return transport
+    }
+
     /// Fills `vectors` with each frame's buffers (header and head, then shared and tail), each
     /// inside its own `withUnsafeReadableBytes`, then calls `body` with the count: every pointer is
     /// used within the access that gave it. Recursion depth is the number of pieces (≤ `maxPieces`).
-    private static func gather(
+    static func gather(
         _ frames: FrameList, frame: Int, piece: Int, into vectors: UnsafeMutableBufferPointer<iovec>, _ body: (Int) -> Int
     ) -> Int {
         guard frame < frames.count else { return body(piece) }

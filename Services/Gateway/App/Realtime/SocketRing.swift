@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+import CSocketRing
+import NIOCore
+
+/// An io_uring that sends several sockets' frames with one system call (`socket_ring.h`): a drain
+/// that writes to many sockets (one message to a conversation's followers on this loop) pays one
+/// `io_uring_enter` instead of a `sendmsg` each. Every send is `MSG_DONTWAIT` and issued inline, so
+/// all results are known when the call returns; a socket whose buffer is full takes what fits, as
+/// with `sendmsg`, and the rest goes through NIO. One per event loop, used only on it.
+final class SocketRing {
+    private let ring: OpaquePointer
+    /// Sends per submission.
+    let capacity: Int
+
+    /// Nil where the kernel refuses io_uring (too old, disabled, or filtered, as by Docker's default
+    /// seccomp profile): the drain then sends with one `sendmsg` per socket.
+    init?(entries: Int) {
+        guard let ring = socket_ring_create(UInt32(entries)) else { return nil }
+        self.ring = ring
+        capacity = Int(socket_ring_capacity(ring))
+    }
+
+    deinit { socket_ring_destroy(ring) }
+
+    /// Queues a send of `count` buffers on `fd`; its index in the submission, nil when it is full.
+    func add(_ fd: CInt, _ vectors: UnsafePointer<iovec>, count: Int) -> Int? {
+        let index = socket_ring_add(ring, fd, vectors, CInt(count))
+        return index < 0 ? nil : Int(index)
+    }
+
+    /// Issues the queued sends; `results[index]` is the bytes send `index` took, or -errno.
+    func submit(_ results: UnsafeMutablePointer<Int>) { _ = socket_ring_submit(ring, results) }
+}
+
+extension SocketDirectWrite {
+    /// One socket's frames for a shared submission (`send(_:through:)`), checked with `mayWrite`.
+    struct Item {
+        let frames: FrameList
+        let transport: SocketTransport
+    }
+
+    /// Sends each item's frames on its socket with one submission of `ring` (at most its capacity
+    /// of items): the bytes each socket took, in order (0 when it took none, or it is closed: the
+    /// caller writes the rest through NIO).
+    static func send(_ items: [Item], through ring: SocketRing) -> [Int] {
+        precondition(items.count <= ring.capacity)
+        let pieces = items.reduce(0) { $0 + $1.frames.pieceCount }
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(pieces, 1)) { vectors in
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: items.count) { indices in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: items.count) { results in
+                    guard let resultsBase = results.baseAddress else { return Array(repeating: 0, count: items.count) }
+                    queue(items, from: 0, used: 0, vectors: vectors, indices: indices, ring: ring, results: resultsBase)
+                    return indices.prefix(items.count).map { $0 < 0 ? 0 : max(0, results[$0]) }
+                }
+            }
+        }
+    }
+
+    /// Queues item `position` inside its socket's and buffers' scoped accesses, then the next
+    /// within them, and submits once all are queued: every descriptor and pointer the kernel reads
+    /// is used within the access that gave it. Recursion depth: items plus pieces.
+    private static func queue(
+        _ items: [Item], from position: Int, used: Int, vectors: UnsafeMutableBufferPointer<iovec>, indices: UnsafeMutableBufferPointer<Int>,
+        ring: SocketRing, results: UnsafeMutablePointer<Int>
+    ) {
+        guard position < items.count else {
+            ring.submit(results)
+            return
+        }
+        indices[position] = -1
+        let ran: Void? = try? items[position].transport.withUnsafeTransport { fd in
+            let rest = UnsafeMutableBufferPointer(rebasing: vectors[used...])
+            _ = gather(items[position].frames, frame: 0, piece: 0, into: rest) { count in
+                if let base = rest.baseAddress { indices[position] = ring.add(fd, base, count: count) ?? -1 }
+                queue(items, from: position + 1, used: used + count, vectors: vectors, indices: indices, ring: ring, results: results)
+                return 0
+            }
+        }
+        // A closed channel: nothing of this item queued, the others still are.
+        if ran == nil { queue(items, from: position + 1, used: used, vectors: vectors, indices: indices, ring: ring, results: results) }
+    }
+}
