@@ -209,21 +209,14 @@ final class EventLoopWriteBatcher: Sendable {
     /// The drain's channels, those that may be written directly in submissions of the ring
     /// (`ringEntries` sockets or `ringPieces` buffers each at most), the others one by one.
     private func send(_ flushes: [Flush], of batch: [Pending], through ring: SocketRing) {
-        var items: [SocketDirectWrite.Item] = []
-        var itemFlushes: [Int] = []
         var pieces = 0
-        items.reserveCapacity(min(flushes.count, ring.capacity))
-        itemFlushes.reserveCapacity(min(flushes.count, ring.capacity))
         func submit() {
-            let sent = SocketDirectWrite.send(items, through: ring)
-            ringWrites.add(items.count, ordering: .relaxed)
-            for (position, index) in itemFlushes.enumerated() {
-                let flush = flushes[index]
-                guard let context = flush.target.encoder else { continue }
-                finish(items[position].frames, flush, of: batch, sent: sent[position], on: context)
+            ringWrites.add(ring.items.count, ordering: .relaxed)
+            ring.submit { _, owner, item, sent in
+                let flush = flushes[owner]
+                guard let context = flush.target.encoder else { return }
+                finish(item.frames, flush, of: batch, sent: sent, on: context)
             }
-            items.removeAll(keepingCapacity: true)
-            itemFlushes.removeAll(keepingCapacity: true)
             pieces = 0
         }
         for index in flushes.indices {
@@ -236,12 +229,12 @@ final class EventLoopWriteBatcher: Sendable {
             }
             let itemPieces = batch[flush.first].frames.pieceCount
             if pieces + itemPieces > Self.ringPieces { submit() }
-            items.append(SocketDirectWrite.Item(frames: batch[flush.first].frames, transport: transport))
-            itemFlushes.append(index)
+            ring.items.append(SocketDirectWrite.Item(frames: batch[flush.first].frames, transport: transport))
+            ring.owners.append(index)
             pieces += itemPieces
-            if items.count == ring.capacity { submit() }
+            if ring.items.count == ring.capacity { submit() }
         }
-        if !items.isEmpty { submit() }
+        if !ring.items.isEmpty { submit() }
     }
 
     /// One channel's entries: their frames together (one entry's in place).

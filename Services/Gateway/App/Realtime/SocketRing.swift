@@ -15,6 +15,10 @@ final class SocketRing {
     private let ring: OpaquePointer
     /// Sends per submission.
     let capacity: Int
+    /// The next submission's sockets and whose they are (the drain's channel), kept between
+    /// submissions so a drain allocates nothing for them.
+    var items: [SocketDirectWrite.Item] = []
+    var owners: [Int] = []
 
     /// Nil where the kernel refuses io_uring (too old, disabled, or filtered, as by Docker's default
     /// seccomp profile): the drain then sends with one `sendmsg` per socket.
@@ -25,6 +29,13 @@ final class SocketRing {
     }
 
     deinit { socket_ring_destroy(ring) }
+
+    /// Sends `items` in one submission (`SocketDirectWrite.send(_:through:_:)`), then empties them.
+    func submit(_ each: (_ position: Int, _ owner: Int, _ item: SocketDirectWrite.Item, _ sent: Int) -> Void) {
+        SocketDirectWrite.send(items, through: self) { position, sent in each(position, owners[position], items[position], sent) }
+        items.removeAll(keepingCapacity: true)
+        owners.removeAll(keepingCapacity: true)
+    }
 
     /// Queues a send of `count` buffers on `fd`; its index in the submission, nil when it is full.
     func add(_ fd: CInt, _ vectors: UnsafePointer<iovec>, count: Int) -> Int? {
@@ -44,17 +55,21 @@ extension SocketDirectWrite {
     }
 
     /// Sends each item's frames on its socket with one submission of `ring` (at most its capacity
-    /// of items): the bytes each socket took, in order (0 when it took none, or it is closed: the
-    /// caller writes the rest through NIO).
-    static func send(_ items: [Item], through ring: SocketRing) -> [Int] {
+    /// of items), then calls `each` with each item's position and the bytes its socket took, in
+    /// order (0 when it took none, or it is closed: the caller writes the rest through NIO).
+    static func send(_ items: [Item], through ring: SocketRing, _ each: (_ position: Int, _ sent: Int) -> Void) {
         precondition(items.count <= ring.capacity)
-        let pieces = items.reduce(0) { $0 + $1.frames.pieceCount }
-        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(pieces, 1)) { vectors in
-            withUnsafeTemporaryAllocation(of: Int.self, capacity: items.count) { indices in
-                withUnsafeTemporaryAllocation(of: Int.self, capacity: items.count) { results in
-                    guard let resultsBase = results.baseAddress else { return Array(repeating: 0, count: items.count) }
+        var pieces = 0
+        for index in items.indices { pieces += items[index].frames.pieceCount }
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: max(pieces, 1)) { vectors in
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: max(items.count, 1)) { indices in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: max(items.count, 1)) { results in
+                    guard let resultsBase = results.baseAddress else { return }
                     queue(items, from: 0, used: 0, vectors: vectors, indices: indices, ring: ring, results: resultsBase)
-                    return indices.prefix(items.count).map { $0 < 0 ? 0 : max(0, results[$0]) }
+                    for position in items.indices {
+                        let index = indices[position]
+                        each(position, index < 0 ? 0 : max(0, results[index]))
+                    }
                 }
             }
         }
