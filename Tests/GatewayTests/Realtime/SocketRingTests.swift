@@ -56,7 +56,7 @@ struct SocketRingTests {
                             #expect(ring.add(closed.0, base, count: 2) == 2)
                             #expect(ring.add(plain.0, base + 1, count: 1) == 3)
                             #expect(ring.add(plain.0, base, count: 1) == nil, "the submission is full")
-                            results.withUnsafeMutableBufferPointer { if let results = $0.baseAddress { ring.submit(results) } }
+                            results.withUnsafeMutableBufferPointer { if let results = $0.baseAddress { ring.issue(into: results) } }
                         }
                     }
                 }

@@ -283,6 +283,17 @@ struct StompProtocolTests {
             try await alice.waitFor("alice's own signal") { _ in alice.messages.contains { $0["type"] as? String == "before-enter" } }
             // Her signals to a community she subscribes to are never refused (no chat check to fail).
             #expect(!alice.received.contains { $0.command == .error })
+            // Somebody who is not a member naming the community: chat's check refuses it (ERROR,
+            // then close), and no subscriber hears it.
+            let c = try await s.user("씨")
+            let outsider = StompTestClient(port: port)
+            outsider.connect(token: c.token)
+            _ = try await outsider.waitFor(.connected)
+            outsider.send(
+                "SEND\ndestination:/kafka/community-signaling\ncontent-type:application/json\n\n"
+                    + #"{"user_id":"\#(c.id)","type":"intrude","community_id":"\#(wid)"}"# + "\0")
+            #expect(try await outsider.waitFor(.error).headers["message"] == "not a member of the community")
+            await outsider.stop()
 
             // join-channel marks the room read: Bob's unread count of the extra channel drops to 0.
             bob.send(
@@ -299,6 +310,7 @@ struct StompProtocolTests {
             _ = try await s.send(.post, "/v1/workspaces/\(wid)/channels/\(general)/chats", a, json: #"{"content":"general"}"#)
             try await Task.sleep(for: .seconds(1))
             #expect(!bob.messages.contains { $0["id"] as? String == secret })
+            #expect(!bob.messages.contains { $0["type"] as? String == "intrude" })
             for c in [alice, bob] { await c.stop() }
             try await replica.stop()
         }

@@ -44,7 +44,7 @@ final class SocketRing {
     }
 
     /// Issues the queued sends; `results[index]` is the bytes send `index` took, or -errno.
-    func submit(_ results: UnsafeMutablePointer<Int>) { _ = socket_ring_submit(ring, results) }
+    func issue(into results: UnsafeMutablePointer<Int>) { _ = socket_ring_submit(ring, results) }
 }
 
 extension SocketDirectWrite {
@@ -83,7 +83,7 @@ extension SocketDirectWrite {
         ring: SocketRing, results: UnsafeMutablePointer<Int>
     ) {
         guard position < items.count else {
-            ring.submit(results)
+            ring.issue(into: results)
             return
         }
         indices[position] = -1

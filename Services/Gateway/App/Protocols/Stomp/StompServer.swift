@@ -298,10 +298,9 @@ final class StompServer: Sendable {
                 throw .init(message: "type must be 1–32 of a–z and -")
             }
             // A community this session subscribes to was checked then; any other, now.
-            let known = session.knownCommunity(named)
-            guard let community = known != nil ? known : await hub.access.community(named, member: session.userId) else {
-                throw .init(message: "not a member of the community")
-            }
+            var community = session.knownCommunity(named)
+            if community == nil { community = await hub.access.community(named, member: session.userId) }
+            guard let community else { throw .init(message: "not a member of the community") }
             hub.events.publish(GatewayEvents.CommunitySignal(communityId: community, userId: session.userId, signal: signal, at: Date()))
         }
     }
