@@ -294,6 +294,19 @@ struct StompProtocolTests {
                     + #"{"user_id":"\#(c.id)","type":"intrude","community_id":"\#(wid)"}"# + "\0")
             #expect(try await outsider.waitFor(.error).headers["message"] == "not a member of the community")
             await outsider.stop()
+            // A member's signal whose type is not 1–32 of a–z and - (too long, upper case, empty,
+            // a control character, not a string): refused the same way, and no subscriber hears it.
+            let badTypes = ["\"" + String(repeating: "a", count: 33) + "\"", "\"Before-Enter\"", "\"\"", #""x\u0000""#, "7"]
+            for type in badTypes {
+                let member = StompTestClient(port: port)
+                member.connect(token: a.token)
+                _ = try await member.waitFor(.connected)
+                member.send(
+                    "SEND\ndestination:/kafka/community-signaling\ncontent-type:application/json\n\n"
+                        + #"{"user_id":"\#(a.id)","type":\#(type),"community_id":"\#(wid)"}"# + "\0")
+                #expect(try await member.waitFor(.error).headers["message"] == "type must be 1–32 of a–z and -", "type \(type)")
+                await member.stop()
+            }
 
             // join-channel marks the room read: Bob's unread count of the extra channel drops to 0.
             bob.send(
@@ -311,6 +324,8 @@ struct StompProtocolTests {
             try await Task.sleep(for: .seconds(1))
             #expect(!bob.messages.contains { $0["id"] as? String == secret })
             #expect(!bob.messages.contains { $0["type"] as? String == "intrude" })
+            let heardSignals = bob.messages.filter { $0["communityId"] != nil }.compactMap { $0["type"] as? String }
+            #expect(!heardSignals.isEmpty && heardSignals.allSatisfy { $0 == "before-enter" }, "signals heard: \(heardSignals)")
             for c in [alice, bob] { await c.stop() }
             try await replica.stop()
         }
