@@ -4,7 +4,7 @@ import Events
 import Foundation
 import Kafka
 import Logging
-import NIOEmbedded
+import NIOPosix
 import SuiteTesting
 import Synchronization
 import Testing
@@ -60,7 +60,9 @@ struct DeliveryHoldTests {
             access: ConversationAccess(client: HTTPClient.shared, chatURL: "http://127.0.0.1:1", logger: TestKafka.logger), verifier: verifier,
             admission: RealtimeAdmission(handshakesPerSecond: 100, handshakeBurst: 100, joinsPerSecond: 100, joinBurst: 100, maxNamespacesPerSession: 10)
         )
-        let loop = EmbeddedEventLoop()
+        // A real loop: the consumer's thread holds and releases its batcher, and the test resumes
+        // on other threads after each await (an embedded loop is for the thread that made it).
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
         let probe = Probe(batcher: hub.writeBatchers.batcher(for: loop))
         let channel = ChannelID.generate()
         hub.follow(probe, LiveFollow(id: channel.uuid, kind: .channel, workspaceId: nil, userId: nil))
