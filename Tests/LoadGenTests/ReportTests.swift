@@ -86,6 +86,47 @@ struct ReportTests {
         #expect(summary.contains("tail         3 deliveries over 25 ms (50.00 %); by second of sending: 0s 2, 2s 1"))
     }
 
+    @Test("each accepted send's acknowledgement and each message's first socket, apart from the whole spread")
+    func acknowledgementAndFirstReceipt() {
+        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
+        let ms: UInt64 = 1_000_000
+        let t0: UInt64 = 1_000_000_000
+        // Messages 0 and 1 accepted (acknowledged after 2 and 4 ms), 2 refused.
+        var sends = Self.sends(issued: [t0, t0 + 100 * ms, t0 + 200 * ms], accepted: [true, true, false])
+        sends.acknowledged = [t0 + 2 * ms, t0 + 104 * ms, 0]
+        let deliveries = [
+            Self.delivery(1, 0, t0 + 9 * ms),
+            Self.delivery(0, 0, t0 + 3 * ms),  // message 0's first socket, after 3 ms
+            Self.delivery(0, 1, t0 + 100 * ms + 30 * ms),
+            Self.delivery(1, 1, t0 + 100 * ms + 6 * ms),  // message 1's first, after 6 ms
+            Self.delivery(0, 2, t0 + 201 * ms),  // refused send: not counted anywhere
+        ]
+        var report = LoadGenReport()
+        report.rate = 10
+        report.inject = "rest"
+        report.analyse(world: Self.world(plan), sends: sends, deliveries: deliveries)
+        #expect(report.acknowledgement == LoadGenReport.Percentiles(sorted: [2, 4]))
+        #expect(report.firstReceipt == LoadGenReport.Percentiles(sorted: [3, 6]))
+        #expect(report.acknowledgement?.p50Ms == 4)
+        #expect(report.firstReceipt?.p99Ms == 6)
+        // The whole spread: 3, 6, 9, 30 ms.
+        #expect(report.latencyMaxMs == 30)
+        let summary = report.summary(failures: [:], socketErrors: [:])
+        #expect(summary.contains("send→acknowledged p50 4.00 ms  p95 4.00 ms  p99 4.00 ms (the REST response)"))
+        #expect(summary.contains("send→first socket p50 6.00 ms  p95 6.00 ms  p99 6.00 ms"))
+    }
+
+    @Test("without acknowledgement times, no acknowledgement line")
+    func noAcknowledgementsNoLine() {
+        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
+        var report = LoadGenReport()
+        report.rate = 1
+        report.analyse(world: Self.world(plan), sends: Self.sends(issued: [1_000], accepted: [true]), deliveries: [])
+        #expect(report.acknowledgement == nil)
+        #expect(report.firstReceipt == nil)
+        #expect(!report.summary(failures: [:], socketErrors: [:]).contains("send→acknowledged"))
+    }
+
     @Test("the CPU split line: each watched process's user and system seconds and its switches, by name")
     func cpuSplitLine() {
         var report = LoadGenReport()

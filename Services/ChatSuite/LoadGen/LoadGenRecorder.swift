@@ -80,6 +80,9 @@ final class SendLog: Sendable {
         /// Monotonic instant each message was issued (0: never issued).
         var issued: [UInt64]
         var accepted: [Bool]
+        /// Monotonic instant each accepted send was acknowledged: the REST response, or the
+        /// broker's acknowledgement of an injected record (0: not acknowledged).
+        var acknowledged: [UInt64] = []
         /// Issued later than `lateTolerance` after their slot of the fixed-rate schedule.
         var late = 0
         var maxLagMs = 0.0
@@ -91,7 +94,9 @@ final class SendLog: Sendable {
     private let state: Locked<State>
 
     init(messages: Int) {
-        state = Locked(State(issued: [UInt64](repeating: 0, count: messages), accepted: [Bool](repeating: false, count: messages)))
+        var initial = State(issued: [UInt64](repeating: 0, count: messages), accepted: [Bool](repeating: false, count: messages))
+        initial.acknowledged = [UInt64](repeating: 0, count: messages)
+        state = Locked(initial)
     }
 
     func issued(_ n: Int, at nanos: UInt64, lagMs: Double, late: Bool) {
@@ -104,9 +109,14 @@ final class SendLog: Sendable {
         }
     }
 
-    func finished(_ n: Int, failure: String?) {
+    func finished(_ n: Int, failure: String?, at nanos: UInt64 = monotonicNanos()) {
         state.withLock {
-            if let failure { $0.failures[failure, default: 0] += 1 } else { $0.accepted[n] = true }
+            if let failure {
+                $0.failures[failure, default: 0] += 1
+            } else {
+                $0.accepted[n] = true
+                $0.acknowledged[n] = nanos
+            }
         }
     }
 

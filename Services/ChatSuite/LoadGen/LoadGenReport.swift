@@ -41,6 +41,13 @@ struct LoadGenReport: Encodable {
     /// With a second gateway (`--second-gateway`): each half's p50 / p95 / p99, the first half's
     /// sockets (on `--gateway`) first.
     var halves: [Percentiles]?
+    /// Issue → acknowledgement of the accepted sends (the REST response, or the broker's
+    /// acknowledgement of an injected record): the part of the latency before the message is
+    /// committed and on its way.
+    var acknowledgement: Percentiles?
+    /// Issue → the first socket that received each message: the path without the spread of
+    /// writing one message to all its sockets.
+    var firstReceipt: Percentiles?
     /// Deliveries later than `tailThresholdMs` (the p99 target), and how many of them belong to
     /// messages sent in each second of the run (seconds from the first send): whether the tail is
     /// spread over the run or bunched into a few stalls, and when.
@@ -95,6 +102,7 @@ struct LoadGenReport: Encodable {
         latencies.reserveCapacity(deliveries.count)
         var byHalf: [[Double]] = [[], []]
         var lastDelivery: UInt64 = 0
+        var firstReceived = [UInt64](repeating: .max, count: total)
         for d in deliveries {
             let n = Int(d.message)
             guard n >= 0, n < total else { unexpected += 1; continue }
@@ -107,6 +115,7 @@ struct LoadGenReport: Encodable {
             guard offset < plan.members else { misrouted += 1; continue }
             received += 1
             lastDelivery = max(lastDelivery, d.nanos)
+            firstReceived[n] = min(firstReceived[n], d.nanos)
             let latency = Double(d.nanos &- sends.issued[n]) / 1e6
             latencies.append(latency)
             if let secondHalfFrom { byHalf[socket >= secondHalfFrom ? 1 : 0].append(latency) }
@@ -126,6 +135,14 @@ struct LoadGenReport: Encodable {
         latencyP99Ms = all.p99Ms
         latencyMaxMs = latencies.last ?? 0
         if secondHalfFrom != nil { halves = byHalf.map { Percentiles(sorted: $0.sorted()) } }
+        let firsts = (0..<total).compactMap { n in firstReceived[n] == .max ? nil : Double(firstReceived[n] &- sends.issued[n]) / 1e6 }
+        firstReceipt = firsts.isEmpty ? nil : Percentiles(sorted: firsts.sorted())
+        if sends.acknowledged.count == total {
+            let acks = (0..<total).compactMap { n in
+                sends.accepted[n] && sends.acknowledged[n] >= sends.issued[n] ? Double(sends.acknowledged[n] - sends.issued[n]) / 1e6 : nil
+            }
+            acknowledgement = acks.isEmpty ? nil : Percentiles(sorted: acks.sorted())
+        }
     }
 
     func summary(failures: [String: Int], socketErrors: [String: Int]) -> String {
@@ -146,6 +163,12 @@ struct LoadGenReport: Encodable {
         add("latency      send→receive p50 \(f(latencyP50Ms, 2)) ms  p95 \(f(latencyP95Ms, 2)) ms  p99 \(f(latencyP99Ms, 2)) ms  max \(f(latencyMaxMs, 2)) ms")
         for (name, half) in zip(["first half (--gateway)", "second half (--second-gateway)"], halves ?? []) {
             add("             \(name): p50 \(f(half.p50Ms, 2)) ms  p95 \(f(half.p95Ms, 2)) ms  p99 \(f(half.p99Ms, 2)) ms")
+        }
+        if let ack = acknowledgement {
+            add("             send→acknowledged p50 \(f(ack.p50Ms, 2)) ms  p95 \(f(ack.p95Ms, 2)) ms  p99 \(f(ack.p99Ms, 2)) ms (\(inject == "kafka" ? "the broker's acknowledgement" : inject == "rest" ? "the REST response" : "the publish response"))")
+        }
+        if let first = firstReceipt {
+            add("             send→first socket p50 \(f(first.p50Ms, 2)) ms  p95 \(f(first.p95Ms, 2)) ms  p99 \(f(first.p99Ms, 2)) ms")
         }
         if tailDeliveries > 0 {
             add(
