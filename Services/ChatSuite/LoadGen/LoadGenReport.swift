@@ -165,7 +165,8 @@ struct LoadGenReport: Encodable {
             add("             \(name): p50 \(f(half.p50Ms, 2)) ms  p95 \(f(half.p95Ms, 2)) ms  p99 \(f(half.p99Ms, 2)) ms")
         }
         if let ack = acknowledgement {
-            add("             send→acknowledged p50 \(f(ack.p50Ms, 2)) ms  p95 \(f(ack.p95Ms, 2)) ms  p99 \(f(ack.p99Ms, 2)) ms (\(inject == "kafka" ? "the broker's acknowledgement" : inject == "rest" ? "the REST response" : "the publish response"))")
+            let by = inject == "kafka" ? "the broker's acknowledgement" : inject == "rest" ? "the REST response" : "the publish response"
+            add("             send→acknowledged p50 \(f(ack.p50Ms, 2)) ms  p95 \(f(ack.p95Ms, 2)) ms  p99 \(f(ack.p99Ms, 2)) ms (\(by))")
         }
         if let first = firstReceipt {
             add("             send→first socket p50 \(f(first.p50Ms, 2)) ms  p95 \(f(first.p95Ms, 2)) ms  p99 \(f(first.p99Ms, 2)) ms")
