@@ -33,8 +33,8 @@ struct KafkaBench: AsyncParsableCommand {
     @Option(help: "Send rate of the latency run (messages per second).")
     var rate: Int = 1_000
 
-    @Option(help: "Producer linger.ms (the suite's default is 0.5).")
-    var lingerMs: Double = 0.5
+    @Option(help: "Producer linger.ms (the suite's default is 0).")
+    var lingerMs: Double = 0
 
     @Option(help: "Consumer fetch.wait.max.ms (services default to 100; the dev launcher uses 5 on the embedded broker, which always waits this long).")
     var fetchWaitMs: Int = 5

@@ -34,9 +34,10 @@ public struct KafkaClientConfiguration: Sendable {
 
 public struct KafkaProducerConfiguration: Sendable {
     public var client: KafkaClientConfiguration
-    /// How long the producer waits to fill a batch. The default favours latency (≤ 1 ms);
-    /// raise it (5–20 ms) to trade latency for throughput.
-    public var lingerMilliseconds: Double = 0.5
+    /// How long the producer waits to fill a batch. The default (0) favours latency: librdkafka's
+    /// broker thread waits in whole milliseconds, so 0.5 held a lone record about 1.1 ms
+    /// (docs/benchmarks.md, part 50); raise it (5–20 ms) to trade latency for throughput.
+    public var lingerMilliseconds: Double = 0
     /// How long a record may stay undelivered (including retries while brokers are down)
     /// before its delivery report fails with a retriable error.
     public var messageTimeoutMilliseconds: Int = 30_000

@@ -22,7 +22,7 @@ public struct ServiceSettings: Sendable {
         "log.format": "text",
         "kafka.brokers": ConfigValue(.stringArray(["127.0.0.1:9092"]), isSecret: false),
         "kafka.startup-timeout-seconds": 10,
-        "kafka.linger-ms": 0.5,
+        "kafka.linger-ms": 0.0,
         "kafka.compression": "lz4",
         "kafka.fetch-wait-ms": 500,
         "kafka.delivery-fetch-min-bytes": 1,
@@ -113,7 +113,8 @@ public struct ServiceSettings: Sendable {
             }
         }
     }
-    /// Producer batching delay: ≤ 1 ms favours latency (default 0.5); 5–20 ms favours throughput.
+    /// Producer batching delay: 0 (default) sends as soon as librdkafka's broker thread wakes; 5–20 ms
+    /// favours throughput. The outbox relays batch by themselves (a pass hands over every row it read).
     public var kafkaLingerMilliseconds: Double {
         get throws {
             do { return try reader.requiredDouble(forKey: "kafka.linger-ms") } catch { throw Self.invalid("kafka.linger-ms", error) }

@@ -19,6 +19,10 @@ struct ReportTests {
         return state
     }
 
+    /// 2 users, 2 channels, both users in both, one socket each.
+    static let bothInBoth = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
+    static let ms: UInt64 = 1_000_000
+
     static func delivery(_ socket: Int32, _ message: Int32, _ nanos: UInt64) -> DeliveryLog.Delivery {
         DeliveryLog.Delivery(socket: socket, message: message, nanos: nanos)
     }
@@ -63,8 +67,8 @@ struct ReportTests {
 
     @Test("the tail: deliveries over 25 ms, counted by the second of sending their message was sent in")
     func tailBySecondOfSending() {
-        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
-        let ms: UInt64 = 1_000_000
+        let plan = Self.bothInBoth
+        let ms = Self.ms
         let t0: UInt64 = 5_000_000_000
         // Message 0 at 0 s, 1 at 0.5 s, 2 at 2.2 s; both sockets follow both channels.
         let sends = Self.sends(issued: [t0, t0 + 500 * ms, t0 + 2_200 * ms], accepted: [true, true, true])
@@ -88,9 +92,7 @@ struct ReportTests {
 
     @Test("each accepted send's acknowledgement and each message's first socket, apart from the whole spread")
     func acknowledgementAndFirstReceipt() {
-        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
-        let ms: UInt64 = 1_000_000
-        let t0: UInt64 = 1_000_000_000
+        let (ms, t0) = (Self.ms, UInt64(1_000_000_000))
         // Messages 0 and 1 accepted (acknowledged after 2 and 4 ms), 2 refused.
         var sends = Self.sends(issued: [t0, t0 + 100 * ms, t0 + 200 * ms], accepted: [true, true, false])
         sends.acknowledged = [t0 + 2 * ms, t0 + 104 * ms, 0]
@@ -104,7 +106,7 @@ struct ReportTests {
         var report = LoadGenReport()
         report.rate = 10
         report.inject = "rest"
-        report.analyse(world: Self.world(plan), sends: sends, deliveries: deliveries)
+        report.analyse(world: Self.world(Self.bothInBoth), sends: sends, deliveries: deliveries)
         #expect(report.acknowledgement == LoadGenReport.Percentiles(sorted: [2, 4]))
         #expect(report.firstReceipt == LoadGenReport.Percentiles(sorted: [3, 6]))
         #expect(report.acknowledgement?.p50Ms == 4)
@@ -118,10 +120,9 @@ struct ReportTests {
 
     @Test("without acknowledgement times, no acknowledgement line")
     func noAcknowledgementsNoLine() {
-        let plan = LoadGenPlan(runId: "r", users: 2, channels: 2, members: 2, sockets: 2, channelsPerWorkspace: 2)
         var report = LoadGenReport()
         report.rate = 1
-        report.analyse(world: Self.world(plan), sends: Self.sends(issued: [1_000], accepted: [true]), deliveries: [])
+        report.analyse(world: Self.world(Self.bothInBoth), sends: Self.sends(issued: [1_000], accepted: [true]), deliveries: [])
         #expect(report.acknowledgement == nil)
         #expect(report.firstReceipt == nil)
         #expect(!report.summary(failures: [:], socketErrors: [:]).contains("send→acknowledged"))

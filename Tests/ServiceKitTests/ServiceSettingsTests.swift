@@ -42,6 +42,16 @@ struct ServiceSettingsTests {
         }
     }
 
+    /// librdkafka waits in whole milliseconds, so the old 0.5 held a lone record about 1.1 ms.
+    @Test("the producers' linger: 0 unless set, a fraction read, a word refused at startup")
+    func producerLinger() throws {
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaLingerMilliseconds == 0)
+        #expect(try ServiceSettings(serviceName: "x", environment: ["KAFKA_LINGER_MS": "0.5"], arguments: ["x"]).kafkaLingerMilliseconds == 0.5)
+        #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x", "--kafka-linger-ms", "5"]).kafkaLingerMilliseconds == 5)
+        let bad = ServiceSettings(serviceName: "x", environment: ["KAFKA_LINGER_MS": "soon"], arguments: ["x"])
+        #expect(throws: StartupError.self) { try bad.kafkaLingerMilliseconds }
+    }
+
     @Test("the real-time consumers' fetch.min.bytes: 1 unless set, a count of bytes, 0 or a word refused at startup")
     func deliveryFetchMinBytes() throws {
         #expect(try ServiceSettings(serviceName: "x", environment: [:], arguments: ["x"]).kafkaDeliveryFetchMinBytes == 1)
