@@ -350,17 +350,21 @@ struct BrokerRequestFuzzTests {
     }
 
     /// Whether the broker holds the request just sent on `client`: no answer (nor close) for 2 s,
-    /// while an ApiVersions on a new connection, sent after those 2 s, is answered and this one
-    /// still is not. Wall time alone would blame the broker for a machine that stalled it (a
-    /// saturated CI host once took over 2 s for an offset fetch answered within 4 ms here); a
-    /// stalled broker answers neither connection, and its loop reads the held request's bytes
-    /// before the probe's.
+    /// while two ApiVersions on a new connection, the second sent once the first was answered,
+    /// are answered and this one still is not. Wall time alone would blame the broker for a
+    /// machine that stalled it (a saturated CI host once took over 2 s for an offset fetch
+    /// answered within 4 ms here); a stalled broker answers neither connection. One probe is not
+    /// enough either: a loop stalled that long wakes to both connections readable in one tick,
+    /// may answer the probe first and be preempted before the other (CI once saw a leaveGroup
+    /// answered 3.5 s after the probe). The second probe's bytes arrive after that tick, so its
+    /// answer means the loop finished the tick that read the held request.
     static func isHeld(_ client: RawKafkaClient, broker: EmbeddedKafkaBroker) throws -> Bool {
         guard !client.hasAnswer(within: .seconds(2)) else { return false }
         let probe = try RawKafkaClient(bootstrap: broker.bootstrapServers)
         _ = try probe.request(api: BrokerAPI.apiVersions.rawValue, version: 0, body: [])
-        // The broker read the held request's bytes before the probe's, so its answer is written
-        // first; the 200 ms only spare a loaded host's delivery of it.
+        _ = try probe.request(api: BrokerAPI.apiVersions.rawValue, version: 0, body: [])
+        // By the second answer the held request's answer is written, unless the broker holds it;
+        // the 200 ms only spare a loaded host's delivery of it.
         return !client.hasAnswer(within: .milliseconds(200))
     }
 
