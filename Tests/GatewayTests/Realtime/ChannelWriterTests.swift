@@ -173,39 +173,44 @@ struct ChannelWriterTests {
         "a native or STOMP connection whose client stops reading: bounded by unwritten bytes, stalled after the write timeout, dropped by closeNow, closed with its own code"
     )
     func liveConnectionOnAStuckSocket() async throws {
-        let loop = EmbeddedEventLoop()
-        let stuck = StuckSocket()
-        let channel = try socket(loop, below: stuck)
         let closes = Mutex<[String]>([])
-        let aborted = Mutex(0)
-        let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 100, abort: { aborted.withLock { $0 += 1 } })
-        #expect(connection.send(String(repeating: "a", count: 20)))  // before the WebSocket is attached: queued
-        connection.attach(
-            ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
-                closes.withLock { $0.append("\(code) \(reason ?? "")") }
-            })
-        #expect(connection.send(String(repeating: "b", count: 60)))
-        loop.run()
-        // Both reached the channel, in order, and neither is written: 80 of 100 bytes outstanding.
-        #expect(stuck.seen.map { String(buffer: $0.getSlice(at: 2, length: 1) ?? ByteBuffer()) } == ["a", "b"])
-        #expect(!connection.send(String(repeating: "c", count: 30)))
-        let started = ContinuousClock.now
-        #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) == .stalled)
-        // The client reads again: the bound frees up, no stall.
-        stuck.release()
-        #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) != .stalled)
-        #expect(connection.send(String(repeating: "c", count: 30)))
-        loop.run()
-        #expect(stuck.seen.count == 1)
-        // Too far behind while a write is outstanding: the queue is dropped and so is the TCP connection.
-        connection.closeNow(code: 1008, reason: "too far behind")
-        #expect(aborted.withLock { $0 } == 1)
-        #expect(!connection.send("d"))
-        // Done with the embedded loop before the await: after it the test may run on another
-        // thread, and an embedded loop is used from the thread that made it only.
-        stuck.release()
-        _ = try? channel.finish()
-        await connection.closeTask?.value
+        var closing: Task<Void, Never>?
+        // Everything embedded is made, used and released in this block, before the await: after
+        // it the test may run on another thread, and an embedded loop or channel may be used (and
+        // deinitialised) only on the thread that made it.
+        do {
+            let loop = EmbeddedEventLoop()
+            let stuck = StuckSocket()
+            let channel = try socket(loop, below: stuck)
+            let aborted = Mutex(0)
+            let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 100, abort: { aborted.withLock { $0 += 1 } })
+            #expect(connection.send(String(repeating: "a", count: 20)))  // before the WebSocket is attached: queued
+            connection.attach(
+                ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
+                    closes.withLock { $0.append("\(code) \(reason ?? "")") }
+                })
+            #expect(connection.send(String(repeating: "b", count: 60)))
+            loop.run()
+            // Both reached the channel, in order, and neither is written: 80 of 100 bytes outstanding.
+            #expect(stuck.seen.map { String(buffer: $0.getSlice(at: 2, length: 1) ?? ByteBuffer()) } == ["a", "b"])
+            #expect(!connection.send(String(repeating: "c", count: 30)))
+            let started = ContinuousClock.now
+            #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) == .stalled)
+            // The client reads again: the bound frees up, no stall.
+            stuck.release()
+            #expect(connection.health(now: started + .seconds(60), interval: .seconds(3600), writeTimeout: .seconds(10)) != .stalled)
+            #expect(connection.send(String(repeating: "c", count: 30)))
+            loop.run()
+            #expect(stuck.seen.count == 1)
+            // Too far behind while a write is outstanding: the queue is dropped and so is the TCP connection.
+            connection.closeNow(code: 1008, reason: "too far behind")
+            #expect(aborted.withLock { $0 } == 1)
+            #expect(!connection.send("d"))
+            stuck.release()
+            _ = try? channel.finish()
+            closing = connection.closeTask
+        }
+        await closing?.value
         #expect(closes.withLock { $0 } == ["1008 too far behind"])
     }
 
@@ -237,43 +242,50 @@ struct ChannelWriterTests {
 
     @Test("a close during a hold drains the frames queued before it at once: the close frame cannot overtake them")
     func closeDuringHold() async throws {
-        let loop = EmbeddedEventLoop()
-        let channel = try socket(loop)
-        let batchers = EventLoopWriteBatchers()
         let closes = Mutex<[String]>([])
-        let writer = ChannelWriter(channel: channel, batcher: batchers.batcher(for: loop)) { code, _ in
-            closes.withLock { $0.append("\(code)") }
-        }
-        let task = batchers.holding { () -> Task<Void, Never> in
-            writer.write([OutboundText("last words")], receipt: nil)
-            let task = writer.close(code: 1008, reason: nil)
-            loop.run()
-            #expect((try? texts(channel)) == ["last words"], "drained before the hold ends")
-            return task
+        let task: Task<Void, Never>
+        do {  // the embedded loop and channel made, used and released before the await
+            let loop = EmbeddedEventLoop()
+            let channel = try socket(loop)
+            let batchers = EventLoopWriteBatchers()
+            let writer = ChannelWriter(channel: channel, batcher: batchers.batcher(for: loop)) { code, _ in
+                closes.withLock { $0.append("\(code)") }
+            }
+            task = batchers.holding { () -> Task<Void, Never> in
+                writer.write([OutboundText("last words")], receipt: nil)
+                let task = writer.close(code: 1008, reason: nil)
+                loop.run()
+                #expect((try? texts(channel)) == ["last words"], "drained before the hold ends")
+                return task
+            }
+            _ = try channel.finish()
         }
         await task.value
         #expect(closes.withLock { $0 } == ["1008"])
-        _ = try channel.finish()
     }
 
     @Test("a close asked for before the WebSocket is attached is sent once it is, after the frames queued before it")
     func closeBeforeAttach() async throws {
-        let loop = EmbeddedEventLoop()
-        let channel = try socket(loop)
         let closes = Mutex<[String]>([])
-        let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
-        #expect(connection.send("hello"))
-        connection.close(code: 4004, reason: "authentication failed")
-        #expect(connection.closeTask == nil)
-        connection.attach(
-            ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
-                closes.withLock { $0.append("\(code) \(reason ?? "")") }
-            })
-        loop.run()
-        #expect(try texts(channel) == ["hello"])
-        await connection.closeTask?.value
+        var closing: Task<Void, Never>?
+        do {  // the embedded loop and channel made, used and released before the await
+            let loop = EmbeddedEventLoop()
+            let channel = try socket(loop)
+            let connection = LiveConnection(maxQueuedFrames: 100, maxQueuedBytes: 1 << 20)
+            #expect(connection.send("hello"))
+            connection.close(code: 4004, reason: "authentication failed")
+            #expect(connection.closeTask == nil)
+            connection.attach(
+                ChannelWriter(channel: channel, batcher: EventLoopWriteBatcher(eventLoop: loop)) { code, reason in
+                    closes.withLock { $0.append("\(code) \(reason ?? "")") }
+                })
+            loop.run()
+            #expect(try texts(channel) == ["hello"])
+            _ = try channel.finish()
+            closing = connection.closeTask
+        }
+        await closing?.value
         #expect(closes.withLock { $0 } == ["4004 authentication failed"])
-        _ = try channel.finish()
     }
 }
 
